@@ -1,0 +1,32 @@
+# sanddune — build, install and test. `make help` lists the targets.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: help install build test test-unit proto agents-compat bench
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+install: ## install sanddune into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
+	@bash scripts/install.sh
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/sanddune
+
+build: ## build ./bin/sanddune
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sanddune ./cmd/sanddune
+
+test: ## set up Docker/bubblewrap (as root) and run every test
+	@bash scripts/ci-setup.sh
+	$(GO) test -timeout 30m ./...
+
+test-unit: ## run the tests without setting anything up (engine tests skip loudly)
+	$(GO) test ./...
+
+proto: ## regenerate the plugin protocol's Go code
+	@bash scripts/genproto.sh
+
+agents-compat: ## check built agent command lines against the real CLIs (npm)
+	@bash scripts/agents-compat.sh
+
+bench: ## run the benchmarks in bench/
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./core/...

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/worktree"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	logLevel string
+}
+
+func newRootCommand() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "sanddune",
+		Short: "Turn a prompt, a coding agent and a sandbox into commits on a git branch",
+		Long: `sanddune runs a coding agent in a sandbox, in a loop, until it signals completion,
+and returns the commits it made on a git branch — without touching your working tree.
+
+Providers (sandboxes and agents) are plugins: built in, or binaries named
+sanddune-plugin-<name> on SANDDUNE_PLUGIN_PATH, .sanddune/plugins, or
+$XDG_DATA_HOME/sanddune/plugins. Plugins may add their own commands:
+sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("SANDDUNE_LOG_LEVEL", "warn"), "diagnostic log level on stderr: trace, debug, info, warn, error")
+	root.AddCommand(
+		newVersionCommand(),
+		newPluginsCommand(g),
+		newValidateCommand(g),
+		newFmtCommand(),
+		newRunCommand(g),
+		newGCCommand(g),
+	)
+	return root
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// logger is sanddune's diagnostic logger (plugin logs included).
+func (g *globals) logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:   "sanddune",
+		Level:  hclog.LevelFromString(g.logLevel),
+		Output: os.Stderr,
+	})
+}
+
+// newHost returns a plugin host for the repo containing dir (if any).
+func (g *globals) newHost(dir string) *pluginhost.Host {
+	exe, _ := os.Executable()
+	if exe != "" {
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
+		}
+	}
+	var repoRoot string
+	if repo, err := worktree.Open(context.Background(), dir); err == nil {
+		repoRoot = repo.Root
+	}
+	return pluginhost.New(pluginhost.Options{
+		Builtins:   builtinNames(),
+		Executable: exe,
+		ServeArgs:  []string{serveCommand},
+		RepoRoot:   repoRoot,
+		Logger:     g.logger(),
+	})
+}

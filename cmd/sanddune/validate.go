@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/missingstudio/sanddune/core/config"
+)
+
+func newValidateCommand(g *globals) *cobra.Command {
+	f := &configFlags{}
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check a config file without running anything",
+		Long: `Parse the config, decode every provider block against its plugin's schema, let each
+plugin check its block, and check that every run is possible (branch strategy, sudo hooks...).
+Problems are printed with file:line:col and a snippet. Exit code 1 when there are errors.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := loadConfig(cmd.Context(), g, f)
+			if err != nil {
+				if ee, ok := err.(*exitError); ok && ee.code == exitUsage {
+					ee.code = exitFailure
+				}
+				return err
+			}
+			defer l.host.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)\n", f.path, len(l.file.Runs), len(l.file.Sandboxes), len(l.file.Agents))
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newFmtCommand() *cobra.Command {
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "fmt [FILE...]",
+		Short: "Rewrite config files in canonical HCL style",
+		Long:  `Rewrite HCL config files (default: ` + DefaultConfigPath + `) in canonical style. With --check, only report files that would change (exit 1).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				args = []string{DefaultConfigPath}
+			}
+			changed := false
+			for _, path := range args {
+				src, err := os.ReadFile(path)
+				if err != nil {
+					return &exitError{code: exitFailure, err: err}
+				}
+				out, diags := config.Format(src, path)
+				if diags.HasErrors() {
+					config.WriteDiagnostics(os.Stderr, nil, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
+					return &exitError{code: exitFailure, err: fmt.Errorf("%s has syntax errors", path)}
+				}
+				if bytes.Equal(src, out) {
+					continue
+				}
+				changed = true
+				if check {
+					fmt.Fprintln(cmd.OutOrStdout(), path)
+					continue
+				}
+				if err := os.WriteFile(path, out, 0o644); err != nil {
+					return &exitError{code: exitFailure, err: err}
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), path)
+			}
+			if check && changed {
+				return &exitError{code: exitFailure, err: fmt.Errorf("some files are not formatted (run sanddune fmt)")}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "report unformatted files without rewriting them")
+	return cmd
+}

@@ -1,0 +1,261 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+type providerDecoder struct {
+	ctx     context.Context
+	schemas SchemaSource
+	evalCtx *hcl.EvalContext
+	seen    map[string]hcl.Range
+	cache   map[string]component
+	diags   hcl.Diagnostics
+}
+
+type component struct {
+	schema sdk.Schema
+	info   sdk.Info
+	err    error
+}
+
+// component asks the SchemaSource once per plugin.
+func (d *providerDecoder) component(kind sdk.Kind, plugin string) component {
+	key := string(kind) + "/" + plugin
+	c, ok := d.cache[key]
+	if !ok {
+		if d.schemas == nil {
+			c.err = ErrUnknownPlugin
+		} else {
+			c.schema, c.info, c.err = d.schemas.Schema(d.ctx, kind, plugin)
+		}
+		d.cache[key] = c
+	}
+	return c
+}
+
+func (d *providerDecoder) decode(kind sdk.Kind, blocks []*hcl.Block) []*ProviderBlock {
+	var out []*ProviderBlock
+	for _, b := range blocks {
+		p := &ProviderBlock{
+			Kind:        kind,
+			Plugin:      b.Labels[0],
+			Name:        b.Labels[1],
+			Address:     fmt.Sprintf("%s.%s.%s", kind, b.Labels[0], b.Labels[1]),
+			Config:      sdk.Config{Value: cty.NullVal(cty.DynamicPseudoType)},
+			DeclRange:   b.DefRange,
+			PluginRange: b.LabelRanges[0],
+			body:        b.Body,
+		}
+		if !d.validLabels(b) {
+			continue
+		}
+		if prev, dup := d.seen[p.Address]; dup {
+			d.diags = append(d.diags, errorDiag(b.DefRange, fmt.Sprintf("Duplicate %s block", kind),
+				"%s was already declared at %s.", p.Address, prev))
+			continue
+		}
+		d.seen[p.Address] = b.DefRange
+		out = append(out, p)
+
+		c := d.component(kind, p.Plugin)
+		if c.err != nil {
+			d.diags = append(d.diags, unknownPluginDiag(kind, p.Plugin, p.PluginRange, c.err))
+			continue
+		}
+		p.Info, p.Schema = c.info, c.schema
+		spec, err := objectSpec(c.schema)
+		if err != nil {
+			d.diags = append(d.diags, errorDiag(p.PluginRange, "Invalid plugin schema",
+				"The %s plugin %q declares an invalid config schema: %s. This is a bug in the plugin.", kind, p.Plugin, err))
+			continue
+		}
+		val, diags := hcldec.Decode(b.Body, spec, d.evalCtx)
+		d.diags = append(d.diags, diags...)
+		p.Config = sdk.Config{Value: val}
+	}
+	return out
+}
+
+func (d *providerDecoder) validLabels(b *hcl.Block) bool {
+	ok := true
+	for i, l := range b.Labels {
+		if !hclsyntax.ValidIdentifier(l) {
+			d.diags = append(d.diags, errorDiag(b.LabelRanges[i], fmt.Sprintf("Invalid %s label", b.Type),
+				"%q is not a valid name: it must start with a letter and contain only letters, digits, underscores and dashes.", l))
+			ok = false
+		}
+	}
+	return ok
+}
+
+func unknownPluginDiag(kind sdk.Kind, plugin string, rng hcl.Range, err error) *hcl.Diagnostic {
+	if errors.Is(err, ErrUnknownPlugin) {
+		return errorDiag(rng, fmt.Sprintf("Unknown %s plugin %q", kind, plugin),
+			"No %s plugin named %q is installed. Install an executable named sanddune-plugin-%s in a directory listed in SANDDUNE_PLUGIN_PATH, "+
+				"in .sanddune/plugins/ of the repository, in $XDG_DATA_HOME/sanddune/plugins or next to the sanddune executable. "+
+				"`sanddune plugins list` shows the plugins found.", kind, plugin, plugin)
+	}
+	return errorDiag(rng, fmt.Sprintf("Failed to load %s plugin %q", kind, plugin), "%s", err)
+}
+
+// objectSpec converts a plugin schema to the hcldec spec it is decoded with.
+func objectSpec(s sdk.Schema) (hcldec.ObjectSpec, error) {
+	spec := hcldec.ObjectSpec{}
+	for _, a := range s.Attributes {
+		if a.Name == "" || a.Type == cty.NilType {
+			return nil, fmt.Errorf("attribute %q has no name or type", a.Name)
+		}
+		if _, dup := spec[a.Name]; dup {
+			return nil, fmt.Errorf("%q is declared twice", a.Name)
+		}
+		var as hcldec.Spec = &hcldec.AttrSpec{Name: a.Name, Type: a.Type, Required: a.Required}
+		if !a.Required && a.Default != cty.NilVal && !a.Default.IsNull() {
+			def, err := convert.Convert(a.Default, a.Type)
+			if err != nil {
+				return nil, fmt.Errorf("default of %q does not match its type: %s", a.Name, err)
+			}
+			as = &hcldec.DefaultSpec{Primary: as, Default: &hcldec.LiteralSpec{Value: def}}
+		}
+		spec[a.Name] = as
+	}
+	for _, b := range s.Blocks {
+		if _, dup := spec[b.TypeName]; dup || b.TypeName == "" {
+			return nil, fmt.Errorf("block %q is unnamed or clashes with another name", b.TypeName)
+		}
+		nested, err := objectSpec(b.Body)
+		if err != nil {
+			return nil, fmt.Errorf("block %q: %w", b.TypeName, err)
+		}
+		switch b.Nesting {
+		case sdk.NestingSingle:
+			spec[b.TypeName] = &hcldec.BlockSpec{TypeName: b.TypeName, Nested: nested, Required: b.Required}
+		case sdk.NestingList:
+			minItems := 0
+			if b.Required {
+				minItems = 1
+			}
+			if hcldec.ImpliedType(nested).HasDynamicTypes() {
+				// Blocks with dynamic attributes may differ in type: a tuple keeps them.
+				spec[b.TypeName] = &hcldec.BlockTupleSpec{TypeName: b.TypeName, Nested: nested, MinItems: minItems}
+			} else {
+				spec[b.TypeName] = &hcldec.BlockListSpec{TypeName: b.TypeName, Nested: nested, MinItems: minItems}
+			}
+		default:
+			return nil, fmt.Errorf("block %q has unknown nesting %d", b.TypeName, b.Nesting)
+		}
+	}
+	return spec, nil
+}
+
+// MapDiagnostics turns the diagnostics a plugin returned for this block
+// (from Configure) into hcl diagnostics pointing at the attribute each one
+// names, e.g. "network" or "mount.0.host_path", or at the block when the
+// path is empty or not found in the source.
+func (p *ProviderBlock) MapDiagnostics(ds sdk.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range ds {
+		sev := hcl.DiagError
+		if d.Severity == sdk.SeverityWarning {
+			sev = hcl.DiagWarning
+		}
+		rng := p.DeclRange
+		if d.Attribute != "" && p.body != nil {
+			rng = attributeRange(p.body, p.Schema, strings.Split(d.Attribute, "."), p.DeclRange)
+		}
+		out = append(out, &hcl.Diagnostic{Severity: sev, Summary: d.Summary, Detail: d.Detail, Subject: rng.Ptr()})
+	}
+	return out
+}
+
+// attributeRange finds the source range of an attribute path in body, or the
+// deepest enclosing block's range (fallback) when the path leaves the source.
+func attributeRange(body hcl.Body, schema sdk.Schema, path []string, fallback hcl.Range) hcl.Range {
+	for len(path) > 0 {
+		content, _, _ := body.PartialContent(bodySchema(schema))
+		name := path[0]
+		path = path[1:]
+		if attr, ok := content.Attributes[name]; ok {
+			return exprRange(attr.Expr, path)
+		}
+		nested, ok := nestedBlock(schema, name)
+		if !ok {
+			return fallback
+		}
+		blocks := content.Blocks.OfType(name)
+		idx := 0
+		if len(path) > 0 {
+			if i, err := strconv.Atoi(path[0]); err == nil {
+				idx = i
+				path = path[1:]
+			}
+		}
+		if idx < 0 || idx >= len(blocks) {
+			return fallback
+		}
+		fallback = blocks[idx].DefRange
+		body, schema = blocks[idx].Body, nested.Body
+	}
+	return fallback
+}
+
+// exprRange descends into list and map literals along path.
+func exprRange(expr hcl.Expression, path []string) hcl.Range {
+	for _, step := range path {
+		if i, err := strconv.Atoi(step); err == nil {
+			items, diags := hcl.ExprList(expr)
+			if diags.HasErrors() || i < 0 || i >= len(items) {
+				break
+			}
+			expr = items[i]
+			continue
+		}
+		pairs, diags := hcl.ExprMap(expr)
+		if diags.HasErrors() {
+			break
+		}
+		found := false
+		for _, kv := range pairs {
+			if k, d := kv.Key.Value(nil); !d.HasErrors() && k.Type() == cty.String && !k.IsNull() && k.AsString() == step {
+				expr, found = kv.Value, true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return expr.Range()
+}
+
+func bodySchema(s sdk.Schema) *hcl.BodySchema {
+	bs := &hcl.BodySchema{}
+	for _, a := range s.Attributes {
+		bs.Attributes = append(bs.Attributes, hcl.AttributeSchema{Name: a.Name})
+	}
+	for _, b := range s.Blocks {
+		bs.Blocks = append(bs.Blocks, hcl.BlockHeaderSchema{Type: b.TypeName})
+	}
+	return bs
+}
+
+func nestedBlock(s sdk.Schema, name string) (sdk.NestedBlock, bool) {
+	for _, b := range s.Blocks {
+		if b.TypeName == name {
+			return b, true
+		}
+	}
+	return sdk.NestedBlock{}, false
+}

@@ -1,0 +1,156 @@
+// Package env resolves the environment a run's sandbox starts with.
+//
+// Layers, lowest precedence first:
+//
+//  1. the process environment;
+//  2. <repo>/.sanddune/.env;
+//  3. the agent provider's env together with the sandbox provider's env
+//     (they must not share a key: neither provider owns it);
+//  4. the run's env.
+//
+// The process environment is a fallback, not a dump: only keys some layer
+// asks for come from it (keys declared in .sanddune/.env, possibly with an
+// empty value, and the agent's required credential keys). The rest of the
+// host's environment (PATH, HOME, SSH_AUTH_SOCK...) never enters a sandbox.
+//
+// Errors name keys, never values.
+package env
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/joho/godotenv"
+)
+
+// Layers are a run's env sources.
+type Layers struct {
+	// Lookup reads the process environment (os.LookupEnv when nil).
+	Lookup func(key string) (string, bool)
+	// DotEnv is the parsed .sanddune/.env (see ReadFile).
+	DotEnv map[string]string
+	// Agent and Sandbox are the providers' env; they must be disjoint.
+	Agent   map[string]string
+	Sandbox map[string]string
+	// Run is the run's env; it may override anything.
+	Run map[string]string
+	// Required lists credential alternatives: every group needs one
+	// non-empty key in the result.
+	Required [][]string
+}
+
+// OverlapError is agent and sandbox provider env sharing keys.
+type OverlapError struct{ Keys []string }
+
+func (e *OverlapError) Error() string {
+	return "agent provider and sandbox provider env both set " + strings.Join(e.Keys, ", ") +
+		": set each key in one provider block only, or in the run's env"
+}
+
+// MissingError is required env that no layer provides.
+type MissingError struct {
+	// Groups are the unsatisfied groups; each needs one of its keys.
+	Groups [][]string
+}
+
+func (e *MissingError) Error() string {
+	parts := make([]string, len(e.Groups))
+	for i, g := range e.Groups {
+		parts[i] = strings.Join(g, " or ")
+	}
+	return "missing required env: " + strings.Join(parts, "; ") +
+		" (export it, add it to .sanddune/.env, or set it in the run's env)"
+}
+
+// ReadFile parses a dotenv file; a missing file is an empty map.
+func ReadFile(path string) (map[string]string, error) {
+	m, err := godotenv.Read(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Resolve merges the layers and checks the required keys.
+func Resolve(l Layers) (map[string]string, error) {
+	var overlap []string
+	for k := range l.Agent {
+		if _, ok := l.Sandbox[k]; ok {
+			overlap = append(overlap, k)
+		}
+	}
+	if len(overlap) > 0 {
+		sort.Strings(overlap)
+		return nil, &OverlapError{Keys: overlap}
+	}
+	lookup := l.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	out := map[string]string{}
+	fromProcess := func(k string) {
+		if v, ok := lookup(k); ok && v != "" {
+			out[k] = v
+		}
+	}
+	for k := range l.DotEnv {
+		fromProcess(k)
+	}
+	for _, g := range l.Required {
+		for _, k := range g {
+			fromProcess(k)
+		}
+	}
+	for k, v := range l.DotEnv {
+		if v != "" { // an empty value defers to the process env
+			out[k] = v
+		}
+	}
+	for _, layer := range []map[string]string{l.Agent, l.Sandbox, l.Run} {
+		for k, v := range layer {
+			out[k] = v
+		}
+	}
+	if err := CheckRequired(out, l.Required); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CheckRequired fails when a group has no non-empty key in env.
+func CheckRequired(env map[string]string, groups [][]string) error {
+	var missing [][]string
+	for _, g := range groups {
+		ok := len(g) == 0
+		for _, k := range g {
+			if env[k] != "" {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			missing = append(missing, g)
+		}
+	}
+	if len(missing) > 0 {
+		return &MissingError{Groups: missing}
+	}
+	return nil
+}
+
+// Keys returns the sorted keys of an env map (for logs: never values).
+func Keys(env map[string]string) []string {
+	ks := make([]string, 0, len(env))
+	for k := range env {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,97 @@
+package env
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func lookupFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestResolvePrecedence(t *testing.T) {
+	got, err := Resolve(Layers{
+		Lookup:  lookupFrom(map[string]string{"A": "proc", "B": "proc", "TOKEN": "proc-token", "PATH": "/host/bin"}),
+		DotEnv:  map[string]string{"A": "", "B": "dot", "C": "dot", "D": "dot"},
+		Agent:   map[string]string{"C": "agent", "E": "agent"},
+		Sandbox: map[string]string{"D": "sandbox", "F": "sandbox"},
+		Run:     map[string]string{"E": "run", "F": "run", "G": "run"},
+		Required: [][]string{
+			{"TOKEN", "OTHER"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"A": "proc", "B": "dot", "C": "agent", "D": "sandbox", "E": "run", "F": "run", "G": "run",
+		"TOKEN": "proc-token",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
+
+func TestProcessEnvNotDumped(t *testing.T) {
+	got, err := Resolve(Layers{Lookup: lookupFrom(map[string]string{"HOME": "/root", "PATH": "/bin"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("host env leaked: %v", Keys(got))
+	}
+}
+
+func TestOverlapIsErrorListingKeys(t *testing.T) {
+	_, err := Resolve(Layers{
+		Agent:   map[string]string{"Z": "secret-a", "A": "1", "X": "2"},
+		Sandbox: map[string]string{"Z": "secret-b", "A": "3", "Y": "4"},
+	})
+	var oe *OverlapError
+	if !errors.As(err, &oe) || !reflect.DeepEqual(oe.Keys, []string{"A", "Z"}) {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Fatal("error leaks values")
+	}
+}
+
+func TestRunEnvMayOverlapProviders(t *testing.T) {
+	got, err := Resolve(Layers{Agent: map[string]string{"K": "a"}, Run: map[string]string{"K": "r"}})
+	if err != nil || got["K"] != "r" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
+
+func TestRequiredMissingNamesKeys(t *testing.T) {
+	_, err := Resolve(Layers{
+		Lookup:   lookupFrom(map[string]string{"ANTHROPIC_API_KEY": ""}),
+		Required: [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, {"GH_TOKEN"}},
+		Run:      map[string]string{"GH_TOKEN": "x"},
+	})
+	var me *MissingError
+	if !errors.As(err, &me) || len(me.Groups) != 1 || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	if m, err := ReadFile(filepath.Join(dir, "missing")); err != nil || len(m) != 0 {
+		t.Fatalf("missing file: %v %v", m, err)
+	}
+	p := filepath.Join(dir, ".env")
+	os.WriteFile(p, []byte("# c\nA=1\nexport B=\"two\\nlines\"\nC='x y'\n\n"), 0o600)
+	m, err := ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"A": "1", "B": "two\nlines", "C": "x y"}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("got %q", m)
+	}
+}

@@ -1,0 +1,86 @@
+package core
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// EventWriter writes agent events as JSON lines (`--events FILE`), one
+// object per event: {"type", "run", "iteration", "timestamp", "payload"}.
+// It is safe for the concurrent runs of a process; use Write as
+// RunOptions.OnEvent.
+type EventWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	err error
+}
+
+// NewEventWriter writes events to w.
+func NewEventWriter(w io.Writer) *EventWriter {
+	return &EventWriter{enc: json.NewEncoder(w)}
+}
+
+// Write writes one event. After a write error it drops events; Err
+// reports the error.
+func (w *EventWriter) Write(e AgentEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	w.err = w.enc.Encode(eventJSON(e))
+}
+
+// Err is the first write error.
+func (w *EventWriter) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+type eventLine struct {
+	Type      sdk.EventType `json:"type"`
+	Run       string        `json:"run"`
+	Iteration int           `json:"iteration"`
+	Timestamp time.Time     `json:"timestamp"`
+	Payload   any           `json:"payload"`
+}
+
+func eventJSON(e AgentEvent) eventLine {
+	ev := e.Event
+	var payload any
+	switch ev.Type {
+	case sdk.EventToolCall:
+		payload = struct {
+			Name string `json:"name"`
+			Arg  string `json:"arg"`
+		}{ev.ToolName, ev.ToolArg}
+	case sdk.EventSessionID:
+		payload = struct {
+			SessionID string `json:"session_id"`
+		}{ev.SessionID}
+	case sdk.EventUsage:
+		payload = ev.Usage
+	default:
+		payload = struct {
+			Text string `json:"text"`
+		}{ev.Text}
+	}
+	return eventLine{Type: ev.Type, Run: e.Run, Iteration: e.Iteration, Timestamp: e.Time.UTC(), Payload: payload}
+}
+
+// deliver calls an observer, recovering its panics.
+func deliver(fn func(AgentEvent), e AgentEvent, log hclog.Logger) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Warn("event observer panicked; event dropped", "panic", p)
+		}
+	}()
+	fn(e)
+}

@@ -1,0 +1,193 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/missingstudio/sanddune/core/gitsync"
+	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// iterate runs the agent up to MaxIterations times in the run's sandbox,
+// stopping at the first completion signal.
+func (r *runner) iterate(ctx context.Context) *RunError {
+	o := r.opts
+	target := r.hostBranch
+	if target == "" {
+		target = r.ws.TargetBranch
+	}
+	p := r.tpl.Fill(r.ws.Branch, target)
+	ar := &agentRunner{
+		agent: r.agentP, cfg: o.Agent.Config, sb: r.sb,
+		signals: o.CompletionSignals, idle: o.IdleTimeout, completion: o.CompletionTimeout,
+		runsAsRoot: r.runsAsRoot(ctx), log: r.progress, observe: r.observe,
+	}
+	stdout := newRing(MaxStdoutBytes)
+	defer func() { r.res.Stdout = stdout.String() }()
+	for n := 1; n <= o.MaxIterations; n++ {
+		if ctx.Err() != nil {
+			return r.fail(ctx, PhaseAgent, "", n, context.Cause(ctx), "")
+		}
+		r.progress.Info("iteration %d/%d", n, o.MaxIterations)
+		text, err := r.renderPrompt(ctx, p)
+		if err != nil {
+			return r.fail(ctx, PhasePrompt, r.sandboxAddr(), n, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
+		}
+		resume, fork := "", false
+		if n == 1 {
+			resume, fork = o.ResumeSession, o.ForkSession
+		}
+		ph := r.progress.Phase(fmt.Sprintf("Running agent (iteration %d/%d)", n, o.MaxIterations))
+		out, err := ar.invoke(ctx, n, text, resume, fork)
+		ph.Done(err)
+		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.sessionID, Usage: out.usage})
+		if n > 1 && out.output != "" && stdout.Len() > 0 {
+			stdout.WriteString("\n")
+		}
+		stdout.WriteString(out.output)
+		if err != nil {
+			return r.fail(ctx, PhaseAgent, r.agentAddr(), n, err, agentHint(err))
+		}
+		if out.signal != "" {
+			r.res.CompletionSignal = out.signal
+			r.progress.Info("agent signalled completion (%s) after %d iteration(s)", out.signal, n)
+			return nil
+		}
+	}
+	r.progress.Info("reached max iterations (%d) without a completion signal", o.MaxIterations)
+	return nil
+}
+
+func agentHint(err error) string {
+	var idle *IdleTimeoutError
+	var exit *AgentExitError
+	switch {
+	case errors.As(err, &idle):
+		return "raise idle_timeout if the agent needs longer silent stretches, or check the agent's setup in the log"
+	case errors.As(err, &exit):
+		return "read the agent's output above (and the log), fix the cause, and run again"
+	}
+	return "check the agent plugin and the sandbox"
+}
+
+func (r *runner) renderPrompt(ctx context.Context, p *prompt.Prompt) (string, error) {
+	if len(p.Expressions()) == 0 {
+		return p.Render(ctx, nil, prompt.RenderOptions{})
+	}
+	ph := r.progress.Phase("Expanding shell expressions")
+	text, err := p.Render(ctx, r.sb, prompt.RenderOptions{
+		Timeout: r.opts.ExpressionTimeout,
+		Expanded: func(expr string, size int) {
+			r.progress.Output("expr", fmt.Sprintf("!`%s` → ~%d tokens", expr, (size+3)/4))
+		},
+	})
+	ph.Done(err)
+	return text, err
+}
+
+func (r *runner) observe(n int, e sdk.Event) {
+	if r.opts.OnEvent != nil {
+		deliver(r.opts.OnEvent, AgentEvent{Run: r.name, Iteration: n, Time: time.Now(), Event: e}, r.log)
+	}
+}
+
+// teardown brings the work home and releases everything, whatever
+// happened. runErr is the run's failure so far; the result is a failure of
+// teardown itself when the run had succeeded.
+func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
+	if r.ws == nil {
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	var failed *RunError
+	setFail := func(e *RunError) {
+		if runErr == nil && failed == nil {
+			failed = e
+		}
+	}
+	keepSandbox := false
+	if r.sb != nil && r.caps.Contract == sdk.ContractIsolated && r.syncedIn {
+		ph := r.progress.Phase("Syncing commits out of the sandbox")
+		out, err := gitsync.SyncOut(tctx, r.sb, r.syncSpec())
+		ph.Done(err)
+		if out.PatchPath != "" {
+			r.res.PatchPath = out.PatchPath
+			r.progress.Warn("uncommitted work in the sandbox saved to %s (apply it with: git apply %s)", out.PatchPath, out.PatchPath)
+		}
+		var rescue *gitsync.RescueError
+		switch {
+		case errors.As(err, &rescue):
+			r.res.Branch, r.res.Commits = rescue.RescueBranch, commitsOf(rescue.Commits)
+			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.sandboxAddr(), Err: err})
+		case err != nil:
+			keepSandbox = true
+			info := r.sb.Info()
+			r.progress.Warn("sync-out failed; the sandbox %s is left in place so its work is not lost (repo at %s); remove it with sanddune gc once recovered", info.ID, info.RepoPath)
+			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.sandboxAddr(), Err: err,
+				Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)})
+		}
+	}
+
+	merged := false
+	if runErr == nil && failed == nil && r.plan.Type == worktree.StrategyMergeToHead {
+		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
+		mr, err := r.ws.Merge(tctx)
+		ph.Done(err)
+		var me *worktree.MergeError
+		switch {
+		case err == nil:
+			merged = true
+			r.res.Branch, r.res.Commits = mr.Target, commitsOf(mr.Commits)
+		case errors.As(err, &me):
+			r.res.Commits = commitsOf(me.Commits)
+			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err, Hint: "finish the merge by hand: " + me.Command})
+		default:
+			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err})
+		}
+	}
+	if !merged && r.res.Commits == nil {
+		cs, err := r.ws.Commits(tctx)
+		if err != nil {
+			r.progress.Warn("listing the run's commits failed: %v", err)
+		}
+		r.res.Commits = commitsOf(cs)
+	}
+
+	if r.sb != nil && !keepSandbox {
+		if err := r.sb.Close(tctx); err != nil {
+			r.progress.Warn("closing sandbox %s failed: %v", r.sb.Info().ID, err)
+		}
+	}
+	cr, err := r.ws.Close(tctx)
+	if err != nil {
+		r.progress.Warn("cleaning up the worktree: %v", err)
+	}
+	if cr.PreservedPath != "" {
+		r.res.PreservedWorktreePath = cr.PreservedPath
+		r.progress.Warn("the worktree has uncommitted changes and is preserved at %s (review: cd %s; discard: git worktree remove --force %s)",
+			cr.PreservedPath, cr.PreservedPath, cr.PreservedPath)
+	}
+	if cr.KeptBranch != "" && !merged {
+		r.res.Branch = cr.KeptBranch
+		if len(r.res.Commits) > 0 {
+			r.progress.Warn("the run's %d commit(s) are kept on branch %s", len(r.res.Commits), cr.KeptBranch)
+		}
+	}
+	if runErr == nil && failed == nil && r.plan.Type == worktree.StrategyMergeToHead {
+		r.res.Branch = r.ws.TargetBranch
+	}
+	return failed
+}
+
+func commitsOf(cs []worktree.Commit) []Commit {
+	out := make([]Commit, len(cs))
+	for i, c := range cs {
+		out[i] = Commit{SHA: c.SHA, Subject: c.Subject}
+	}
+	return out
+}

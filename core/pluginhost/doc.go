@@ -1,0 +1,22 @@
+// Package pluginhost finds, launches and talks to sanddune plugins.
+//
+// Every provider — built in or third party — runs out of process and speaks
+// the sdk's gRPC protocol over HashiCorp go-plugin. A provider type label
+// (the "docker" in `sandbox "docker" "x" {}`) resolves to a plugin source:
+//
+//  1. an external binary named sanddune-plugin-<name>, searched in the
+//     directories of SANDDUNE_PLUGIN_PATH, then <repo>/.sanddune/plugins,
+//     then $XDG_DATA_HOME/sanddune/plugins (~/.local/share/...), then the
+//     directory holding the sanddune executable;
+//  2. otherwise a built-in compiled into sanddune, served by re-executing
+//     the sanddune binary in its hidden plugin-serve mode.
+//
+// An external binary shadows a built-in of the same name; the host logs it.
+// A binary may serve several components: a label "acme-vm" is looked up as
+// sanddune-plugin-acme-vm, then sanddune-plugin-acme.
+//
+// The Host launches each source once and shares the process between all
+// runs. Plugin processes get their own process group (so a terminal's
+// Ctrl-C reaches sanddune first, which then cancels runs cleanly) and a
+// parent-death signal, and Close kills them all.
+package pluginhost

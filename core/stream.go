@@ -1,0 +1,144 @@
+package core
+
+import (
+	"bytes"
+	"strings"
+)
+
+// ring keeps the last bytes written to it, in constant memory.
+type ring struct {
+	buf  []byte
+	pos  int // next write position
+	full bool
+}
+
+func newRing(size int) *ring { return &ring{buf: make([]byte, size)} }
+
+func (r *ring) Write(p []byte) {
+	n := len(r.buf)
+	if len(p) >= n {
+		copy(r.buf, p[len(p)-n:])
+		r.pos, r.full = 0, true
+		return
+	}
+	c := copy(r.buf[r.pos:], p)
+	if c < len(p) {
+		copy(r.buf, p[c:])
+		r.full = true
+	}
+	r.pos = (r.pos + len(p)) % n
+	if r.pos == 0 && len(p) > 0 {
+		r.full = true
+	}
+}
+
+func (r *ring) WriteString(s string) {
+	n := len(r.buf)
+	if len(s) >= n {
+		s = s[len(s)-n:]
+	}
+	r.Write([]byte(s))
+}
+
+func (r *ring) Bytes() []byte {
+	if !r.full {
+		return append([]byte(nil), r.buf[:r.pos]...)
+	}
+	out := make([]byte, 0, len(r.buf))
+	out = append(out, r.buf[r.pos:]...)
+	return append(out, r.buf[:r.pos]...)
+}
+
+func (r *ring) String() string { return string(r.Bytes()) }
+
+func (r *ring) Len() int {
+	if r.full {
+		return len(r.buf)
+	}
+	return r.pos
+}
+
+// lastLines returns up to n non-empty lines from the end of s.
+func lastLines(s string, n int) string {
+	ls := strings.Split(s, "\n")
+	var out []string
+	for i := len(ls) - 1; i >= 0 && len(out) < n; i-- {
+		if strings.TrimSpace(ls[i]) != "" {
+			out = append(out, ls[i])
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return strings.Join(out, "\n")
+}
+
+// assembler joins sdk.OutputLine pieces (Partial) into whole lines, keeping
+// at most max bytes of a line.
+type assembler struct {
+	max       int
+	buf       []byte
+	truncated bool
+}
+
+// add takes one piece and returns a complete line (a fresh copy), or nil
+// while the line goes on; truncated reports a line cut at max.
+func (a *assembler) add(p []byte, partial bool) (line []byte, truncated bool) {
+	if !partial && a.buf == nil {
+		if len(p) > a.max {
+			return bytes.Clone(p[:a.max]), true
+		}
+		return bytes.Clone(p), false
+	}
+	if room := a.max - len(a.buf); room < len(p) {
+		p = p[:max(room, 0)]
+		a.truncated = true
+	}
+	a.buf = append(a.buf, p...)
+	if a.buf == nil {
+		a.buf = []byte{}
+	}
+	if partial {
+		return nil, false
+	}
+	line, truncated = a.buf, a.truncated
+	a.buf, a.truncated = nil, false
+	return line, truncated
+}
+
+// matcher finds the first completion signal in a stream of text, keeping
+// only a window as long as the longest signal.
+type matcher struct {
+	signals []string
+	window  []byte
+	keep    int
+	matched string
+}
+
+func newMatcher(signals []string) *matcher {
+	m := &matcher{signals: signals}
+	for _, s := range signals {
+		m.keep = max(m.keep, len(s)-1)
+	}
+	return m
+}
+
+// feed adds text and returns the signal matched so far ("" for none). Of
+// several signals found in the same text, the first in the list wins.
+func (m *matcher) feed(s string) string {
+	if m.matched != "" || len(m.signals) == 0 || s == "" {
+		return m.matched
+	}
+	m.window = append(m.window, s...)
+	for _, sig := range m.signals {
+		if sig != "" && bytes.Contains(m.window, []byte(sig)) {
+			m.matched = sig
+			m.window = nil
+			return sig
+		}
+	}
+	if len(m.window) > m.keep {
+		m.window = append(m.window[:0], m.window[len(m.window)-m.keep:]...)
+	}
+	return ""
+}

@@ -1,0 +1,198 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// StateDirName is the directory in the host repo root where sanddune keeps
+// worktrees, patches and logs.
+const StateDirName = ".sanddune"
+
+// Repo is a host git repository seen from one of its working trees.
+type Repo struct {
+	// Root is the top of the working tree (`git rev-parse --show-toplevel`).
+	Root string
+	// GitDir is this working tree's git dir; CommonDir the repository's
+	// shared git dir (equal unless Root is itself a linked worktree).
+	GitDir    string
+	CommonDir string
+}
+
+// Open finds the git working tree containing dir.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", abs)
+	}
+	out, err := Git(ctx, abs, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("%s is not inside a git working tree: %w", abs, err)
+	}
+	ls := strings.Split(out, "\n")
+	if len(ls) != 3 || ls[0] == "" {
+		return nil, fmt.Errorf("%s is not inside a git working tree", abs)
+	}
+	common := ls[2]
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(abs, common)
+	}
+	return &Repo{Root: filepath.Clean(ls[0]), GitDir: filepath.Clean(ls[1]), CommonDir: filepath.Clean(common)}, nil
+}
+
+// Git runs git in the repo root.
+func (r *Repo) Git(ctx context.Context, args ...string) (string, error) {
+	return Git(ctx, r.Root, args...)
+}
+
+// StateDir returns <Root>/.sanddune joined with elem.
+func (r *Repo) StateDir(elem ...string) string {
+	return filepath.Join(append([]string{r.Root, StateDirName}, elem...)...)
+}
+
+// CurrentBranch returns the branch checked out in Root, or "" when HEAD is
+// detached.
+func (r *Repo) CurrentBranch(ctx context.Context) (string, error) {
+	return currentBranch(ctx, r.Root)
+}
+
+func currentBranch(ctx context.Context, dir string) (string, error) {
+	out, err := Git(ctx, dir, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", nil // detached
+		}
+		return "", err
+	}
+	return strings.TrimPrefix(out, "refs/heads/"), nil
+}
+
+// Head returns the commit checked out in Root.
+func (r *Repo) Head(ctx context.Context) (string, error) {
+	return r.resolve(ctx, "HEAD")
+}
+
+// resolve returns the commit rev names.
+func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
+	return Git(ctx, r.Root, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+}
+
+// branchExists reports whether refs/heads/name exists.
+func (r *Repo) branchExists(ctx context.Context, name string) (bool, error) {
+	_, err := Git(ctx, r.Root, "show-ref", "--verify", "--quiet", "refs/heads/"+name)
+	if err == nil {
+		return true, nil
+	}
+	if exitCode(err) == 1 {
+		return false, nil
+	}
+	return false, err
+}
+
+// Commit is one commit made by a run.
+type Commit struct {
+	SHA         string `json:"sha"`
+	Subject     string `json:"subject"`
+	Author      string `json:"author"`
+	AuthorEmail string `json:"author_email"`
+}
+
+// Short returns the abbreviated sha.
+func (c Commit) Short() string {
+	if len(c.SHA) > 7 {
+		return c.SHA[:7]
+	}
+	return c.SHA
+}
+
+func (c Commit) String() string { return c.Short() + " " + c.Subject }
+
+// Commits lists the commits reachable from ref but not from base, oldest
+// first (`git rev-list --reverse base..ref`), merges included.
+func (r *Repo) Commits(ctx context.Context, base, ref string) ([]Commit, error) {
+	return commits(ctx, r.Root, base, ref)
+}
+
+func commits(ctx context.Context, dir, base, ref string) ([]Commit, error) {
+	out, err := Git(ctx, dir, "rev-list", "--reverse", "--no-commit-header",
+		"--format=%H%x00%an%x00%ae%x00%s%x1e", base+".."+ref, "--")
+	if err != nil {
+		return nil, err
+	}
+	var cs []Commit
+	for _, rec := range strings.Split(out, "\x1e") {
+		f := strings.Split(strings.TrimLeft(rec, "\n"), "\x00")
+		if len(f) != 4 {
+			continue
+		}
+		cs = append(cs, Commit{SHA: f[0], Author: f[1], AuthorEmail: f[2], Subject: f[3]})
+	}
+	return cs, nil
+}
+
+// Dirty reports whether the working tree at dir has staged, unstaged or
+// untracked (not ignored) changes, per `git status --porcelain`. Commits
+// not pushed anywhere do not make a tree dirty.
+func Dirty(ctx context.Context, dir string) (bool, error) {
+	out, err := Git(ctx, dir, "-c", "core.fsmonitor=false", "status", "--porcelain", "--ignore-submodules=none")
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(out) != "", nil
+}
+
+// dirtyPaths lists the paths `git status --porcelain -uall` reports in dir
+// (both sides of renames).
+func dirtyPaths(ctx context.Context, dir string) ([]string, error) {
+	out, err := Git(ctx, dir, "-c", "core.fsmonitor=false", "status", "--porcelain", "-z", "-uall")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	recs := strings.Split(out, "\x00")
+	for i := 0; i < len(recs); i++ {
+		rec := recs[i]
+		if len(rec) < 4 {
+			continue
+		}
+		paths = append(paths, rec[3:])
+		if rec[0] == 'R' || rec[0] == 'C' { // the next record is the source
+			i++
+			if i < len(recs) && recs[i] != "" {
+				paths = append(paths, recs[i])
+			}
+		}
+	}
+	return paths, nil
+}
+
+// EnsureIgnoredDir creates dir (and parents) with a .gitignore containing
+// "*", so that git ignores the directory and everything in it, including
+// that .gitignore. Use it for .sanddune/logs and the like.
+func EnsureIgnoredDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, ".gitignore")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("# created by sanddune: ignore this directory\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,119 @@
+// Package bubblewrap is sanddune's daemonless Linux sandbox provider
+// (bind-mount contract). Every Exec runs under `bwrap` with the host root
+// read-only, the worktree, its git metadata and a private home and /tmp
+// read-write, new PID, IPC and UTS namespaces, no capabilities, and
+// optionally no network. Agent CLIs therefore come from the host.
+//
+// What the agent can reach: every host file its user can read (read-only)
+// except the paths in `hide` (credential stores and the docker socket by
+// default); it can write only the worktree, the git metadata the worktree
+// needs, the sandbox's own home and /tmp, and rw `mount` blocks.
+package bubblewrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Version is the plugin's own version.
+const Version = "0.1.0"
+
+// Provider implements sdk.SandboxProvider and sdk.ResourceLister.
+type Provider struct{}
+
+var (
+	_ sdk.SandboxProvider = (*Provider)(nil)
+	_ sdk.ResourceLister  = (*Provider)(nil)
+)
+
+// New returns the bubblewrap sandbox provider.
+func New() sdk.SandboxProvider { return &Provider{} }
+
+func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
+	return sdk.Info{
+		Name:             "bubblewrap",
+		Kind:             sdk.KindSandbox,
+		Version:          Version,
+		ProtocolVersions: []int{sdk.ProtocolVersion},
+		Description:      "Linux namespaces via bwrap: host root read-only, worktree read-write, no daemon",
+		Sandbox: &sdk.SandboxCapabilities{
+			Contract:    sdk.ContractBindMount,
+			NetworkNone: true,
+		},
+	}, nil
+}
+
+func (p *Provider) ConfigSchema(ctx context.Context) (sdk.Schema, error) { return schema(), nil }
+
+func (p *Provider) Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+	_, diags := decodeConfig(cfg)
+	return diags, nil
+}
+
+// probeTimeout bounds the preflight's trial sandbox.
+const probeTimeout = 20 * time.Second
+
+// Preflight checks that bwrap is installed and can build a sandbox with
+// the namespaces this config needs, and that mount host paths exist.
+func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) error {
+	cfg, diags := decodeConfig(req.Config)
+	if err := diags.Err(); err != nil {
+		return err
+	}
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return errors.New("bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`, Arch: `pacman -S bubblewrap`)")
+	}
+	args := append(namespaceArgs(cfg.NetworkNone), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true")
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, bwrap, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("bwrap cannot create a sandbox here (%v: %s): unprivileged user namespaces are probably disabled; enable them (`sysctl kernel.unprivileged_userns_clone=1`, `sysctl user.max_user_namespaces=15000`, or on Ubuntu 24.04+ `sysctl kernel.apparmor_restrict_unprivileged_userns=0`) or use another sandbox",
+			err, strings.TrimSpace(string(out)))
+	}
+	var errs []error
+	for i, m := range cfg.Mounts {
+		src, err := resolveHostPath(m.HostPath, req.HostRepoPath)
+		if err == nil {
+			_, err = os.Stat(src)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mount.%d: host_path %q: %w: create it or fix the mount", i, m.HostPath, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// namespaceArgs isolate every sandboxed process: its own PID, IPC and UTS
+// namespaces and session, no capabilities (even when sanddune runs as
+// root), killed with its parent, and without network when asked.
+func namespaceArgs(networkNone bool) []string {
+	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"}
+	if networkNone {
+		args = append(args, "--unshare-net")
+	}
+	return args
+}
+
+// resolveHostPath expands ~ and resolves relative paths against the repo.
+func resolveHostPath(p, repo string) (string, error) {
+	p, err := expandHome(p)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		if repo == "" {
+			return "", fmt.Errorf("relative host_path %q needs a repository", p)
+		}
+		p = filepath.Join(repo, p)
+	}
+	return filepath.Clean(p), nil
+}

@@ -1,0 +1,446 @@
+package bubblewrap
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// requireBwrap skips (fails under SANDDUNE_REQUIRE_ENGINES=1) when bwrap is
+// missing or cannot create namespaces here.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	err := New().Preflight(context.Background(), sdk.PreflightRequest{HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()})
+	if err == nil {
+		return
+	}
+	msg := "BUBBLEWRAP ENGINE TESTS NOT RUN: " + err.Error() + " (run scripts/ci-setup.sh as root)"
+	if os.Getenv("SANDDUNE_REQUIRE_ENGINES") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func cfgOf(attrs map[string]cty.Value) sdk.Config {
+	if attrs == nil {
+		return sdk.Config{Value: cty.EmptyObjectVal}
+	}
+	return sdk.Config{Value: cty.ObjectVal(attrs)}
+}
+
+func create(t *testing.T, cfg sdk.Config, mod func(*sdk.CreateRequest)) (*sandbox, sdk.CreateRequest) {
+	t.Helper()
+	wt := t.TempDir()
+	id := "test-" + randomHex()
+	req := sdk.CreateRequest{
+		Config: cfg, RunID: id, RunName: t.Name(), HostRepoPath: wt, WorktreePath: wt,
+		Env:     map[string]string{"SANDDUNE_TEST": "1"},
+		Labels:  map[string]string{sdk.LabelRun: id, sdk.LabelSandbox: "sandbox.bubblewrap.test"},
+		HostUID: os.Getuid(), HostGID: os.Getgid(),
+	}
+	if mod != nil {
+		mod(&req)
+	}
+	sb, err := New().Create(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return sb.(*sandbox), req
+}
+
+type output struct {
+	mu             sync.Mutex
+	stdout, stderr []string
+}
+
+func (o *output) add(l sdk.OutputLine) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if l.Stream == sdk.Stdout {
+		o.stdout = append(o.stdout, string(l.Text))
+	} else {
+		o.stderr = append(o.stderr, string(l.Text))
+	}
+}
+
+func run(t *testing.T, sb sdk.Sandbox, req sdk.ExecRequest) (sdk.ExecResult, *output) {
+	t.Helper()
+	o := &output{}
+	res, err := sb.Exec(context.Background(), req, o.add)
+	if err != nil {
+		t.Fatalf("Exec %q %q: %v", req.Argv, req.Shell, err)
+	}
+	return res, o
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigureDiagnostics(t *testing.T) {
+	p := New()
+	good := cfgOf(map[string]cty.Value{
+		"env":     cty.MapVal(map[string]cty.Value{"A": cty.StringVal("1")}),
+		"network": cty.StringVal("none"),
+		"hide":    cty.ListValEmpty(cty.String),
+		"mount": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
+			"host_path": cty.StringVal("~/.cache"), "sandbox_path": cty.NullVal(cty.String), "readonly": cty.True,
+		})}),
+	})
+	if diags, err := p.Configure(context.Background(), good); err != nil || diags.HasErrors() {
+		t.Fatalf("good config: %v %v", diags, err)
+	}
+	c, _ := decodeConfig(good)
+	if !c.NetworkNone || len(c.Hide) != 0 || !c.Mounts[0].ReadOnly {
+		t.Fatalf("decoded %+v", c)
+	}
+	if c, _ := decodeConfig(cfgOf(nil)); len(c.Hide) != len(defaultHide) || c.NetworkNone {
+		t.Fatalf("defaults %+v", c)
+	}
+	for _, tc := range []struct {
+		attrs map[string]cty.Value
+		want  string
+	}{
+		{map[string]cty.Value{"network": cty.StringVal("bridge")}, "network"},
+		{map[string]cty.Value{"hide": cty.ListVal([]cty.Value{cty.StringVal("relative")})}, "hide.0"},
+		{map[string]cty.Value{"mount": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
+			"host_path": cty.StringVal("x"), "sandbox_path": cty.StringVal("../up"), "readonly": cty.False,
+		})})}, "mount.0.sandbox_path"},
+		{map[string]cty.Value{"mount": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
+			"host_path": cty.StringVal(""), "sandbox_path": cty.StringVal("/x"), "readonly": cty.False,
+		})})}, "mount.0.host_path"},
+	} {
+		diags, _ := p.Configure(context.Background(), cfgOf(tc.attrs))
+		if !diags.HasErrors() || diags[0].Attribute != tc.want {
+			t.Errorf("%v: want an error on %s, got %#v", tc.attrs, tc.want, diags)
+		}
+	}
+}
+
+func TestExecEnvironment(t *testing.T) {
+	requireBwrap(t)
+	sb, req := create(t, cfgOf(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})}), nil)
+	_, o := run(t, sb, sdk.ExecRequest{Shell: `pwd; echo "$HOME|$TMPDIR|$SANDDUNE_TEST|$FROM_CFG|$X"; echo "$PATH"; id -u; grep CapEff /proc/self/status; echo $$`,
+		Env: map[string]string{"X": "x"}})
+	want := []string{req.WorktreePath, sb.home + "|/tmp|1|cfg|x", os.Getenv("PATH"), fmt.Sprint(os.Getuid()), "CapEff:\t0000000000000000"}
+	if len(o.stdout) != 6 || strings.Join(o.stdout[:5], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got %q, want %q", o.stdout, want)
+	}
+	if o.stdout[5] == fmt.Sprint(os.Getpid()) || len(o.stdout[5]) > 2 {
+		t.Errorf("not in its own PID namespace: pid %s", o.stdout[5])
+	}
+	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"id"}, Sudo: true}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrNotSupported) {
+		t.Errorf("sudo: %v, want ErrNotSupported", err)
+	}
+}
+
+// The host root is read-only; the worktree, home and a per-sandbox /tmp
+// (kept across execs, private from the host's) are writable.
+func TestFilesystemView(t *testing.T) {
+	requireBwrap(t)
+	hostTmp, err := os.CreateTemp("", "sanddune-host-visible-")
+	must(t, err)
+	hostTmp.Close()
+	defer os.Remove(hostTmp.Name())
+	outside := filepath.Join(t.TempDir(), "outside")
+	must(t, os.MkdirAll("/var/tmp", 0o1777))
+
+	sb, req := create(t, cfgOf(nil), nil)
+	res, o := run(t, sb, sdk.ExecRequest{Shell: `touch /usr/sanddune-x 2>/dev/null && echo root-writable
+touch /var/tmp/sanddune-x-` + randomHex() + ` 2>/dev/null && echo var-writable
+test -e "$1" && echo host-tmp-visible
+echo w > in-worktree && echo t > /tmp/persist && echo h > "$HOME/h" && echo ok`, Argv: nil})
+	if res.ExitCode != 0 || strings.Join(o.stdout, ",") != "ok" {
+		t.Fatalf("got %+v %q %q", res, o.stdout, o.stderr)
+	}
+	_ = outside
+	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"cat", "/tmp/persist"}})
+	if strings.Join(o.stdout, ",") != "t" {
+		t.Fatalf("/tmp not kept across execs: %q", o.stdout)
+	}
+	fi, err := os.Stat(filepath.Join(req.WorktreePath, "in-worktree"))
+	must(t, err)
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Getuid() {
+		t.Errorf("worktree file owned by %d, want host uid %d", uid, os.Getuid())
+	}
+	if _, err := os.Stat(filepath.Join(os.TempDir(), "persist")); err == nil {
+		t.Error("sandbox /tmp is the host /tmp")
+	}
+}
+
+func TestHide(t *testing.T) {
+	requireBwrap(t)
+	secretDir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(secretDir, "key"), []byte("secret\n"), 0o600))
+	secretFile := filepath.Join(t.TempDir(), "token")
+	must(t, os.WriteFile(secretFile, []byte("secret\n"), 0o600))
+	// Sandbox /tmp is private anyway: use /var/tmp so that the paths are visible unless hidden.
+	base, err := os.MkdirTemp("/var/tmp", "sanddune-hide-")
+	must(t, err)
+	defer os.RemoveAll(base)
+	must(t, os.Rename(secretDir, filepath.Join(base, "dir")))
+	must(t, os.Rename(secretFile, filepath.Join(base, "file")))
+	shown := filepath.Join(base, "shown")
+	must(t, os.WriteFile(shown, []byte("public\n"), 0o644))
+
+	sb, _ := create(t, cfgOf(map[string]cty.Value{"hide": cty.ListVal([]cty.Value{
+		cty.StringVal(filepath.Join(base, "dir")), cty.StringVal(filepath.Join(base, "file")), cty.StringVal("/nonexistent/x"),
+	})}), nil)
+	_, o := run(t, sb, sdk.ExecRequest{Shell: `cat "$1/dir/key" "$1/file" "$1/shown" 2>/dev/null; true`, Argv: nil})
+	_ = o
+	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `cat "$1/dir/key" "$1/file" "$1/shown" 2>/dev/null; true`, "sh", base}})
+	if strings.Join(o.stdout, ",") != "public" {
+		t.Fatalf("hidden paths readable: %q", o.stdout)
+	}
+}
+
+// network = "none" blocks a connection to a host loopback listener that
+// the default network reaches.
+func TestNetworkNoneBlocksConnections(t *testing.T) {
+	requireBwrap(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	probe := sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && head -n1 <&3`, ln.Addr().(*net.TCPAddr).Port)}, Timeout: 20 * time.Second}
+	open, _ := create(t, cfgOf(nil), nil)
+	res, o := run(t, open, probe)
+	if res.ExitCode != 0 || strings.Join(o.stdout, ",") != "hello" {
+		t.Fatalf("default network cannot reach the listener (test is void): %+v %q %q", res, o.stdout, o.stderr)
+	}
+	closed, _ := create(t, cfgOf(map[string]cty.Value{"network": cty.StringVal("none")}), nil)
+	res, o = run(t, closed, probe)
+	if res.ExitCode == 0 || len(o.stdout) > 0 {
+		t.Fatalf(`network "none" reached the host listener: %+v %q`, res, o.stdout)
+	}
+}
+
+// markedProcesses lists host processes whose environment holds marker.
+func markedProcesses(marker string) []string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var found []string
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			if string(kv) == marker {
+				cmd, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+				found = append(found, filepath.Base(d)+":"+string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+			}
+		}
+	}
+	return found
+}
+
+// Cancellation, timeouts and Close leave no process of the command on the
+// host, including a detached grandchild and one that ignores SIGTERM.
+func TestKillLeavesNoProcess(t *testing.T) {
+	requireBwrap(t)
+	sb, _ := create(t, cfgOf(nil), nil)
+	for _, mode := range []string{"cancel", "timeout", "close"} {
+		t.Run(mode, func(t *testing.T) {
+			target := sb
+			if mode == "close" {
+				target, _ = create(t, cfgOf(nil), nil)
+			}
+			marker := "SANDDUNE_TEST_MARK=" + randomHex()
+			k, v, _ := strings.Cut(marker, "=")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req := sdk.ExecRequest{Shell: `setsid sleep 1001 & (trap '' TERM; sleep 1002) & echo ready; wait`, Env: map[string]string{k: v}}
+			if mode == "timeout" {
+				req.Timeout = 2 * time.Second
+			}
+			var once sync.Once
+			res, err := target.Exec(ctx, req, func(l sdk.OutputLine) {
+				if string(l.Text) != "ready" {
+					return
+				}
+				switch mode {
+				case "cancel":
+					once.Do(cancel)
+				case "close":
+					once.Do(func() { go target.Close(context.Background()) })
+				}
+			})
+			switch mode {
+			case "cancel":
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("cancel: %+v %v", res, err)
+				}
+			case "timeout":
+				if err != nil || !res.TimedOut {
+					t.Fatalf("timeout: %+v %v", res, err)
+				}
+			}
+			// The kernel tears the PID namespace down asynchronously.
+			var left []string
+			for i := 0; i < 50; i++ {
+				if left = markedProcesses(marker); len(left) == 0 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if len(left) > 0 {
+				t.Fatalf("processes left: %q", left)
+			}
+			if mode == "close" {
+				if _, err := os.Stat(target.dir); !os.IsNotExist(err) {
+					t.Fatalf("sandbox dir left after Close: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func gitCmd(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A commit in a real worktree lands on its branch when the git metadata is
+// mounted, and fails when it is not (the host repo is read-only).
+func TestGitCommitInWorktree(t *testing.T) {
+	requireBwrap(t)
+	// Outside /tmp, so that the repo is visible (read-only) through the host root.
+	base, err := os.MkdirTemp("/var/tmp", "sanddune-git-")
+	must(t, err)
+	defer os.RemoveAll(base)
+	repo := filepath.Join(base, "repo")
+	must(t, os.MkdirAll(repo, 0o755))
+	gitCmd(t, repo, "init", "-q")
+	must(t, os.WriteFile(filepath.Join(repo, "README"), []byte("hi\n"), 0o644))
+	gitCmd(t, repo, "add", "README")
+	gitCmd(t, repo, "commit", "-q", "-m", "initial")
+	wt := filepath.Join(repo, ".sanddune", "worktrees", "w1")
+	gitCmd(t, repo, "worktree", "add", "-q", "-b", "agent/w1", wt)
+	common := filepath.Join(repo, ".git")
+	commit := sdk.ExecRequest{Shell: `echo change >> agent.txt && git add agent.txt && git -c user.name=Agent -c user.email=a@example.invalid commit -q -m "agent commit"`}
+
+	without, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) { r.HostRepoPath, r.WorktreePath = repo, wt })
+	if res, _ := run(t, without, commit); res.ExitCode == 0 {
+		t.Fatal("commit succeeded without git mounts: the host .git is writable")
+	}
+	with, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) {
+		r.HostRepoPath, r.WorktreePath = repo, wt
+		r.GitMounts = []sdk.Mount{{HostPath: common}, {HostPath: filepath.Join(common, "worktrees", "w1")}}
+	})
+	if res, o := run(t, with, commit); res.ExitCode != 0 {
+		t.Fatalf("commit with git mounts: %+v %q", res, o.stderr)
+	}
+	if got := gitCmd(t, repo, "log", "-1", "--format=%s", "agent/w1"); got != "agent commit" {
+		t.Fatalf("branch head: %q", got)
+	}
+}
+
+func TestCopyConfinement(t *testing.T) {
+	requireBwrap(t)
+	sb, req := create(t, cfgOf(nil), nil)
+	src := filepath.Join(t.TempDir(), "f")
+	must(t, os.WriteFile(src, []byte("x\n"), 0o644))
+	ctx := context.Background()
+	must(t, sb.CopyIn(ctx, src, "/tmp/deep/f"))
+	must(t, sb.CopyIn(ctx, src, "~/f"+""))
+	_, o := run(t, sb, sdk.ExecRequest{Shell: `cat /tmp/deep/f; ls`})
+	if strings.Join(o.stdout, ",") != "x,~" {
+		t.Fatalf("got %q", o.stdout)
+	}
+	must(t, sb.CopyIn(ctx, src, sb.home+"/g"))
+	out := filepath.Join(t.TempDir(), "o")
+	must(t, sb.CopyOut(ctx, "/tmp/deep", out))
+	if b, err := os.ReadFile(filepath.Join(out, "f")); err != nil || string(b) != "x\n" {
+		t.Fatalf("copy out of /tmp: %q %v", b, err)
+	}
+	for _, bad := range []string{"/etc/f", "../f", "/usr/f"} {
+		if err := sb.CopyIn(ctx, src, bad); err == nil {
+			t.Errorf("CopyIn to %s accepted", bad)
+		}
+	}
+	// A symlink to outside the sandbox is never written through.
+	outside := t.TempDir()
+	must(t, os.Symlink(outside, filepath.Join(req.WorktreePath, "link")))
+	if err := sb.CopyIn(ctx, src, "link/f"); err == nil {
+		t.Error("CopyIn through a symlink to outside accepted")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Error("file written outside the sandbox")
+	}
+}
+
+func TestResources(t *testing.T) {
+	requireBwrap(t)
+	sb, req := create(t, cfgOf(nil), nil)
+	p := New().(*Provider)
+	rs, err := p.ListResources(context.Background())
+	must(t, err)
+	found := false
+	for _, r := range rs {
+		found = found || (r.ID == sb.dir && r.Labels[sdk.LabelRun] == req.RunID)
+	}
+	if !found {
+		t.Fatalf("ListResources misses %s: %+v", sb.dir, rs)
+	}
+	if err := p.RemoveResource(context.Background(), "/etc"); err == nil {
+		t.Fatal("RemoveResource accepted /etc")
+	}
+	must(t, p.RemoveResource(context.Background(), sb.dir))
+	if _, err := os.Stat(sb.dir); !os.IsNotExist(err) {
+		t.Fatalf("dir left: %v", err)
+	}
+	must(t, p.RemoveResource(context.Background(), sb.dir))
+}
+
+func TestPreflightWithoutBwrap(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := New().Preflight(context.Background(), sdk.PreflightRequest{HostRepoPath: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
+		t.Fatalf("got %v", err)
+	}
+}

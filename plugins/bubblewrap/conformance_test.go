@@ -1,0 +1,12 @@
+package bubblewrap
+
+import (
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
+)
+
+func TestConformance(t *testing.T) {
+	requireBwrap(t)
+	sandboxtest.Run(t, New(), sandboxtest.Options{})
+}

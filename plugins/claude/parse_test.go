@@ -1,0 +1,109 @@
+package claude
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+const (
+	fixtureSession = "3f6c2a9e-8d41-4b7e-9a53-1c0e7d2b6f48"
+	fixtureFinal   = "Fixed the sign error in `src/sum.ts`; the failing test now passes.\n\n<promise>COMPLETE</promise>"
+)
+
+func parseCases(t *testing.T) []parseCase {
+	huge := strings.Repeat("x", 3<<20)
+	return []parseCase{
+		{
+			name:  "fixture",
+			lines: readLines(t, "testdata/claude-stream.jsonl"),
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: fixtureSession},
+				{Type: sdk.EventText, Text: "I'll start by running the test suite to see what is failing."},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "npm test"},
+				{Type: sdk.EventText, Text: "The `sum` helper subtracts instead of adding. Fixing it now."},
+				{Type: sdk.EventToolCall, ToolName: "Edit", ToolArg: "/home/agent/workspace/src/sum.ts"},
+				{Type: sdk.EventText, Text: fixtureFinal},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 13, CacheCreationInputTokens: 6750, CacheReadInputTokens: 51290, OutputTokens: 271}},
+				{Type: sdk.EventResult, Text: fixtureFinal},
+			},
+		},
+		{
+			// Real Claude Code 2.1.197 output without credentials.
+			name: "not logged in",
+			lines: []string{
+				`{"type":"system","subtype":"init","cwd":"/tmp","session_id":"db0166d8-b5cd-400f-b76e-b3a297fd78e5","model":"claude-opus-4-8","permissionMode":"default","apiKeySource":"none","claude_code_version":"2.1.197"}`,
+				`{"type":"assistant","message":{"id":"2565c095-e343-48d7-8ade-b43a8126a5c2","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"Not logged in · Please run /login"}]},"parent_tool_use_id":null,"session_id":"db0166d8-b5cd-400f-b76e-b3a297fd78e5","error":"authentication_failed"}`,
+				`{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"num_turns":1,"result":"Not logged in · Please run /login","session_id":"db0166d8-b5cd-400f-b76e-b3a297fd78e5","total_cost_usd":0,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "db0166d8-b5cd-400f-b76e-b3a297fd78e5"},
+				{Type: sdk.EventText, Text: "Not logged in · Please run /login"},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{}},
+				{Type: sdk.EventError, Text: "Not logged in · Please run /login"},
+			},
+		},
+		{
+			name: "error subtype without text",
+			lines: []string{
+				`{"type":"result","subtype":"error_max_turns","is_error":false,"errors":["Reached max turns (3)"],"session_id":"s1"}`,
+				`{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"s1"}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "s1"},
+				{Type: sdk.EventError, Text: "Reached max turns (3)"},
+				{Type: sdk.EventError, Text: "claude: error_during_execution"},
+			},
+		},
+		{
+			name: "completion signal split across messages",
+			lines: []string{
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"done <promise>COMP"}]},"session_id":"s2"}`,
+				`{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"LETE</promise>"}]},"session_id":"s2"}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "s2"},
+				{Type: sdk.EventText, Text: "done <promise>COMP"},
+				{Type: sdk.EventText, Text: "LETE</promise>"},
+			},
+		},
+		{
+			name: "subagent text is not agent text, its tools are shown",
+			lines: []string{
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"<promise>COMPLETE</promise>"},{"type":"tool_use","name":"Grep","input":{"pattern":"TODO","path":"src"}}]},"parent_tool_use_id":"toolu_1"}`,
+			},
+			want: []sdk.Event{{Type: sdk.EventToolCall, ToolName: "Grep", ToolArg: "TODO"}},
+		},
+		{
+			name: "malformed, non-JSON and huge lines",
+			lines: []string{
+				`Warning: something on stdout`,
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"torn`,
+				`{"type":"assistant","message":"not an object"}`,
+				`[1,2]`,
+				`{"type":"system","subtype":"api_retry","attempt":1,"error":"unknown"}`,
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"` + huge + `"}],"usage":{"input_tokens":1,"output_tokens":2}}}`,
+				`{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"WebFetch","input":{"url":"https://example.com"}}],"usage":{"input_tokens":1,"output_tokens":5}}}`,
+				`{"type":"assistant","message":{"id":"m2","content":[],"usage":{"input_tokens":3,"cache_read_input_tokens":7,"output_tokens":1}}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventText, Text: `Warning: something on stdout`},
+				{Type: sdk.EventText, Text: `{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"torn`},
+				{Type: sdk.EventText, Text: `{"type":"assistant","message":"not an object"}`},
+				{Type: sdk.EventText, Text: `[1,2]`},
+				{Type: sdk.EventText, Text: huge},
+				{Type: sdk.EventToolCall, ToolName: "WebFetch", ToolArg: "https://example.com"},
+				// No result line: usage is summed over distinct messages, last
+				// usage of each.
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 4, CacheReadInputTokens: 7, OutputTokens: 6}},
+			},
+		},
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, c := range parseCases(t) {
+		t.Run(c.name, func(t *testing.T) { check(t, parse(t, c.lines), c.want) })
+	}
+}

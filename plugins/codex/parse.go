@@ -1,0 +1,172 @@
+package codex
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit"
+)
+
+type line struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread_id"`
+	Message  string `json:"message"`
+	Item     *item  `json:"item"`
+	Usage    *struct {
+		InputTokens       int64 `json:"input_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type item struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Command string `json:"command"`
+	Changes []struct {
+		Path string `json:"path"`
+	} `json:"changes"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Query     string          `json:"query"`
+}
+
+// Parser parses one iteration of `codex exec --json`.
+type Parser struct {
+	shown map[string]bool // tool items already reported, by item id
+	// last agent message: the iteration's result, as Codex has no result line.
+	last       string
+	hasLast    bool
+	ended      bool   // turn.completed or turn.failed seen
+	lastNotice string // last stream-level error notice
+}
+
+// NewParser returns a parser for one iteration.
+func NewParser() *Parser { return &Parser{shown: map[string]bool{}} }
+
+// Parse implements sdk.Parser.
+func (p *Parser) Parse(raw []byte) []sdk.Event {
+	var l line
+	if !agentkit.DecodeObject(raw, &l) {
+		return agentkit.TextLine(raw)
+	}
+	switch l.Type {
+	case "thread.started":
+		if l.ThreadID != "" {
+			return []sdk.Event{{Type: sdk.EventSessionID, SessionID: l.ThreadID}}
+		}
+	case "item.started", "item.updated", "item.completed":
+		if l.Item != nil {
+			return p.item(l.Type, l.Item)
+		}
+	case "turn.started":
+		p.ended = false
+	case "turn.completed":
+		p.ended, p.lastNotice = true, ""
+		var evs []sdk.Event
+		if u := l.Usage; u != nil {
+			// cached_input_tokens is a subset of input_tokens.
+			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: &sdk.Usage{
+				InputTokens:          u.InputTokens - u.CachedInputTokens,
+				CacheReadInputTokens: u.CachedInputTokens,
+				OutputTokens:         u.OutputTokens,
+			}})
+		}
+		if p.hasLast {
+			evs = append(evs, sdk.Event{Type: sdk.EventResult, Text: p.last})
+			p.hasLast = false
+		}
+		return evs
+	case "turn.failed":
+		p.ended = true
+		msg := "codex: turn failed"
+		if l.Error != nil && l.Error.Message != "" {
+			msg = l.Error.Message
+		}
+		return []sdk.Event{{Type: sdk.EventError, Text: msg}}
+	case "error":
+		// Reconnect notices and other non-fatal stream errors: only a turn
+		// that never ends makes the last one the iteration's error.
+		p.lastNotice = l.Message
+	}
+	return nil
+}
+
+func (p *Parser) item(event string, it *item) []sdk.Event {
+	switch it.Type {
+	case "agent_message":
+		if event != "item.completed" {
+			return nil
+		}
+		p.last, p.hasLast = it.Text, true
+		return []sdk.Event{{Type: sdk.EventText, Text: it.Text}}
+	case "command_execution", "file_change", "mcp_tool_call", "web_search":
+		if p.shown[it.ID] && it.ID != "" {
+			return nil
+		}
+		p.shown[it.ID] = true
+		name, arg := toolCall(it)
+		return []sdk.Event{{Type: sdk.EventToolCall, ToolName: name, ToolArg: arg}}
+	}
+	return nil
+}
+
+func toolCall(it *item) (name, arg string) {
+	switch it.Type {
+	case "command_execution":
+		return "Bash", agentkit.Short(unwrapShell(it.Command))
+	case "file_change":
+		paths := make([]string, 0, len(it.Changes))
+		for _, c := range it.Changes {
+			paths = append(paths, c.Path)
+		}
+		return "Edit", agentkit.Short(strings.Join(paths, ", "))
+	case "web_search":
+		return "WebSearch", agentkit.Short(it.Query)
+	}
+	name = it.Tool
+	if it.Server != "" {
+		name = it.Server + "." + it.Tool
+	}
+	return name, agentkit.ToolArg(it.Tool, it.Arguments)
+}
+
+var shellWrap = regexp.MustCompile(`^(?:/usr)?(?:/bin/)?(?:ba|z)?sh -l?c (.+)$`)
+
+// unwrapShell turns Codex's `/bin/bash -lc 'npm test'` into `npm test`.
+func unwrapShell(cmd string) string {
+	m := shellWrap.FindStringSubmatch(cmd)
+	if m == nil {
+		return cmd
+	}
+	s := m[1]
+	switch {
+	case len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'':
+		return strings.ReplaceAll(s[1:len(s)-1], `'\''`, `'`)
+	case len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"':
+		return strings.ReplaceAll(s[1:len(s)-1], `\"`, `"`)
+	}
+	return s
+}
+
+// Close implements sdk.Parser: a stream that ends mid-turn reports its last
+// error notice as the iteration's error, or else its last message as the
+// result.
+func (p *Parser) Close() []sdk.Event {
+	switch {
+	case p.ended:
+		return nil
+	case p.lastNotice != "":
+		return []sdk.Event{{Type: sdk.EventError, Text: p.lastNotice}}
+	case p.hasLast:
+		return []sdk.Event{{Type: sdk.EventResult, Text: p.last}}
+	}
+	return nil
+}

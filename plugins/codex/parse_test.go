@@ -1,0 +1,115 @@
+package codex
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+const fixtureFinal = "Fixed the sign error in `src/sum.ts`; all tests pass.\n\n<promise>COMPLETE</promise>"
+
+func parseCases(t *testing.T) []parseCase {
+	huge := strings.Repeat("y", 2<<20)
+	return []parseCase{
+		{
+			name:  "fixture",
+			lines: readLines(t, "testdata/codex-stream.jsonl"),
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: session},
+				{Type: sdk.EventText, Text: "I'll run the tests first to see what is failing."},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "npm test"},
+				// The reconnect notice is not an error.
+				{Type: sdk.EventToolCall, ToolName: "Edit", ToolArg: "/home/agent/workspace/src/sum.ts"},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "npm test -- src/sum.test.ts"},
+				{Type: sdk.EventText, Text: fixtureFinal},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 48210 - 40192, CacheReadInputTokens: 40192, OutputTokens: 1337}},
+				{Type: sdk.EventResult, Text: fixtureFinal},
+			},
+		},
+		{
+			name: "turn failed",
+			lines: []string{
+				`{"type":"thread.started","thread_id":"t1"}`,
+				`{"type":"turn.started"}`,
+				`{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}`,
+				`{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "t1"},
+				{Type: sdk.EventError, Text: "unexpected status 401 Unauthorized"},
+			},
+		},
+		{
+			name: "stream cut after reconnect notices",
+			lines: []string{
+				`{"type":"thread.started","thread_id":"t2"}`,
+				`{"type":"turn.started"}`,
+				`{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for ` + "`gpt-5.4`" + ` not found."}}`,
+				`{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}`,
+				`{"type":"error","message":"Reconnecting... 5/5 (stream disconnected before completion)"}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "t2"},
+				{Type: sdk.EventError, Text: "Reconnecting... 5/5 (stream disconnected before completion)"},
+			},
+		},
+		{
+			name: "completion signal split across messages, stream cut before turn end",
+			lines: []string{
+				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"all done <promise>COMP"}}`,
+				`{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"LETE</promise>"}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventText, Text: "all done <promise>COMP"},
+				{Type: sdk.EventText, Text: "LETE</promise>"},
+				{Type: sdk.EventResult, Text: "LETE</promise>"},
+			},
+		},
+		{
+			name: "other tools",
+			lines: []string{
+				`{"type":"item.started","item":{"id":"item_1","type":"mcp_tool_call","server":"github","tool":"get_issue","arguments":{"url":"https://github.com/o/r/issues/1"},"status":"in_progress"}}`,
+				`{"type":"item.completed","item":{"id":"item_1","type":"mcp_tool_call","server":"github","tool":"get_issue","status":"completed"}}`,
+				`{"type":"item.completed","item":{"id":"item_2","type":"web_search","query":"go-cty object"}}`,
+				`{"type":"item.started","item":{"id":"item_3","type":"command_execution","command":"bash -c \"echo 'hi'\"","status":"in_progress"}}`,
+				`{"type":"item.started","item":{"id":"item_4","type":"command_execution","command":"/bin/bash -lc 'echo '\\''quoted'\\'''","status":"in_progress"}}`,
+				`{"type":"item.started","item":{"id":"item_5","type":"command_execution","command":"ls -la","status":"in_progress"}}`,
+				`{"type":"item.updated","item":{"id":"item_6","type":"todo_list","items":[{"text":"a","completed":false}]}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventToolCall, ToolName: "github.get_issue", ToolArg: "https://github.com/o/r/issues/1"},
+				{Type: sdk.EventToolCall, ToolName: "WebSearch", ToolArg: "go-cty object"},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "echo 'hi'"},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "echo 'quoted'"},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "ls -la"},
+			},
+		},
+		{
+			name: "malformed, non-JSON and huge lines",
+			lines: []string{
+				`Reading prompt from stdin...`,
+				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"torn`,
+				`{"type":"item.completed","item":"not an object"}`,
+				``,
+				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"` + huge + `"}}`,
+				`{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":4,"output_tokens":2,"reasoning_output_tokens":1}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventText, Text: `Reading prompt from stdin...`},
+				{Type: sdk.EventText, Text: `{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"torn`},
+				{Type: sdk.EventText, Text: `{"type":"item.completed","item":"not an object"}`},
+				{Type: sdk.EventText, Text: ``},
+				{Type: sdk.EventText, Text: huge},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 6, CacheReadInputTokens: 4, OutputTokens: 2}},
+				{Type: sdk.EventResult, Text: huge},
+			},
+		},
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, c := range parseCases(t) {
+		t.Run(c.name, func(t *testing.T) { check(t, parse(t, c.lines), c.want) })
+	}
+}

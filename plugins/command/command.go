@@ -1,0 +1,132 @@
+// Package command is the built-in "command" agent provider: it runs any
+// configured command with the prompt on stdin and treats each stdout line
+// as text. It serves agent CLIs without a plugin of their own, and scripted
+// agents in tests and demos:
+//
+//	agent "command" "script" {
+//	  command = ["sh", "-c", "echo hello"]
+//	  env     = { GREETING = "hi" }
+//	}
+package command
+
+import (
+	"context"
+	"errors"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit"
+)
+
+// Version is the provider's version.
+const Version = "0.1.0"
+
+// Provider is the command agent provider.
+type Provider struct{}
+
+var _ sdk.AgentProvider = (*Provider)(nil)
+
+// New returns the command agent provider.
+func New() sdk.AgentProvider { return &Provider{} }
+
+// Info describes the provider.
+func (*Provider) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{
+		Name:             "command",
+		Kind:             sdk.KindAgent,
+		Version:          Version,
+		ProtocolVersions: []int{sdk.ProtocolVersion},
+		Description:      "runs any command with the prompt on stdin; each stdout line is text",
+	}, nil
+}
+
+// ConfigSchema declares `command` and `env`.
+func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) {
+	return sdk.Schema{Attributes: []sdk.Attribute{
+		{
+			Name:        "command",
+			Type:        cty.List(cty.String),
+			Required:    true,
+			Description: "Command to run, as argv (no shell): e.g. [\"my-agent\", \"--print\"]. The prompt arrives on stdin.",
+		},
+		{
+			Name:        "env",
+			Type:        cty.Map(cty.String),
+			Description: "Environment variables added to the command's environment.",
+		},
+	}}, nil
+}
+
+// Configure checks that command names a program and env keys are valid.
+func (*Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+	var ds sdk.Diagnostics
+	if argv := commandArgv(cfg); len(argv) == 0 || argv[0] == "" {
+		ds = append(ds, sdk.Diagnostic{
+			Summary:   "Empty command",
+			Detail:    `command must name a program, e.g. command = ["my-agent", "--print"]`,
+			Attribute: "command",
+		})
+	}
+	ds = append(ds, agentkit.CheckEnv(agentkit.StringMap(cfg, "env"), "env")...)
+	return ds, nil
+}
+
+// Describe: no credentials, no sessions.
+func (*Provider) Describe(context.Context, sdk.Config) (sdk.AgentDescription, error) {
+	return sdk.AgentDescription{}, nil
+}
+
+// BuildCommand returns the configured argv; in print mode the prompt is its
+// stdin, in interactive mode the user's terminal is.
+func (*Provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
+	argv := commandArgv(req.Config)
+	if len(argv) == 0 || argv[0] == "" {
+		return sdk.Command{}, errors.New("command agent: command is empty")
+	}
+	c := sdk.Command{Argv: argv, Env: agentkit.StringMap(req.Config, "env")}
+	if req.Mode != sdk.ModeInteractive {
+		c.Stdin = []byte(req.Prompt)
+	}
+	return c, nil
+}
+
+// ParseStream turns every stdout line into a text event.
+func (*Provider) ParseStream(ctx context.Context, _ sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
+	return sdk.ParseLines(ctx, lines, emit, textParser{})
+}
+
+// RewriteSession returns data unchanged: the command agent has no sessions.
+func (*Provider) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
+	return req.Data, nil
+}
+
+// textParser makes one text event per line.
+type textParser struct{}
+
+func (textParser) Parse(line []byte) []sdk.Event {
+	return []sdk.Event{{Type: sdk.EventText, Text: string(line)}}
+}
+
+func (textParser) Close() []sdk.Event { return nil }
+
+// commandArgv reads the command attribute (a list or tuple of strings).
+func commandArgv(cfg sdk.Config) []string {
+	v := cfg.Value
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute("command") {
+		return nil
+	}
+	v = v.GetAttr("command")
+	if v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
+		return nil
+	}
+	var argv []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() || !e.IsKnown() || e.Type() != cty.String {
+			return nil
+		}
+		argv = append(argv, e.AsString())
+	}
+	return argv
+}

@@ -1,0 +1,15 @@
+package docker
+
+import (
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestConformance(t *testing.T) {
+	requireDocker(t)
+	sandboxtest.Run(t, New(), sandboxtest.Options{
+		Config: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(testImage())}),
+	})
+}

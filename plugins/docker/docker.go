@@ -1,0 +1,76 @@
+// Package docker is sanddune's Docker sandbox provider (bind-mount
+// contract). Each sandbox is one container kept alive by `sleep infinity`
+// under docker's init; the host worktree is mounted at
+// /home/agent/workspace and the git metadata it needs at its own absolute
+// host paths, so git works inside on the worktree's branch. Commands run
+// through the exec API as the host UID:GID with HOME=/home/agent.
+//
+// It talks to the daemon only through the Engine API (no docker CLI), with
+// API version negotiation, so it works from Debian's docker.io 20.10 (API
+// 1.41) to current engines.
+package docker
+
+import (
+	"context"
+	"sync"
+
+	"github.com/docker/docker/client"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Version is the plugin's own version.
+const Version = "0.1.0"
+
+// Provider implements sdk.SandboxProvider, sdk.CommandProvider and
+// sdk.ResourceLister for Docker.
+type Provider struct {
+	mu  sync.Mutex
+	cli *client.Client
+}
+
+var (
+	_ sdk.SandboxProvider = (*Provider)(nil)
+	_ sdk.CommandProvider = (*Provider)(nil)
+	_ sdk.ResourceLister  = (*Provider)(nil)
+)
+
+// New returns the docker sandbox provider.
+func New() sdk.SandboxProvider { return &Provider{} }
+
+// client returns the shared Engine API client (from DOCKER_HOST etc.).
+func (p *Provider) client() (*client.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cli == nil {
+		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			return nil, err
+		}
+		p.cli = cli
+	}
+	return p.cli, nil
+}
+
+func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
+	return sdk.Info{
+		Name:             "docker",
+		Kind:             sdk.KindSandbox,
+		Version:          Version,
+		ProtocolVersions: []int{sdk.ProtocolVersion},
+		Description:      "Docker containers with the worktree bind-mounted",
+		Sandbox: &sdk.SandboxCapabilities{
+			Contract:    sdk.ContractBindMount,
+			NetworkNone: true,
+			CPULimit:    true,
+			MemoryLimit: true,
+			Sudo:        true,
+		},
+	}, nil
+}
+
+func (p *Provider) ConfigSchema(ctx context.Context) (sdk.Schema, error) { return schema(), nil }
+
+func (p *Provider) Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+	_, diags := decodeConfig(cfg)
+	return diags, nil
+}

@@ -1,0 +1,190 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// execMarker is an environment variable set on every exec; its value
+// identifies the exec so that cancellation can find and kill every process
+// it started, however deep, inside the container.
+const execMarker = "SANDDUNE_EXEC"
+
+// killScript SIGKILLs every process whose environment carries the marker
+// "$1" (and its process group), repeating until none is left. It runs as the
+// exec's user: reading /proc/PID/environ of other users needs
+// CAP_SYS_PTRACE, which containers lack.
+const killScript = `m="$1"
+for round in 1 2 3 4 5 6 7 8 9 10; do
+  found=
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    [ "$p" = "$$" ] && continue
+    if tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "$m"; then
+      kill -KILL -- "-$p" 2>/dev/null
+      kill -KILL "$p" 2>/dev/null && found=1
+    fi
+  done
+  [ -z "$found" ] && exit 0
+done`
+
+// killWait bounds how long Exec waits for the output stream after killing.
+const killWait = 10 * time.Second
+
+func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	if s.isClosed() {
+		return sdk.ExecResult{}, errClosed
+	}
+	var argv []string
+	switch {
+	case len(req.Argv) > 0 && req.Shell != "":
+		return sdk.ExecResult{}, errors.New("exec: set either argv or shell, not both")
+	case len(req.Argv) > 0:
+		argv = req.Argv
+	case req.Shell != "":
+		argv = []string{"sh", "-c", req.Shell}
+	default:
+		return sdk.ExecResult{}, errors.New("exec: empty command")
+	}
+	cwd, err := s.resolvePath(req.Cwd)
+	if err != nil {
+		return sdk.ExecResult{}, fmt.Errorf("exec: cwd: %w", err)
+	}
+	user := ""
+	if req.Sudo {
+		user = "0:0"
+	}
+	marker := execMarker + "=" + randomHex(8)
+	env := append(envList(req.Env), marker)
+
+	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
+		User:         user,
+		AttachStdin:  req.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          env,
+		WorkingDir:   cwd,
+		Cmd:          argv,
+	})
+	if err != nil {
+		return sdk.ExecResult{}, fmt.Errorf("exec: %w", err)
+	}
+	att, err := s.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		if ctx.Err() != nil {
+			s.kill(ctx, user, marker) // it may have started
+			return sdk.ExecResult{}, ctx.Err()
+		}
+		return sdk.ExecResult{}, fmt.Errorf("exec: attach: %w", err)
+	}
+	defer att.Close()
+	if req.Stdin != nil {
+		go func() {
+			if len(req.Stdin) > 0 {
+				_, _ = att.Conn.Write(req.Stdin)
+			}
+			_ = att.CloseWrite()
+		}()
+	}
+
+	stdout := sdk.NewLineWriter(sdk.Stdout, out)
+	stderr := sdk.NewLineWriter(sdk.Stderr, out)
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		copied <- err
+	}()
+	var timeout <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+
+	var res sdk.ExecResult
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		s.kill(ctx, user, marker)
+		att.Close()
+		<-copied
+		_ = stdout.Close()
+		_ = stderr.Close()
+		return sdk.ExecResult{ExitCode: -1}, ctx.Err()
+	case <-timeout:
+		res.TimedOut = true
+		s.kill(ctx, user, marker)
+		select {
+		case err = <-copied:
+		case <-time.After(killWait):
+			att.Close()
+			<-copied
+		}
+	}
+	_ = stdout.Close()
+	_ = stderr.Close()
+	if err != nil && !res.TimedOut && !s.isClosed() {
+		return res, fmt.Errorf("exec: read output: %w", err)
+	}
+	res.ExitCode, err = s.exitCode(ctx, created.ID)
+	if err != nil && res.TimedOut {
+		return sdk.ExecResult{ExitCode: -1, TimedOut: true}, nil
+	}
+	return res, err
+}
+
+// exitCode waits for the exec to be reported finished and returns its code.
+func (s *sandbox) exitCode(ctx context.Context, execID string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		in, err := s.cli.ContainerExecInspect(ctx, execID)
+		if err != nil {
+			if s.isClosed() {
+				return -1, errClosed
+			}
+			return -1, fmt.Errorf("exec: inspect: %w", err)
+		}
+		if !in.Running {
+			return in.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("exec: still running after its output ended")
+		case <-time.After(delay):
+		}
+	}
+}
+
+// kill SIGKILLs every process of one exec (see killScript). Failures are
+// ignored: the container's removal is the backstop.
+func (s *sandbox) kill(ctx context.Context, user, marker string) {
+	if s.isClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
+		User:         user,
+		AttachStdout: true,
+		AttachStderr: true,
+		Cmd:          []string{"sh", "-c", killScript, "sh", marker},
+	})
+	if err != nil {
+		return
+	}
+	att, err := s.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return
+	}
+	defer att.Close()
+	_, _ = stdcopy.StdCopy(io.Discard, io.Discard, att.Reader)
+	_, _ = s.exitCode(ctx, created.ID)
+}

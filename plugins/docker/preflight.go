@@ -1,0 +1,108 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/network"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Preflight checks, pass or fail, that a container can be created with this
+// config: the daemon answers, the image exists, its user fits the UID the
+// container runs as, and every requested limit, network, device and mount
+// can be honoured. Each failure says what to do about it.
+func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) error {
+	cfg, diags := decodeConfig(req.Config)
+	if err := diags.Err(); err != nil {
+		return err
+	}
+	cli, err := p.client()
+	if err != nil {
+		return fmt.Errorf("docker client: %w", err)
+	}
+	if _, err := cli.Ping(ctx); err != nil {
+		return fmt.Errorf("the Docker daemon at %s is not reachable: start Docker (e.g. `sudo systemctl start docker`, or run `dockerd`) or set DOCKER_HOST: %w",
+			cli.DaemonHost(), err)
+	}
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	uid := req.HostUID
+	if cfg.UID != nil {
+		uid = *cfg.UID
+	}
+	image := cfg.image(req.HostRepoPath)
+	img, err := cli.ImageInspect(ctx, image)
+	switch {
+	case cerrdefs.IsNotFound(err):
+		fix := "sanddune docker build-image"
+		if cfg.Image != "" {
+			fix += " --image-name " + image
+		}
+		fail("image %q not found locally: build it with `%s`", image, fix)
+	case err != nil:
+		fail("inspect image %q: %w", image, err)
+	case img.Config != nil:
+		user, _, _ := strings.Cut(img.Config.User, ":")
+		if n, err := strconv.Atoi(user); err == nil && n != uid {
+			fail("UID mismatch: image %q was built for UID %d, but the sandbox runs as UID %d: rebuild it with `sanddune docker build-image` (which passes your UID), or set container_uid = %d",
+				image, n, uid, n)
+		}
+	}
+
+	info, err := cli.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("docker info: %w", err)
+	}
+	if info.InitBinary == "" {
+		fail("the Docker daemon has no init binary (docker-init): install it (Debian: the tini package) or use a daemon that ships it")
+	}
+	if cfg.Memory > 0 && !info.MemoryLimit {
+		fail("memory is set but this Docker daemon cannot enforce memory limits (cgroup memory controller missing): remove memory or enable the controller")
+	}
+	if cfg.CPUs > 0 {
+		if !info.CPUCfsQuota {
+			fail("cpus is set but this Docker daemon cannot enforce CPU limits (CFS quota unsupported): remove cpus")
+		} else if info.NCPU > 0 && cfg.CPUs > float64(info.NCPU) {
+			fail("cpus = %g exceeds the %d CPUs of the Docker host: lower cpus", cfg.CPUs, info.NCPU)
+		}
+	}
+	if cfg.PidsLimit > 0 && !info.PidsLimit {
+		fail("pids_limit is set but this Docker daemon cannot enforce it (pids cgroup missing): remove pids_limit")
+	}
+	for _, n := range cfg.Networks {
+		if _, err := cli.NetworkInspect(ctx, n, network.InspectOptions{}); err != nil {
+			if cerrdefs.IsNotFound(err) {
+				fail("docker network %q does not exist: create it with `docker network create %s` or fix network", n, n)
+			} else {
+				fail("inspect network %q: %w", n, err)
+			}
+		}
+	}
+	if daemonIsLocal(cli.DaemonHost()) {
+		for _, d := range cfg.Devices {
+			if _, err := os.Stat(d.HostPath); err != nil {
+				fail("device %s does not exist on this host: fix devices", d.HostPath)
+			}
+		}
+	}
+	for i, m := range cfg.Mounts {
+		src, err := resolveHostPath(m.HostPath, req.HostRepoPath)
+		if err != nil {
+			fail("mount.%d: %w", i, err)
+			continue
+		}
+		if _, err := os.Stat(src); err != nil {
+			fail("mount.%d: host_path %q (resolved to %s) does not exist: create it or fix the mount", i, m.HostPath, src)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func daemonIsLocal(host string) bool { return strings.HasPrefix(host, "unix://") }

@@ -1,0 +1,161 @@
+// Package local is the built-in "local" sandbox provider: an isolated
+// sandbox that is a private directory under the system temp dir.
+//
+// Each sandbox is a directory sanddune-local-<run>-XXXX holding repo/ (the
+// repository, created empty; the core syncs the code in with git), home/
+// (HOME for every command) and tmp/ (TMPDIR). Commands run on this machine
+// as the user running sanddune, in their own process group, with a working
+// directory confined to the sandbox directory. A timeout or cancellation
+// kills the whole process group, and so does the end of the command:
+// background jobs do not outlive the Exec that started them. Close kills
+// what is still running and removes the directory.
+//
+// The local provider is NOT a security boundary. The agent runs as you, on
+// your machine, with your network and everything your user can read and
+// write; confinement only keeps honest commands and copies inside the
+// sandbox directory. Use a container or bubblewrap provider to contain an
+// agent.
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Version is the provider's version.
+const Version = "0.1.0"
+
+const (
+	// dirPrefix starts the name of every sandbox directory under the temp dir.
+	dirPrefix = "sanddune-local-"
+	// labelsFile, in the sandbox directory, holds the CreateRequest labels for gc.
+	labelsFile = "sanddune-labels.json"
+)
+
+// Provider is the local sandbox provider. It also implements
+// sdk.ResourceLister, so `sanddune gc` can remove directories left behind
+// by a sanddune process that died.
+type Provider struct{}
+
+var (
+	_ sdk.SandboxProvider = (*Provider)(nil)
+	_ sdk.ResourceLister  = (*Provider)(nil)
+)
+
+// New returns the local sandbox provider.
+func New() sdk.SandboxProvider { return &Provider{} }
+
+// Info describes the provider.
+func (*Provider) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{
+		Name:             "local",
+		Kind:             sdk.KindSandbox,
+		Version:          Version,
+		ProtocolVersions: []int{sdk.ProtocolVersion},
+		Description:      "private temp directory on this machine; NOT a security boundary (the agent runs as you)",
+		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated},
+	}, nil
+}
+
+// ConfigSchema is empty: a local sandbox has nothing to configure.
+func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) { return sdk.Schema{}, nil }
+
+// Configure accepts any config: the schema is empty.
+func (*Provider) Configure(context.Context, sdk.Config) (sdk.Diagnostics, error) { return nil, nil }
+
+// Preflight checks that the temp dir is writable.
+func (*Provider) Preflight(context.Context, sdk.PreflightRequest) error {
+	dir, err := os.MkdirTemp("", dirPrefix+"preflight-")
+	if err != nil {
+		return fmt.Errorf("local sandbox: temp dir %s is not writable (set TMPDIR to a writable directory): %w", os.TempDir(), err)
+	}
+	return os.Remove(dir)
+}
+
+// Create makes the sandbox directory.
+func (*Provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	dir, err := os.MkdirTemp("", dirPrefix+safeName(req.RunID)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("local sandbox: %w", err)
+	}
+	s, err := newSandbox(dir, req)
+	if err != nil {
+		_ = removeAll(dir)
+		return nil, fmt.Errorf("local sandbox: %w", err)
+	}
+	return s, nil
+}
+
+// ListResources lists the sandbox directories under the temp dir that carry
+// sanddune labels. The resource ID is the directory path.
+func (*Provider) ListResources(context.Context) ([]sdk.Resource, error) {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	if err != nil {
+		return nil, err
+	}
+	var res []sdk.Resource
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, labelsFile))
+		if err != nil {
+			continue // not a sandbox, or one still being created
+		}
+		var labels map[string]string
+		if json.Unmarshal(data, &labels) != nil {
+			continue
+		}
+		res = append(res, sdk.Resource{ID: dir, Labels: labels})
+	}
+	return res, nil
+}
+
+// RemoveResource removes a sandbox directory listed by ListResources.
+func (*Provider) RemoveResource(_ context.Context, id string) error {
+	id = filepath.Clean(id)
+	if filepath.Dir(id) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(id), dirPrefix) {
+		return fmt.Errorf("local sandbox: %q is not a local sandbox directory", id)
+	}
+	if _, err := os.Lstat(id); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(id, labelsFile)); err != nil {
+		return fmt.Errorf("local sandbox: %q is not a local sandbox directory: %w", id, err)
+	}
+	return removeAll(id)
+}
+
+// safeName keeps a run id usable in a directory name.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return string(b)
+}
+
+// removeAll removes dir even when it holds read-only directories (a Go
+// module cache, for one).
+func removeAll(dir string) error {
+	if os.RemoveAll(dir) == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Prepares a Debian machine (as root) for sanddune's test suite: installs the
+# engines the tests need when missing, starts dockerd and builds the local
+# test image. Idempotent: every step is skipped when already done.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+log() { echo "ci-setup: $*"; }
+
+# 1. Debian packages.
+declare -A bin_of=([docker.io]=dockerd [bubblewrap]=bwrap [debootstrap]=debootstrap [protobuf-compiler]=protoc [git]=git)
+missing=()
+for pkg in "${!bin_of[@]}"; do
+  command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y --no-install-recommends "${missing[@]}" >/tmp/ci-setup-apt.log 2>&1; then
+    apt-get update >>/tmp/ci-setup-apt.log 2>&1
+    apt-get install -y --no-install-recommends "${missing[@]}" >>/tmp/ci-setup-apt.log 2>&1 || {
+      tail -n 30 /tmp/ci-setup-apt.log >&2; echo "ci-setup: apt-get install failed" >&2; exit 1; }
+  fi
+fi
+export PATH="$PATH:/usr/sbin:/sbin"
+
+# 2. dockerd.
+if ! docker info >/dev/null 2>&1; then
+  if ! pgrep -x dockerd >/dev/null; then
+    log "starting dockerd (log: /tmp/dockerd.log)"
+    nohup dockerd >/tmp/dockerd.log 2>&1 &
+  fi
+  deadline=$((SECONDS + ${SANDDUNE_DOCKERD_TIMEOUT:-60}))
+  until docker info >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "ci-setup: dockerd did not come up within ${SANDDUNE_DOCKERD_TIMEOUT:-60}s; last lines of /tmp/dockerd.log:" >&2
+      tail -n 30 /tmp/dockerd.log >&2 || true
+      exit 1
+    fi
+    sleep 0.5
+  done
+fi
+log "docker $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+
+# 3. Test image (debootstrap + docker import, no registry).
+"$here/test-image.sh" sanddune-test-base:bookworm

@@ -1,0 +1,88 @@
+package agentkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// DecodeObject decodes line into v when the line is a JSON object. It
+// reports false for anything else (plain text, torn or malformed JSON),
+// which parsers pass through as a text event (see TextLine).
+func DecodeObject(line []byte, v any) bool {
+	t := bytes.TrimSpace(line)
+	if len(t) < 2 || t[0] != '{' {
+		return false
+	}
+	return json.Unmarshal(t, v) == nil
+}
+
+// TextLine is the event for a line that is not part of the JSON stream.
+func TextLine(line []byte) []sdk.Event {
+	return []sdk.Event{{Type: sdk.EventText, Text: string(line)}}
+}
+
+// MaxToolArg caps ToolArg's result, in runes.
+const MaxToolArg = 200
+
+// toolArgFields maps a lowercase tool name to the input fields that make a
+// readable display argument, best first.
+var toolArgFields = map[string][]string{
+	"bash":       {"command", "cmd"},
+	"shell":      {"command", "cmd"},
+	"grep":       {"pattern"},
+	"glob":       {"pattern"},
+	"find":       {"pattern", "path"},
+	"webfetch":   {"url"},
+	"web_fetch":  {"url"},
+	"websearch":  {"query"},
+	"web_search": {"query"},
+	"agent":      {"description", "prompt"},
+	"task":       {"description", "prompt"},
+}
+
+// defaultArgFields are tried for any other tool (read, edit, write, ls...).
+var defaultArgFields = []string{"command", "file_path", "filePath", "path", "notebook_path", "pattern", "url", "query", "description"}
+
+// ToolArg returns a short readable argument for a tool call: the command of
+// a shell tool, the path of a file tool, the url, query, pattern or
+// description of the others. Tool names are matched case-insensitively
+// (Claude's Bash, pi's bash and opencode's bash are alike). It returns ""
+// when input has none of the known fields.
+func ToolArg(tool string, input json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(input, &fields) != nil {
+		return ""
+	}
+	names, ok := toolArgFields[strings.ToLower(tool)]
+	if !ok {
+		names = defaultArgFields
+	}
+	for _, n := range names {
+		var s string
+		if raw, ok := fields[n]; ok && json.Unmarshal(raw, &s) == nil && s != "" {
+			return Short(s)
+		}
+	}
+	return ""
+}
+
+// Short makes s fit on one display line: the first non-empty line, cut to
+// MaxToolArg runes, with "…" marking anything left out.
+func Short(s string) string {
+	s = strings.TrimSpace(s)
+	cut := false
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s, cut = strings.TrimSpace(s[:i]), true
+	}
+	if utf8.RuneCountInString(s) > MaxToolArg {
+		s, cut = string([]rune(s)[:MaxToolArg]), true
+	}
+	if cut {
+		s += " …"
+	}
+	return s
+}

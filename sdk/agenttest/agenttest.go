@@ -1,0 +1,308 @@
+// Package agenttest is the conformance kit for agent providers: fixture
+// replay (output lines in, expected events out) and generic checks, both
+// through a real gRPC connection (sdk/plugintest).
+//
+//	func TestReplay(t *testing.T) {
+//		agenttest.Replay(t, myagent.New(), cty.NilVal, agenttest.Case{
+//			Name:  "hello",
+//			Lines: agenttest.ReadLines(t, "testdata/hello.jsonl"),
+//			Want:  []sdk.Event{{Type: sdk.EventText, Text: "hello"}},
+//		})
+//	}
+package agenttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/internal/testkit"
+	"github.com/missingstudio/sanddune/sdk/plugintest"
+)
+
+// Case is one replay: stdout lines of an iteration and the events they
+// must produce, in order.
+type Case struct {
+	Name  string
+	Lines []string
+	Want  []sdk.Event
+}
+
+// hangGuard bounds every call so that a broken provider fails instead of
+// hanging the test binary.
+const hangGuard = 2 * time.Minute
+
+// Replay parses each case's lines with p under cfg (cty.NilVal: an empty
+// block with defaults) and compares the events.
+func Replay(t *testing.T, p sdk.AgentProvider, cfg cty.Value, cases ...Case) {
+	t.Helper()
+	c := plugintest.Agent(t, p)
+	config := configure(t, c, cfg)
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			got, err := parse(c, config, tc.Lines)
+			if err != nil {
+				t.Fatalf("ParseStream: %v", err)
+			}
+			if diff := diffEvents(got, tc.Want); diff != "" {
+				t.Errorf("events differ:\n%s", diff)
+			}
+		})
+	}
+}
+
+// Parse returns the events p produces for lines under cfg, for tests that
+// check events their own way.
+func Parse(t testing.TB, p sdk.AgentProvider, cfg cty.Value, lines []string) []sdk.Event {
+	t.Helper()
+	c := plugintest.Agent(t, p)
+	events, err := parse(c, configure(t, c, cfg), lines)
+	if err != nil {
+		t.Fatalf("ParseStream: %v", err)
+	}
+	return events
+}
+
+// ReadLines reads a fixture file as lines without their newlines.
+func ReadLines(t testing.TB, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func configure(t testing.TB, c sdk.AgentProvider, v cty.Value) sdk.Config {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	schema, err := c.ConfigSchema(ctx)
+	if err != nil {
+		t.Fatalf("ConfigSchema: %v", err)
+	}
+	cfg := testkit.Config(v, schema)
+	diags, err := c.Configure(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	if diags.HasErrors() {
+		t.Fatalf("Configure: %v", diags)
+	}
+	return cfg
+}
+
+func parse(c sdk.AgentProvider, cfg sdk.Config, lines []string) ([]sdk.Event, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	ch := make(chan []byte)
+	go func() {
+		defer close(ch)
+		for _, l := range lines {
+			select {
+			case ch <- []byte(l):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var events []sdk.Event
+	err := c.ParseStream(ctx, cfg, ch, func(e sdk.Event) { events = append(events, e) })
+	return events, err
+}
+
+func formatEvent(e sdk.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{%s", e.Type)
+	for _, f := range []struct{ k, v string }{{"text", e.Text}, {"tool", e.ToolName}, {"arg", e.ToolArg}, {"session", e.SessionID}} {
+		if f.v != "" {
+			fmt.Fprintf(&b, " %s=%q", f.k, f.v)
+		}
+	}
+	if e.Usage != nil {
+		fmt.Fprintf(&b, " usage=%+v", *e.Usage)
+	}
+	return b.String() + "}"
+}
+
+// diffEvents describes how got differs from want, or returns "".
+func diffEvents(got, want []sdk.Event) string {
+	var b strings.Builder
+	for i := 0; i < max(len(got), len(want)); i++ {
+		switch {
+		case i >= len(got):
+			fmt.Fprintf(&b, "  #%d missing: want %s\n", i, formatEvent(want[i]))
+		case i >= len(want):
+			fmt.Fprintf(&b, "  #%d extra:   got  %s\n", i, formatEvent(got[i]))
+		case !reflect.DeepEqual(got[i], want[i]):
+			fmt.Fprintf(&b, "  #%d got  %s\n     want %s\n", i, formatEvent(got[i]), formatEvent(want[i]))
+		}
+	}
+	return b.String()
+}
+
+// Run checks what every agent provider must do: sane Info, a config that
+// configures, commands with exactly one of argv and shell that carry the
+// prompt, and a parser that survives anything.
+func Run(t *testing.T, p sdk.AgentProvider, cfg cty.Value) {
+	t.Helper()
+	c := plugintest.Agent(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatalf("Info: %v", err)
+	}
+	if problems := testkit.CheckInfo(info, sdk.KindAgent); len(problems) > 0 {
+		t.Fatalf("Info: %s", strings.Join(problems, "; "))
+	}
+	config := configure(t, c, cfg)
+	desc, err := c.Describe(ctx, config)
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+
+	t.Run("Describe", func(t *testing.T) {
+		for _, g := range desc.RequiredEnv {
+			if len(g) == 0 || slices.Contains(g, "") {
+				t.Errorf("RequiredEnv group %q is empty or has an empty key", g)
+			}
+		}
+		if s := desc.Sessions; s != nil {
+			if s.PathPattern == "" {
+				t.Error("Sessions.PathPattern is empty")
+			}
+			if !slices.Contains([]string{"", "claude", "pi"}, s.EncodeCwd) {
+				t.Errorf("Sessions.EncodeCwd %q is unknown", s.EncodeCwd)
+			}
+		} else if desc.Resume || desc.Fork {
+			t.Error("Resume or Fork without Sessions")
+		}
+	})
+
+	const prompt = "agenttest prompt: say hello"
+	build := func(t *testing.T, req sdk.CommandRequest) (sdk.Command, bool) {
+		t.Helper()
+		req.Config, req.Prompt = config, prompt
+		if req.Iteration == 0 {
+			req.Iteration = 1
+		}
+		cmd, err := c.BuildCommand(ctx, req)
+		if errors.Is(err, sdk.ErrNotSupported) {
+			t.Skipf("BuildCommand %s: %v", req.Mode, err)
+		}
+		if err != nil {
+			t.Fatalf("BuildCommand %s: %v", req.Mode, err)
+		}
+		if (len(cmd.Argv) == 0) == (cmd.Shell == "") {
+			t.Fatalf("BuildCommand %s: want exactly one of Argv and Shell, got %q and %q", req.Mode, cmd.Argv, cmd.Shell)
+		}
+		if len(cmd.Argv) > 0 && cmd.Argv[0] == "" {
+			t.Errorf("BuildCommand %s: empty argv[0]", req.Mode)
+		}
+		return cmd, true
+	}
+	carries := func(cmd sdk.Command, s string) bool {
+		if bytes.Contains(cmd.Stdin, []byte(s)) || strings.Contains(cmd.Shell, s) {
+			return true
+		}
+		for _, a := range cmd.Argv {
+			if strings.Contains(a, s) {
+				return true
+			}
+		}
+		for _, v := range cmd.Env {
+			if strings.Contains(v, s) {
+				return true
+			}
+		}
+		return false
+	}
+	t.Run("BuildCommandPrint", func(t *testing.T) {
+		for _, req := range []sdk.CommandRequest{
+			{Mode: sdk.ModePrint},
+			{Mode: sdk.ModePrint, Iteration: 2},
+			{Mode: sdk.ModePrint, SkipPermissions: true, RunsAsRoot: true},
+		} {
+			if cmd, _ := build(t, req); !carries(cmd, prompt) {
+				t.Errorf("print command %+v does not carry the prompt in stdin, argv, shell or env", cmd)
+			}
+		}
+	})
+	t.Run("BuildCommandInteractive", func(t *testing.T) {
+		build(t, sdk.CommandRequest{Mode: sdk.ModeInteractive})
+	})
+	t.Run("BuildCommandResume", func(t *testing.T) {
+		if !desc.Resume {
+			t.Skip("agent does not resume sessions")
+		}
+		const id = "0b7e4c1e-agenttest-session"
+		if cmd, _ := build(t, sdk.CommandRequest{Mode: sdk.ModePrint, ResumeSessionID: id}); !carries(cmd, id) {
+			t.Errorf("resume command %+v does not name the session", cmd)
+		}
+		if desc.Fork {
+			if cmd, _ := build(t, sdk.CommandRequest{Mode: sdk.ModePrint, ResumeSessionID: id, ForkSession: true}); !carries(cmd, id) {
+				t.Errorf("fork command %+v does not name the session", cmd)
+			}
+		}
+	})
+
+	t.Run("ParseEmpty", func(t *testing.T) {
+		if _, err := parse(c, config, nil); err != nil {
+			t.Errorf("ParseStream of no lines: %v", err)
+		}
+	})
+	t.Run("ParseMalformed", func(t *testing.T) {
+		lines := []string{"{", `{"type":`, "[]", "null", "42", `"str"`, `{}`, `{"type":null}`, `{"type":"result","result":5}`,
+			`{"type":"assistant"}`, `{"type":"assistant","message":null}`, `{"type":"assistant","message":{"content":"x"}}`,
+			`{"type":"item.completed","item":7}`, "\x00\xff\xfe binary", "", "   "}
+		if _, err := parse(c, config, lines); err != nil {
+			t.Errorf("ParseStream of malformed lines: %v (a malformed line must never fail the parser)", err)
+		}
+	})
+	t.Run("ParsePlainText", func(t *testing.T) {
+		const line = "plain text from agenttest, not JSON"
+		events, err := parse(c, config, []string{line})
+		if err != nil {
+			t.Fatalf("ParseStream: %v", err)
+		}
+		if !slices.ContainsFunc(events, func(e sdk.Event) bool { return e.Type == sdk.EventText && strings.Contains(e.Text, line) }) {
+			t.Errorf("non-JSON line did not become a text event: %v", events)
+		}
+	})
+	t.Run("ParseHugeLine", func(t *testing.T) {
+		huge := strings.Repeat("x", 3*sdk.MaxLineBytes)
+		lines := []string{huge, `{"type":"text","text":"` + huge + `"}`, "after"}
+		events, err := parse(c, config, lines)
+		if err != nil {
+			t.Fatalf("ParseStream with a %d-byte line: %v", len(huge), err)
+		}
+		if !slices.ContainsFunc(events, func(e sdk.Event) bool { return strings.Contains(e.Text, "after") }) {
+			t.Errorf("the line after a huge line was lost: %d events", len(events))
+		}
+	})
+	t.Run("RewriteSession", func(t *testing.T) {
+		if desc.Sessions != nil {
+			t.Skip("agent has sessions; test RewriteSession with fixtures")
+		}
+		data := []byte(`{"cwd":"/from/path"}` + "\n")
+		got, err := c.RewriteSession(ctx, sdk.RewriteSessionRequest{Config: config, Data: data, FromCwd: "/from/path", ToCwd: "/to"})
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("RewriteSession without sessions: %q, %v; want data unchanged", got, err)
+		}
+	})
+}

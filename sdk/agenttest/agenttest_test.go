@@ -1,0 +1,71 @@
+package agenttest_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
+	"github.com/missingstudio/sanddune/sdk/internal/fake"
+)
+
+func TestFakeAgentRun(t *testing.T) {
+	agenttest.Run(t, fake.AgentProvider{}, cty.NilVal)
+}
+
+func TestFakeAgentReplay(t *testing.T) {
+	fixture := filepath.Join(t.TempDir(), "stream.jsonl")
+	content := `{"type":"session_id","session":"s1"}` + "\n" +
+		`{"type":"tool_call","tool":"Bash","arg":"ls"}` + "\n" +
+		"plain\n" +
+		`{"type":"result","text":"done"}` + "\n"
+	if err := os.WriteFile(fixture, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := cty.ObjectVal(map[string]cty.Value{"command": cty.ListVal([]cty.Value{cty.StringVal("agent")})})
+	agenttest.Replay(t, fake.AgentProvider{}, cfg,
+		agenttest.Case{
+			Name:  "fixture",
+			Lines: agenttest.ReadLines(t, fixture),
+			Want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "s1"},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "ls"},
+				{Type: sdk.EventText, Text: "plain"},
+				{Type: sdk.EventResult, Text: "done"},
+			},
+		},
+		agenttest.Case{Name: "empty"},
+	)
+}
+
+func TestReadLines(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string][]string{
+		"":         nil,
+		"a\nb\n":   {"a", "b"},
+		"a\n\nb":   {"a", "", "b"},
+		"only\n":   {"only"},
+		"\n":       {},
+		"x\ny\n\n": {"x", "y", ""},
+	} {
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := agenttest.ReadLines(t, p); !slices.Equal(got, want) {
+			t.Errorf("ReadLines(%q) = %q, want %q", content, got, want)
+		}
+	}
+}
+
+func TestFakeParse(t *testing.T) {
+	events := agenttest.Parse(t, fake.AgentProvider{}, cty.NilVal, []string{"a", `{"type":"error","text":"e"}`})
+	want := []sdk.Event{{Type: sdk.EventText, Text: "a"}, {Type: sdk.EventError, Text: "e"}}
+	if !slices.Equal(events, want) {
+		t.Errorf("Parse = %v, want %v", events, want)
+	}
+}

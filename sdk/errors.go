@@ -1,0 +1,89 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ErrPluginShutdown means the plugin process exited or its connection
+// closed while a call was in flight.
+var ErrPluginShutdown = errors.New("plugin process exited or its connection closed")
+
+// ErrNotSupported means the component does not implement an optional
+// interface or operation. Providers may return it (wrapped) themselves.
+var ErrNotSupported = errors.New("not supported by this plugin")
+
+// PluginError is an error from a call to a plugin; Op names the operation
+// (Exec, Create, ...).
+type PluginError struct {
+	Op  string
+	Err error
+}
+
+func (e *PluginError) Error() string { return e.Op + ": " + e.Err.Error() }
+
+func (e *PluginError) Unwrap() error { return e.Err }
+
+// toStatus turns a provider's error into a gRPC status error (server side).
+func toStatus(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotSupported):
+		return status.Error(codes.Unimplemented, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// fromStatus turns an error from a gRPC call into the SDK's errors (client
+// side): caller cancellation gives ctx.Err(), a dead plugin
+// ErrPluginShutdown, everything else a PluginError naming op.
+func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return &PluginError{Op: op, Err: err}
+	}
+	switch {
+	case c.done.Err() != nil, st.Code() == codes.Unavailable:
+		return &PluginError{Op: op, Err: ErrPluginShutdown}
+	case st.Code() == codes.Canceled && strings.Contains(st.Message(), "connection is closing"):
+		return &PluginError{Op: op, Err: ErrPluginShutdown}
+	case st.Code() == codes.Unimplemented:
+		return &PluginError{Op: op, Err: notSupported(st.Message())}
+	case st.Code() == codes.Canceled:
+		return &PluginError{Op: op, Err: context.Canceled}
+	case st.Code() == codes.DeadlineExceeded:
+		return &PluginError{Op: op, Err: context.DeadlineExceeded}
+	}
+	return &PluginError{Op: op, Err: errors.New(st.Message())}
+}
+
+// notSupported keeps the plugin's message while matching ErrNotSupported.
+func notSupported(msg string) error {
+	if msg == "" || msg == ErrNotSupported.Error() {
+		return ErrNotSupported
+	}
+	return &wrapped{msg: msg, err: ErrNotSupported}
+}
+
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }

@@ -1,0 +1,55 @@
+package sdk
+
+import "context"
+
+// Optional interfaces. A provider implements them when it can; the host
+// checks the capability before calling (the gRPC adapters report which ones
+// the plugin implements).
+
+// CommandProvider lets a plugin add subcommands under its own name, e.g.
+// `sanddune docker build-image`. The host forwards argv and streams output.
+type CommandProvider interface {
+	Commands(ctx context.Context) ([]CommandSpec, error)
+	RunCommand(ctx context.Context, req RunCommandRequest, out OutputFunc) (exitCode int, err error)
+}
+
+// CommandSpec describes one plugin subcommand for help output.
+type CommandSpec struct {
+	Name  string
+	Usage string // e.g. "build-image [--image-name N] [--dockerfile F]"
+	Short string
+}
+
+// RunCommandRequest is one invocation of a plugin subcommand.
+type RunCommandRequest struct {
+	Name string
+	Args []string
+	// Cwd is the user's working directory; HostRepoPath the repo root (may be empty).
+	Cwd          string
+	HostRepoPath string
+	HostUID      int
+	HostGID      int
+}
+
+// ResourceLister lets `sanddune gc` find what a provider left behind. The
+// host decides which resources are orphans from their labels (the run's
+// sanddune process is gone) and asks the provider to remove them.
+type ResourceLister interface {
+	ListResources(ctx context.Context) ([]Resource, error)
+	RemoveResource(ctx context.Context, id string) error
+}
+
+// Resource is one provider resource labelled by sanddune.
+type Resource struct {
+	ID     string
+	Labels map[string]string
+}
+
+// Well-known labels set by the host on every CreateRequest.
+const (
+	LabelRun     = "sanddune.run"     // run id
+	LabelSandbox = "sanddune.sandbox" // sandbox block address, e.g. sandbox.docker.default
+	LabelVersion = "sanddune.version" // sanddune version
+	LabelPID     = "sanddune.pid"     // pid of the sanddune process that owns the run
+	LabelHost    = "sanddune.host"    // hostname of that process
+)

@@ -1,0 +1,99 @@
+package sdk_test
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+type piece struct {
+	text    string
+	partial bool
+}
+
+func collect(writes []string) []piece {
+	var got []piece
+	w := sdk.NewLineWriter(sdk.Stderr, func(l sdk.OutputLine) {
+		if l.Stream != sdk.Stderr {
+			panic("wrong stream")
+		}
+		got = append(got, piece{string(l.Text), l.Partial})
+	})
+	for _, s := range writes {
+		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+			panic(fmt.Sprint(n, err))
+		}
+	}
+	_ = w.Close()
+	return got
+}
+
+func TestLineWriter(t *testing.T) {
+	max := sdk.MaxLineBytes
+	long := strings.Repeat("a", max)
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		want   []piece
+	}{
+		{"empty", nil, nil},
+		{"lines", []string{"a\nb\n"}, []piece{{"a", false}, {"b", false}}},
+		{"split writes", []string{"he", "llo\nwo", "rld\n"}, []piece{{"hello", false}, {"world", false}}},
+		{"empty lines", []string{"\n\nx\n"}, []piece{{"", false}, {"", false}, {"x", false}}},
+		{"unterminated", []string{"a\nlast"}, []piece{{"a", false}, {"last", false}}},
+		{"exactly max", []string{long + "\n"}, []piece{{long, false}}},
+		{"max plus one", []string{long + "b\n"}, []piece{{long, true}, {"b", false}}},
+		{"long in small writes", []string{long[:10], long[10:], "bc", "\nz\n"}, []piece{{long, true}, {"bc", false}, {"z", false}}},
+		{"two max unterminated", []string{long + long}, []piece{{long, true}, {long, false}}},
+		{"crlf kept", []string{"a\r\n"}, []piece{{"a\r", false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := collect(tc.writes)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %d pieces %v, want %d %v", len(got), short(got), len(tc.want), short(tc.want))
+			}
+		})
+	}
+}
+
+func short(ps []piece) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%d:%v", len(p.text), p.partial))
+	}
+	return out
+}
+
+func TestLineJoiner(t *testing.T) {
+	var j sdk.LineJoiner
+	var got []string
+	for _, l := range []sdk.OutputLine{
+		{Stream: sdk.Stdout, Text: []byte("ab"), Partial: true},
+		{Stream: sdk.Stderr, Text: []byte("err")},
+		{Stream: sdk.Stdout, Text: []byte("cd"), Partial: true},
+		{Stream: sdk.Stderr, Text: []byte("x"), Partial: true},
+		{Stream: sdk.Stdout, Text: []byte("e")},
+		{Stream: sdk.Stderr, Text: []byte("y")},
+		{Stream: sdk.Stdout, Text: []byte("")},
+	} {
+		if line, ok := j.Add(l); ok {
+			got = append(got, fmt.Sprintf("%d:%s", l.Stream, line))
+		}
+	}
+	if want := []string{"2:err", "1:abcde", "2:xy", "1:"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func BenchmarkLineWriter(b *testing.B) {
+	chunk := bytes.Repeat([]byte("0123456789 some output of a build tool\n"), 1000)
+	w := sdk.NewLineWriter(sdk.Stdout, func(sdk.OutputLine) {})
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		_, _ = w.Write(chunk)
+	}
+}

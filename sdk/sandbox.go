@@ -1,0 +1,168 @@
+package sdk
+
+import (
+	"context"
+	"time"
+)
+
+// Contract says how a sandbox reaches the code.
+type Contract string
+
+const (
+	// ContractBindMount: the host worktree is mounted into the sandbox; the
+	// agent's commits land in the host repo directly.
+	ContractBindMount Contract = "bind-mount"
+	// ContractIsolated: the sandbox has its own filesystem; the core syncs
+	// the code in (git bundle) and the commits out.
+	ContractIsolated Contract = "isolated"
+)
+
+// SandboxCapabilities are static facts a sandbox provider declares. The host
+// refuses a config that asks for something the provider cannot enforce,
+// before anything starts.
+type SandboxCapabilities struct {
+	Contract Contract
+	// NetworkNone: the provider can cut the sandbox off the network.
+	NetworkNone bool
+	// CPULimit, MemoryLimit: the provider enforces resource limits.
+	CPULimit    bool
+	MemoryLimit bool
+	// TTY: the provider can attach an interactive terminal.
+	TTY bool
+	// Sudo: ExecRequest.Sudo is honoured.
+	Sudo bool
+}
+
+// SandboxProvider is implemented by sandbox plugins. One provider process
+// serves every run of a sanddune process, possibly concurrently, and every
+// provider block of its type: per-block settings arrive in each call.
+type SandboxProvider interface {
+	Provider
+	// Configure validates one provider block's decoded config. It returns
+	// diagnostics (errors and warnings) tied to attributes.
+	Configure(ctx context.Context, cfg Config) (Diagnostics, error)
+	// Preflight checks, before any worktree is created, that a sandbox can be
+	// created with this config on this machine (daemon reachable, image
+	// present, binary installed...). A failure says what to do about it.
+	Preflight(ctx context.Context, req PreflightRequest) error
+	// Create starts a sandbox for one run.
+	Create(ctx context.Context, req CreateRequest) (Sandbox, error)
+}
+
+// PreflightRequest is what Preflight may check.
+type PreflightRequest struct {
+	Config Config
+	// HostRepoPath is the host repository root.
+	HostRepoPath string
+	// HostUID, HostGID are the ids of the user running sanddune.
+	HostUID, HostGID int
+}
+
+// CreateRequest is the run's context handed to Create.
+type CreateRequest struct {
+	Config Config
+	// RunID identifies the run; providers label resources with it.
+	RunID string
+	// RunName is the human name of the run (log prefix).
+	RunName string
+	// HostRepoPath is the host repository root.
+	HostRepoPath string
+	// WorktreePath is the host worktree to mount (bind-mount contract only;
+	// empty for isolated providers).
+	WorktreePath string
+	// GitMounts are host paths holding the git metadata the worktree needs
+	// (its gitdir and the common dir's objects/refs), to be mounted at the
+	// same absolute path in the sandbox (bind-mount contract only).
+	GitMounts []Mount
+	// Env is the environment every Exec in this sandbox starts with.
+	Env map[string]string
+	// Labels are attached to provider resources (containers, VMs...).
+	Labels map[string]string
+	// HostUID, HostGID are the ids of the user running sanddune.
+	HostUID, HostGID int
+}
+
+// Mount is a host path made visible in the sandbox.
+type Mount struct {
+	HostPath    string
+	SandboxPath string
+	ReadOnly    bool
+}
+
+// SandboxInfo describes a created sandbox.
+type SandboxInfo struct {
+	// ID is the provider's identifier (container id, directory...).
+	ID string
+	// RepoPath is the repository (worktree) path inside the sandbox.
+	RepoPath string
+	// HomePath is the agent's home directory inside the sandbox.
+	HomePath string
+	// State is opaque provider state the host keeps in the run record.
+	State []byte
+}
+
+// Sandbox is one live sandbox. All methods are safe for concurrent use.
+type Sandbox interface {
+	Info() SandboxInfo
+	// Exec runs a command and streams its output to out while it runs.
+	// Cancelling ctx kills the process (tree) inside the sandbox. A non-zero
+	// exit is not an error: it is reported in ExecResult.
+	Exec(ctx context.Context, req ExecRequest, out OutputFunc) (ExecResult, error)
+	// CopyIn copies a host file or directory (recursively) to sandboxPath.
+	// sandboxPath must be inside the sandbox's confined area; relative paths
+	// resolve against RepoPath.
+	CopyIn(ctx context.Context, hostPath, sandboxPath string) error
+	// CopyOut copies a sandbox file or directory to hostPath.
+	CopyOut(ctx context.Context, sandboxPath, hostPath string) error
+	// Close tears the sandbox down. It is idempotent.
+	Close(ctx context.Context) error
+}
+
+// ExecRequest is one command. Exactly one of Argv and Shell is set: Argv is
+// executed without any shell; Shell is a command string run by `sh -c` (for
+// hooks and other user-authored shell).
+type ExecRequest struct {
+	Argv  []string
+	Shell string
+	// Cwd is the working directory; empty means RepoPath. Relative paths
+	// resolve against RepoPath. It must stay inside the sandbox.
+	Cwd string
+	// Env is added to the sandbox env for this command.
+	Env map[string]string
+	// Sudo runs the command as root (providers that declare Sudo).
+	Sudo bool
+	// Stdin is written to the process and then closed. Nil gives EOF at once.
+	Stdin []byte
+	// Timeout kills the process tree after this long; zero means none.
+	Timeout time.Duration
+}
+
+// Stream names an output stream.
+type Stream int
+
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+// OutputLine is one line of output, without its trailing newline. A line
+// longer than MaxLineBytes is delivered in pieces: every piece but the last
+// has Partial set.
+type OutputLine struct {
+	Stream  Stream
+	Text    []byte
+	Partial bool
+}
+
+// MaxLineBytes caps one OutputLine piece.
+const MaxLineBytes = 1 << 20
+
+// OutputFunc receives output in order. It must not retain line.Text after
+// returning.
+type OutputFunc func(line OutputLine)
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode int
+	TimedOut bool
+}

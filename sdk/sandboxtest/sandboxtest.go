@@ -1,0 +1,745 @@
+// Package sandboxtest is the conformance suite for sandbox providers. A
+// plugin author calls Run from a test in their own package:
+//
+//	func TestConformance(t *testing.T) {
+//		sandboxtest.Run(t, myprovider.New(), sandboxtest.Options{})
+//	}
+//
+// Run serves the provider over a real gRPC connection (sdk/plugintest) and
+// checks the contract: exit codes, streaming, stdin, env, argv vs shell,
+// cwd confinement, timeouts, cancellation, copy in/out with traversal and
+// symlink escapes, long lines and idempotent close. Commands run inside the
+// sandbox need only POSIX sh and coreutils.
+package sandboxtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/internal/testkit"
+	"github.com/missingstudio/sanddune/sdk/plugintest"
+)
+
+// Options tune the suite for a provider.
+type Options struct {
+	// Config is the provider block's decoded config (an object value).
+	// cty.NilVal means an empty block: attributes at their defaults.
+	Config cty.Value
+	// SkipSudo skips the sudo check even when the provider declares Sudo.
+	SkipSudo bool
+	// HostPathsVisible says the sandbox deliberately sees host paths outside
+	// its worktree (e.g. a read-only bind of /); it skips the checks that
+	// host files outside the sandbox are out of reach.
+	HostPathsVisible bool
+}
+
+// hangGuard bounds every call so that a broken provider fails instead of
+// hanging the test binary. It is not a performance assertion.
+const hangGuard = 3 * time.Minute
+
+// Run runs the conformance suite against p.
+func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
+	t.Helper()
+	ctx := context.Background()
+	c := plugintest.Sandbox(t, p)
+
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatalf("Info: %v", err)
+	}
+	problems := testkit.CheckInfo(info, sdk.KindSandbox)
+	if info.Sandbox == nil {
+		problems = append(problems, "Info.Sandbox (capabilities) is nil")
+	} else if ct := info.Sandbox.Contract; ct != sdk.ContractBindMount && ct != sdk.ContractIsolated {
+		problems = append(problems, fmt.Sprintf("Info.Sandbox.Contract is %q", ct))
+	}
+	if len(problems) > 0 {
+		t.Fatalf("Info: %s", strings.Join(problems, "; "))
+	}
+	schema, err := c.ConfigSchema(ctx)
+	if err != nil {
+		t.Fatalf("ConfigSchema: %v", err)
+	}
+	cfg := testkit.Config(opts.Config, schema)
+	diags, err := c.Configure(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	if diags.HasErrors() {
+		t.Fatalf("Configure: %v", diags)
+	}
+	if err := c.Preflight(ctx, sdk.PreflightRequest{Config: cfg, HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()}); err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+
+	s := &suite{p: c, caps: *info.Sandbox, name: info.Name, cfg: cfg, opts: opts}
+	s.sb, s.worktree = s.create(t)
+	t.Cleanup(func() {
+		if err := s.sb.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"SandboxInfo", s.testSandboxInfo},
+		{"ExitCodes", s.testExitCodes},
+		{"StreamOrder", s.testStreamOrder},
+		{"LineEnds", s.testLineEnds},
+		{"OutputWhileRunning", s.testOutputWhileRunning},
+		{"Stdin", s.testStdin},
+		{"Env", s.testEnv},
+		{"Home", s.testHome},
+		{"ArgvNotInterpreted", s.testArgv},
+		{"Shell", s.testShell},
+		{"Cwd", s.testCwd},
+		{"CwdConfined", s.testCwdConfined},
+		{"Timeout", s.testTimeout},
+		{"Cancel", s.testCancel},
+		{"Concurrent", s.testConcurrent},
+		{"LongLine", s.testLongLine},
+		{"BindMount", s.testBindMount},
+		{"CopyInFile", s.testCopyInFile},
+		{"CopyInDir", s.testCopyInDir},
+		{"CopyOutFile", s.testCopyOutFile},
+		{"CopyOutDir", s.testCopyOutDir},
+		{"PathTraversal", s.testPathTraversal},
+		{"SymlinkEscape", s.testSymlinkEscape},
+		{"Sudo", s.testSudo},
+		{"Close", s.testClose},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+type suite struct {
+	p        sdk.SandboxProvider
+	caps     sdk.SandboxCapabilities
+	name     string
+	cfg      sdk.Config
+	opts     Options
+	sb       sdk.Sandbox
+	worktree string // host worktree (bind-mount contract)
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// create makes a sandbox the way the host does for one run.
+func (s *suite) create(t *testing.T) (sdk.Sandbox, string) {
+	t.Helper()
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runID := "sandboxtest-" + randomID()
+	host, _ := os.Hostname()
+	req := sdk.CreateRequest{
+		Config:       s.cfg,
+		RunID:        runID,
+		RunName:      "sandboxtest",
+		HostRepoPath: repo,
+		Env: map[string]string{
+			"SANDDUNE_TEST_CREATE_ENV": "from-create",
+			"SANDDUNE_TEST_OVERRIDE":   "create",
+		},
+		Labels: map[string]string{
+			sdk.LabelRun:     runID,
+			sdk.LabelSandbox: "sandbox." + s.name + ".sandboxtest",
+			sdk.LabelVersion: "sandboxtest",
+			sdk.LabelPID:     strconv.Itoa(os.Getpid()),
+			sdk.LabelHost:    host,
+		},
+		HostUID: os.Getuid(),
+		HostGID: os.Getgid(),
+	}
+	var worktree string
+	if s.caps.Contract == sdk.ContractBindMount {
+		worktree = filepath.Join(root, "worktree")
+		if err := os.Mkdir(worktree, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		req.WorktreePath = worktree
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	sb, err := s.p.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return sb, worktree
+}
+
+// result is one Exec: its result, error and output lines (pieces joined).
+type result struct {
+	sdk.ExecResult
+	err    error
+	stdout []string
+	stderr []string
+	pieces []sdk.OutputLine // every piece as received (Text copied)
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d timedOut %v err %v stdout %q stderr %q", r.ExitCode, r.TimedOut, r.err, r.stdout, r.stderr)
+}
+
+// exec runs req; onLine (optional) sees each complete stdout line as it
+// arrives.
+func (s *suite) exec(ctx context.Context, req sdk.ExecRequest, onLine func(string)) result {
+	ctx, cancel := context.WithTimeout(ctx, hangGuard)
+	defer cancel()
+	var r result
+	var j sdk.LineJoiner
+	r.ExecResult, r.err = s.sb.Exec(ctx, req, func(l sdk.OutputLine) {
+		r.pieces = append(r.pieces, sdk.OutputLine{Stream: l.Stream, Text: bytes.Clone(l.Text), Partial: l.Partial})
+		line, ok := j.Add(l)
+		if !ok {
+			return
+		}
+		switch l.Stream {
+		case sdk.Stdout:
+			r.stdout = append(r.stdout, string(line))
+			if onLine != nil {
+				onLine(string(line))
+			}
+		case sdk.Stderr:
+			r.stderr = append(r.stderr, string(line))
+		}
+	})
+	return r
+}
+
+// mustExec runs req and fails unless it exits 0.
+func (s *suite) mustExec(t *testing.T, req sdk.ExecRequest) result {
+	t.Helper()
+	r := s.exec(context.Background(), req, nil)
+	if r.err != nil || r.ExitCode != 0 || r.TimedOut {
+		t.Fatalf("Exec %q %q: %v", req.Argv, req.Shell, r)
+	}
+	return r
+}
+
+func sh(script string, args ...string) sdk.ExecRequest {
+	return sdk.ExecRequest{Argv: append([]string{"sh", "-c", script, "sh"}, args...)}
+}
+
+func (s *suite) testSandboxInfo(t *testing.T) {
+	info := s.sb.Info()
+	if info.ID == "" {
+		t.Error("SandboxInfo.ID is empty")
+	}
+	if !path.IsAbs(info.RepoPath) {
+		t.Errorf("SandboxInfo.RepoPath %q is not absolute", info.RepoPath)
+	}
+	if info.HomePath != "" && !path.IsAbs(info.HomePath) {
+		t.Errorf("SandboxInfo.HomePath %q is not absolute", info.HomePath)
+	}
+}
+
+func (s *suite) testExitCodes(t *testing.T) {
+	for _, code := range []int{0, 3, 255} {
+		r := s.exec(context.Background(), sh(fmt.Sprintf("exit %d", code)), nil)
+		if r.err != nil || r.ExitCode != code || r.TimedOut {
+			t.Errorf("exit %d: got %v", code, r)
+		}
+	}
+	r := s.exec(context.Background(), sdk.ExecRequest{Argv: []string{"false"}}, nil)
+	if r.err != nil || r.ExitCode != 1 {
+		t.Errorf("false: got %v", r)
+	}
+}
+
+func (s *suite) testStreamOrder(t *testing.T) {
+	const n = 500
+	r := s.mustExec(t, sh(`i=1; while [ $i -le `+strconv.Itoa(n)+` ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`))
+	var wantOut, wantErr []string
+	for i := 1; i <= n; i++ {
+		wantOut = append(wantOut, fmt.Sprintf("out%d", i))
+		wantErr = append(wantErr, fmt.Sprintf("err%d", i))
+	}
+	if !slices.Equal(r.stdout, wantOut) {
+		t.Errorf("stdout lines out of order or missing:\n got %q\nwant out1..out%d", r.stdout, n)
+	}
+	if !slices.Equal(r.stderr, wantErr) {
+		t.Errorf("stderr lines out of order or missing:\n got %q\nwant err1..err%d", r.stderr, n)
+	}
+}
+
+func (s *suite) testLineEnds(t *testing.T) {
+	r := s.mustExec(t, sh(`printf 'x\n\ny\nlast'`))
+	if want := []string{"x", "", "y", "last"}; !slices.Equal(r.stdout, want) {
+		t.Errorf("stdout %q, want %q (empty lines kept, unterminated last line delivered)", r.stdout, want)
+	}
+}
+
+func (s *suite) testOutputWhileRunning(t *testing.T) {
+	marker := ".sandboxtest-marker-" + randomID()
+	ready := make(chan struct{})
+	var once sync.Once
+	done := make(chan result, 1)
+	go func() {
+		req := sh(`echo ready; while [ ! -e "$1" ]; do sleep 0.1; done; echo done`, marker)
+		req.Timeout = hangGuard / 2
+		done <- s.exec(context.Background(), req, func(line string) {
+			if line == "ready" {
+				once.Do(func() { close(ready) })
+			}
+		})
+	}()
+	select {
+	case <-ready:
+	case r := <-done:
+		t.Fatalf("no output arrived while the command ran: %v", r)
+	}
+	s.mustExec(t, sdk.ExecRequest{Argv: []string{"touch", marker}})
+	r := <-done
+	if r.err != nil || r.ExitCode != 0 || r.TimedOut || !slices.Equal(r.stdout, []string{"ready", "done"}) {
+		t.Errorf("got %v, want exit 0 with ready, done", r)
+	}
+}
+
+func (s *suite) testStdin(t *testing.T) {
+	r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"cat"}, Stdin: []byte("line one\nline two\n")})
+	if want := []string{"line one", "line two"}; !slices.Equal(r.stdout, want) {
+		t.Errorf("cat with stdin: stdout %q, want %q", r.stdout, want)
+	}
+	// Nil stdin must give EOF at once, not hang.
+	req := sdk.ExecRequest{Argv: []string{"cat"}, Timeout: hangGuard / 2}
+	r = s.exec(context.Background(), req, nil)
+	if r.err != nil || r.ExitCode != 0 || r.TimedOut || len(r.stdout) != 0 {
+		t.Errorf("cat without stdin: %v, want exit 0 and no output (stdin closed)", r)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 16<<10)
+	r = s.mustExec(t, sdk.ExecRequest{Argv: []string{"wc", "-c"}, Stdin: big})
+	if len(r.stdout) != 1 || strings.TrimSpace(r.stdout[0]) != strconv.Itoa(len(big)) {
+		t.Errorf("wc -c of %d stdin bytes: %q", len(big), r.stdout)
+	}
+}
+
+func (s *suite) testEnv(t *testing.T) {
+	odd := `a b $X 'q' "d" \n`
+	r := s.mustExec(t, sdk.ExecRequest{
+		Argv: []string{"sh", "-c", `printf '%s|%s|%s\n' "$SANDDUNE_TEST_CREATE_ENV" "$SANDDUNE_TEST_EXEC_ENV" "$SANDDUNE_TEST_OVERRIDE"; printf '%s\n' "$SANDDUNE_TEST_ODD"`},
+		Env: map[string]string{
+			"SANDDUNE_TEST_EXEC_ENV": "from-exec",
+			"SANDDUNE_TEST_OVERRIDE": "exec",
+			"SANDDUNE_TEST_ODD":      odd,
+		},
+	})
+	if want := []string{"from-create|from-exec|exec", odd}; !slices.Equal(r.stdout, want) {
+		t.Errorf("env: stdout %q, want %q (create env, exec env, exec env overrides create env)", r.stdout, want)
+	}
+}
+
+func (s *suite) testHome(t *testing.T) {
+	home := s.sb.Info().HomePath
+	if home == "" {
+		t.Skip("SandboxInfo.HomePath is empty")
+	}
+	r := s.mustExec(t, sh(`printf '%s\n' "$HOME"; test -d "$HOME" && test -w "$HOME" && echo ok`))
+	if want := []string{home, "ok"}; !slices.Equal(r.stdout, want) {
+		t.Errorf("HOME: stdout %q, want %q (HOME is HomePath, a writable dir)", r.stdout, want)
+	}
+}
+
+func (s *suite) testArgv(t *testing.T) {
+	args := []string{"a b", `"quoted"`, "'single'", "$(echo injected)", "$HOME", "*", "semi;colon", "back`echo tick`", "x && y", ""}
+	r := s.mustExec(t, sdk.ExecRequest{Argv: append([]string{"printf", `%s\n`}, args...)})
+	if !slices.Equal(r.stdout, args) {
+		t.Errorf("argv was interpreted:\n got %q\nwant %q", r.stdout, args)
+	}
+}
+
+func (s *suite) testShell(t *testing.T) {
+	r := s.mustExec(t, sdk.ExecRequest{Shell: `x=$((1+2)); echo "$x" | cat; exit 0`})
+	if want := []string{"3"}; !slices.Equal(r.stdout, want) {
+		t.Errorf("shell: stdout %q, want %q", r.stdout, want)
+	}
+	r = s.exec(context.Background(), sdk.ExecRequest{Shell: "exit 7"}, nil)
+	if r.err != nil || r.ExitCode != 7 {
+		t.Errorf("shell exit 7: %v", r)
+	}
+}
+
+func (s *suite) testCwd(t *testing.T) {
+	repo := s.sb.Info().RepoPath
+	s.mustExec(t, sdk.ExecRequest{Argv: []string{"mkdir", "-p", "sandboxtest-cwd/sub"}})
+	want := s.mustExec(t, sh(`cd "$1" && pwd -P`, repo)).stdout
+	if got := s.mustExec(t, sdk.ExecRequest{Argv: []string{"pwd", "-P"}}).stdout; !slices.Equal(got, want) {
+		t.Errorf("default cwd: %q, want RepoPath %q", got, want)
+	}
+	for _, cwd := range []string{"sandboxtest-cwd/sub", path.Join(repo, "sandboxtest-cwd/sub")} {
+		r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"pwd", "-P"}, Cwd: cwd})
+		if len(r.stdout) != 1 || !strings.HasSuffix(r.stdout[0], "/sandboxtest-cwd/sub") {
+			t.Errorf("cwd %q: pwd %q", cwd, r.stdout)
+		}
+	}
+}
+
+// hostSecret makes a host dir outside the sandbox holding a file "secret".
+func hostSecret(t *testing.T) (dir, secret string) {
+	dir = t.TempDir()
+	secret = "sandboxtest-secret-" + randomID()
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, secret
+}
+
+// relToRepo is a relative path from the sandbox repo to host path p.
+func (s *suite) relToRepo(p string) string {
+	return strings.Repeat("../", 40) + strings.TrimPrefix(p, "/")
+}
+
+func (s *suite) testCwdConfined(t *testing.T) {
+	if s.opts.HostPathsVisible {
+		t.Skip("Options.HostPathsVisible")
+	}
+	dir, secret := hostSecret(t)
+	link := "sandboxtest-cwdlink-" + randomID()
+	s.mustExec(t, sdk.ExecRequest{Argv: []string{"ln", "-s", dir, link}})
+	for _, cwd := range []string{dir, s.relToRepo(dir), link} {
+		r := s.exec(context.Background(), sdk.ExecRequest{Argv: []string{"cat", "secret"}, Cwd: cwd}, nil)
+		if r.err == nil && r.ExitCode == 0 && slices.Contains(r.stdout, secret) {
+			t.Errorf("cwd %q escaped the sandbox: read a host file outside it", cwd)
+		}
+	}
+}
+
+// alive is a script that exits 0 when any pid in $@ is still running (not a
+// zombie) after polling a while.
+const alive = `alive() { kill -0 "$1" 2>/dev/null || return 1; st=$(sed -n 's/^.*) \(.\).*$/\1/p' /proc/"$1"/stat 2>/dev/null); [ "$st" != Z ] && [ "$st" != X ]; }
+i=0
+while [ $i -lt 100 ]; do
+  any=0
+  for p in "$@"; do if alive "$p"; then any=1; fi; done
+  [ $any = 0 ] && exit 1
+  sleep 0.1; i=$((i+1))
+done
+exit 0`
+
+// checkGone fails when any of the pids still runs in the sandbox.
+func (s *suite) checkGone(t *testing.T, pids []string) {
+	t.Helper()
+	r := s.exec(context.Background(), sh(alive, pids...), nil)
+	if r.err != nil {
+		t.Fatalf("checking processes: %v", r)
+	}
+	if r.ExitCode == 0 {
+		t.Errorf("processes %v still run after the Exec ended", pids)
+	}
+}
+
+func (s *suite) testTimeout(t *testing.T) {
+	req := sh(`sleep 1000 & echo $$ $!; wait`)
+	req.Timeout = 3 * time.Second
+	r := s.exec(context.Background(), req, nil)
+	if r.err != nil || !r.TimedOut {
+		t.Fatalf("got %v, want TimedOut", r)
+	}
+	if len(r.stdout) == 1 {
+		s.checkGone(t, strings.Fields(r.stdout[0]))
+	}
+}
+
+func (s *suite) testCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pids := make(chan []string, 1)
+	done := make(chan result, 1)
+	go func() {
+		done <- s.exec(ctx, sh(`sleep 1000 & echo $$ $!; wait`), func(line string) {
+			select {
+			case pids <- strings.Fields(line):
+			default:
+			}
+		})
+	}()
+	var ps []string
+	select {
+	case ps = <-pids:
+	case r := <-done:
+		t.Fatalf("command ended before it was cancelled: %v", r)
+	}
+	cancel()
+	r := <-done
+	if !errors.Is(r.err, context.Canceled) {
+		t.Errorf("Exec after cancel: %v, want context.Canceled", r)
+	}
+	s.checkGone(t, ps)
+}
+
+func (s *suite) testConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	results := make([]result, 4)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.exec(context.Background(), sh(`echo "start $1"; sleep 0.2; echo "end $1"`, strconv.Itoa(i)), nil)
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		want := []string{fmt.Sprintf("start %d", i), fmt.Sprintf("end %d", i)}
+		if r.err != nil || r.ExitCode != 0 || !slices.Equal(r.stdout, want) {
+			t.Errorf("concurrent exec %d: %v, want %q", i, r, want)
+		}
+	}
+}
+
+func (s *suite) testLongLine(t *testing.T) {
+	n := 2*sdk.MaxLineBytes + sdk.MaxLineBytes/2
+	r := s.mustExec(t, sh(`head -c "$1" /dev/zero | tr '\0' x; echo; echo after`, strconv.Itoa(n)))
+	if len(r.stdout) != 2 || len(r.stdout[0]) != n || strings.Trim(r.stdout[0], "x") != "" || r.stdout[1] != "after" {
+		lens := make([]int, len(r.stdout))
+		for i, l := range r.stdout {
+			lens[i] = len(l)
+		}
+		t.Fatalf("long line: got %d lines of lengths %v, want one line of %d 'x' then \"after\"", len(r.stdout), lens, n)
+	}
+	partial := false
+	for _, p := range r.pieces {
+		if len(p.Text) > sdk.MaxLineBytes {
+			t.Errorf("a piece of %d bytes exceeds MaxLineBytes", len(p.Text))
+		}
+		partial = partial || p.Partial
+	}
+	if !partial {
+		t.Error("no piece was marked Partial")
+	}
+}
+
+func (s *suite) testBindMount(t *testing.T) {
+	if s.caps.Contract != sdk.ContractBindMount {
+		t.Skip("isolated provider")
+	}
+	if err := os.WriteFile(filepath.Join(s.worktree, "sandboxtest-host.txt"), []byte("from host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := s.mustExec(t, sh(`cat sandboxtest-host.txt; echo from sandbox > sandboxtest-sandbox.txt`))
+	if !slices.Equal(r.stdout, []string{"from host"}) {
+		t.Errorf("sandbox read %q from the worktree, want \"from host\"", r.stdout)
+	}
+	got, err := os.ReadFile(filepath.Join(s.worktree, "sandboxtest-sandbox.txt"))
+	if err != nil || string(got) != "from sandbox\n" {
+		t.Errorf("host reading a file the sandbox wrote in RepoPath: %q, %v", got, err)
+	}
+}
+
+func writeFile(t *testing.T, p, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) copyIn(hostPath, sandboxPath string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	return s.sb.CopyIn(ctx, hostPath, sandboxPath)
+}
+
+func (s *suite) copyOut(sandboxPath, hostPath string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	return s.sb.CopyOut(ctx, sandboxPath, hostPath)
+}
+
+func (s *suite) testCopyInFile(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, src, "copied in\n", 0o644)
+	abs := path.Join(s.sb.Info().RepoPath, "sandboxtest-in-abs.txt")
+	for _, dst := range []string{"sandboxtest-in.txt", abs} {
+		if err := s.copyIn(src, dst); err != nil {
+			t.Fatalf("CopyIn %s: %v", dst, err)
+		}
+		if r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"cat", dst}}); !slices.Equal(r.stdout, []string{"copied in"}) {
+			t.Errorf("after CopyIn %s: %q", dst, r.stdout)
+		}
+	}
+	writeFile(t, src, "replaced\n", 0o644)
+	if err := s.copyIn(src, "sandboxtest-in.txt"); err != nil {
+		t.Fatalf("CopyIn over an existing file: %v", err)
+	}
+	if r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"cat", "sandboxtest-in.txt"}}); !slices.Equal(r.stdout, []string{"replaced"}) {
+		t.Errorf("after CopyIn over an existing file: %q", r.stdout)
+	}
+}
+
+func skipUnsupported(t *testing.T, op string, err error) {
+	t.Helper()
+	if errors.Is(err, sdk.ErrNotSupported) {
+		t.Skipf("%s: %v", op, err)
+	}
+}
+
+func (s *suite) testCopyInDir(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "tree")
+	writeFile(t, filepath.Join(src, "a.txt"), "a\n", 0o644)
+	writeFile(t, filepath.Join(src, "sub", "b.txt"), "b\n", 0o644)
+	writeFile(t, filepath.Join(src, "sub", "run.sh"), "#!/bin/sh\necho ran\n", 0o755)
+	if err := os.MkdirAll(filepath.Join(src, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := s.copyIn(src, "sandboxtest-dir")
+	skipUnsupported(t, "CopyIn of a directory", err)
+	if err != nil {
+		t.Fatalf("CopyIn of a directory: %v", err)
+	}
+	r := s.mustExec(t, sh(`cd sandboxtest-dir && cat a.txt sub/b.txt && ./sub/run.sh && test -d empty && echo empty`))
+	if want := []string{"a", "b", "ran", "empty"}; !slices.Equal(r.stdout, want) {
+		t.Errorf("copied tree: %q, want %q (files, modes and empty dirs kept)", r.stdout, want)
+	}
+}
+
+func (s *suite) testCopyOutFile(t *testing.T) {
+	s.mustExec(t, sh(`printf 'out\ncontent' > sandboxtest-out.txt`))
+	dst := filepath.Join(t.TempDir(), "out.txt")
+	if err := s.copyOut("sandboxtest-out.txt", dst); err != nil {
+		t.Fatalf("CopyOut: %v", err)
+	}
+	if got, err := os.ReadFile(dst); err != nil || string(got) != "out\ncontent" {
+		t.Errorf("CopyOut file: %q, %v", got, err)
+	}
+	abs := path.Join(s.sb.Info().RepoPath, "sandboxtest-out.txt")
+	dst2 := filepath.Join(t.TempDir(), "out2.txt")
+	if err := s.copyOut(abs, dst2); err != nil {
+		t.Fatalf("CopyOut %s: %v", abs, err)
+	}
+	if err := s.copyOut("sandboxtest-missing-"+randomID(), filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Error("CopyOut of a missing file did not fail")
+	}
+}
+
+func (s *suite) testCopyOutDir(t *testing.T) {
+	s.mustExec(t, sh(`mkdir -p sandboxtest-outdir/sub && echo x > sandboxtest-outdir/sub/f && echo y > sandboxtest-outdir/g`))
+	dst := filepath.Join(t.TempDir(), "outdir")
+	err := s.copyOut("sandboxtest-outdir", dst)
+	skipUnsupported(t, "CopyOut of a directory", err)
+	if err != nil {
+		t.Fatalf("CopyOut of a directory: %v", err)
+	}
+	for name, want := range map[string]string{"sub/f": "x\n", "g": "y\n"} {
+		if got, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(got) != want {
+			t.Errorf("CopyOut dir: %s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
+
+// leaked fails when p (not followed if a symlink), or any regular file
+// under it, holds secret.
+func leaked(t *testing.T, p, secret string) {
+	t.Helper()
+	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if b, _ := os.ReadFile(q); bytes.Contains(b, []byte(secret)) {
+			t.Errorf("host file outside the sandbox leaked into %s", q)
+		}
+		return nil
+	})
+}
+
+func (s *suite) testPathTraversal(t *testing.T) {
+	if s.opts.HostPathsVisible {
+		t.Skip("Options.HostPathsVisible")
+	}
+	dir, secret := hostSecret(t)
+	src := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, src, "escaped\n", 0o644)
+	for _, dst := range []string{s.relToRepo(dir) + "/escaped", "../" + s.relToRepo(dir) + "/escaped"} {
+		err := s.copyIn(src, dst)
+		if _, serr := os.Lstat(filepath.Join(dir, "escaped")); serr == nil {
+			t.Errorf("CopyIn to %q wrote a host file outside the sandbox (err %v)", dst, err)
+		}
+	}
+	out := t.TempDir()
+	_ = s.copyOut(s.relToRepo(dir)+"/secret", filepath.Join(out, "leak"))
+	_ = s.copyOut(s.relToRepo(dir), filepath.Join(out, "leakdir"))
+	leaked(t, out, secret)
+}
+
+func (s *suite) testSymlinkEscape(t *testing.T) {
+	if s.opts.HostPathsVisible {
+		t.Skip("Options.HostPathsVisible")
+	}
+	dir, secret := hostSecret(t)
+	id := randomID()
+	dirLink, fileLink := "sandboxtest-dirlink-"+id, "sandboxtest-filelink-"+id
+	s.mustExec(t, sh(`ln -s "$1" "$2" && ln -s "$1/secret" "$3"`, dir, dirLink, fileLink))
+
+	src := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, src, "escaped\n", 0o644)
+	err := s.copyIn(src, dirLink+"/escaped")
+	if _, serr := os.Lstat(filepath.Join(dir, "escaped")); serr == nil {
+		t.Errorf("CopyIn through a symlink wrote a host file outside the sandbox (err %v)", err)
+	}
+	_ = s.copyIn(src, fileLink)
+	if b, _ := os.ReadFile(filepath.Join(dir, "secret")); !bytes.Contains(b, []byte(secret)) {
+		t.Error("CopyIn onto a symlink overwrote a host file outside the sandbox")
+	}
+	out := t.TempDir()
+	_ = s.copyOut(fileLink, filepath.Join(out, "leak"))
+	_ = s.copyOut(dirLink, filepath.Join(out, "leakdir"))
+	leaked(t, out, secret)
+}
+
+func (s *suite) testSudo(t *testing.T) {
+	if !s.caps.Sudo || s.opts.SkipSudo {
+		t.Skip("provider does not declare Sudo, or Options.SkipSudo")
+	}
+	r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"id", "-u"}, Sudo: true})
+	if !slices.Equal(r.stdout, []string{"0"}) {
+		t.Errorf("id -u with Sudo: %q, want 0", r.stdout)
+	}
+}
+
+func (s *suite) testClose(t *testing.T) {
+	sb, _ := s.create(t)
+	ctx := context.Background()
+	if err := sb.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Errorf("second Close: %v (must be idempotent)", err)
+	}
+	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); err == nil {
+		t.Error("Exec after Close did not fail")
+	}
+	src := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, src, "x\n", 0o644)
+	if err := sb.CopyIn(ctx, src, "x.txt"); err == nil {
+		t.Error("CopyIn after Close did not fail")
+	}
+}

@@ -1,0 +1,17 @@
+package sandboxtest_test
+
+import (
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/internal/fake"
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
+)
+
+func TestFakeIsolated(t *testing.T) {
+	sandboxtest.Run(t, &fake.SandboxProvider{Contract: sdk.ContractIsolated}, sandboxtest.Options{})
+}
+
+func TestFakeBindMount(t *testing.T) {
+	sandboxtest.Run(t, &fake.SandboxProvider{Contract: sdk.ContractBindMount}, sandboxtest.Options{})
+}

@@ -1,0 +1,590 @@
+package sdk_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/internal/fake"
+	"github.com/missingstudio/sanddune/sdk/plugintest"
+)
+
+// stub is a sandbox provider whose behaviour tests set.
+type stub struct {
+	fake.SandboxProvider
+	schema    sdk.Schema
+	diags     sdk.Diagnostics
+	gotConfig chan sdk.Config
+	preflight error
+	exec      func(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error)
+}
+
+func (s *stub) ConfigSchema(context.Context) (sdk.Schema, error) { return s.schema, nil }
+
+func (s *stub) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+	if s.gotConfig != nil {
+		s.gotConfig <- cfg
+	}
+	return s.diags, nil
+}
+
+func (s *stub) Preflight(context.Context, sdk.PreflightRequest) error { return s.preflight }
+
+func (s *stub) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	if req.RunID == "unsupported" {
+		return nil, fmt.Errorf("snapshots: %w", sdk.ErrNotSupported)
+	}
+	return &stubSandbox{stub: s}, nil
+}
+
+type stubSandbox struct {
+	*stub
+	closes int
+	mu     sync.Mutex
+}
+
+func (s *stubSandbox) Info() sdk.SandboxInfo {
+	return sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home", State: []byte{0, 1, 2}}
+}
+
+func (s *stubSandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	return s.exec(ctx, req, out)
+}
+
+func (s *stubSandbox) CopyIn(context.Context, string, string) error  { return nil }
+func (s *stubSandbox) CopyOut(context.Context, string, string) error { return errors.New("no such file") }
+
+func (s *stubSandbox) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closes++
+	return nil
+}
+
+// commander adds the optional interfaces.
+type commander struct{ stub }
+
+func (c *commander) Commands(context.Context) ([]sdk.CommandSpec, error) {
+	return []sdk.CommandSpec{{Name: "build-image", Usage: "build-image [--tag T]", Short: "Build the image"}}, nil
+}
+
+func (c *commander) RunCommand(_ context.Context, req sdk.RunCommandRequest, out sdk.OutputFunc) (int, error) {
+	for _, a := range req.Args {
+		out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(a)})
+	}
+	return len(req.Args), nil
+}
+
+func (c *commander) ListResources(context.Context) ([]sdk.Resource, error) {
+	return []sdk.Resource{{ID: "c1", Labels: map[string]string{sdk.LabelRun: "r1"}}}, nil
+}
+
+func (c *commander) RemoveResource(_ context.Context, id string) error {
+	if id != "c1" {
+		return errors.New("no such resource")
+	}
+	return nil
+}
+
+func TestFakeCatalog(t *testing.T) {
+	cp := plugintest.Client(t, sdk.ServeOpts{
+		Sandboxes: map[string]sdk.SandboxProvider{"b": &commander{}, "a": &fake.SandboxProvider{Contract: sdk.ContractIsolated}},
+		Agents:    map[string]sdk.AgentProvider{"c": fake.AgentProvider{}},
+	})
+	ctx := context.Background()
+	comps, err := sdk.CatalogComponents(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range comps {
+		got = append(got, fmt.Sprintf("%s/%v/%v/%v", c.Info.Kind, c.Commands, c.Resources, c.Info.ProtocolVersions))
+	}
+	want := []string{"sandbox/false/false/[1]", "sandbox/true/true/[1]", "agent/false/false/[1]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("catalog %q, want %q", got, want)
+	}
+	infos, err := sdk.Catalog(ctx, cp)
+	if err != nil || len(infos) != 3 || infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
+		t.Errorf("Catalog: %+v, %v", infos, err)
+	}
+}
+
+func TestFakeSchemaConfigDiagnostics(t *testing.T) {
+	schema := sdk.Schema{
+		Attributes: []sdk.Attribute{
+			{Name: "image", Type: cty.String, Required: true, Description: "image"},
+			{Name: "network", Type: cty.String, Default: cty.StringVal("bridge")},
+			{Name: "ports", Type: cty.List(cty.Number), Default: cty.ListVal([]cty.Value{cty.NumberIntVal(80)})},
+			{Name: "labels", Type: cty.Map(cty.String), Default: cty.MapValEmpty(cty.String)},
+			{Name: "any", Type: cty.DynamicPseudoType, Default: cty.True},
+		},
+		Blocks: []sdk.NestedBlock{
+			{TypeName: "mount", Nesting: sdk.NestingList, Description: "mounts", Body: sdk.Schema{
+				Attributes: []sdk.Attribute{{Name: "host_path", Type: cty.String, Required: true}},
+			}},
+			{TypeName: "limits", Nesting: sdk.NestingSingle, Required: true, Body: sdk.Schema{}},
+		},
+	}
+	diags := sdk.Diagnostics{
+		{Severity: sdk.SeverityError, Summary: "bad mount", Detail: "host_path must be absolute", Attribute: "mount.0.host_path"},
+		{Severity: sdk.SeverityWarning, Summary: "deprecated"},
+	}
+	s := &stub{schema: schema, diags: diags, gotConfig: make(chan sdk.Config, 1)}
+	p := plugintest.Sandbox(t, s)
+	ctx := context.Background()
+
+	got, err := p.ConfigSchema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !schemaEqual(got, schema) {
+		t.Errorf("schema:\n got %#v\nwant %#v", got, schema)
+	}
+
+	cfg := cty.ObjectVal(map[string]cty.Value{
+		"image":  cty.StringVal("debian"),
+		"ports":  cty.ListVal([]cty.Value{cty.NumberIntVal(1), cty.NumberFloatVal(2.5)}),
+		"labels": cty.NullVal(cty.Map(cty.String)),
+		"any":    cty.TupleVal([]cty.Value{cty.StringVal("x"), cty.True}),
+		"mount":  cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"host_path": cty.StringVal("/x")})}),
+	})
+	gotDiags, err := p.Configure(ctx, sdk.Config{Value: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotDiags, diags) {
+		t.Errorf("diagnostics %#v, want %#v", gotDiags, diags)
+	}
+	if gotCfg := <-s.gotConfig; !gotCfg.Value.RawEquals(cfg) {
+		t.Errorf("config %#v, want %#v", gotCfg.Value, cfg)
+	}
+	if _, err := p.Configure(ctx, sdk.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if gotCfg := <-s.gotConfig; gotCfg.Value != cty.NilVal {
+		t.Errorf("empty config arrived as %#v", gotCfg.Value)
+	}
+}
+
+func schemaEqual(a, b sdk.Schema) bool {
+	if len(a.Attributes) != len(b.Attributes) || len(a.Blocks) != len(b.Blocks) {
+		return false
+	}
+	for i, x := range a.Attributes {
+		y := b.Attributes[i]
+		if x.Name != y.Name || !x.Type.Equals(y.Type) || x.Required != y.Required || x.Description != y.Description ||
+			(x.Default == cty.NilVal) != (y.Default == cty.NilVal) || (x.Default != cty.NilVal && !x.Default.RawEquals(y.Default)) {
+			return false
+		}
+	}
+	for i, x := range a.Blocks {
+		y := b.Blocks[i]
+		if x.TypeName != y.TypeName || x.Nesting != y.Nesting || x.Required != y.Required || x.Description != y.Description || !schemaEqual(x.Body, y.Body) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestFakeErrors(t *testing.T) {
+	ctx := context.Background()
+	p := plugintest.Sandbox(t, &stub{preflight: errors.New("daemon unreachable")})
+	err := p.Preflight(ctx, sdk.PreflightRequest{})
+	var pe *sdk.PluginError
+	if !errors.As(err, &pe) || pe.Op != "Preflight" || err.Error() != "Preflight: daemon unreachable" {
+		t.Errorf("Preflight error %v (%T)", err, err)
+	}
+	if _, err := p.Create(ctx, sdk.CreateRequest{RunID: "unsupported"}); !errors.Is(err, sdk.ErrNotSupported) {
+		t.Errorf("Create returning ErrNotSupported: %v", err)
+	}
+	if _, err := p.(sdk.CommandProvider).Commands(ctx); !errors.Is(err, sdk.ErrNotSupported) {
+		t.Errorf("Commands on a provider without them: %v", err)
+	}
+	if _, err := p.(sdk.ResourceLister).ListResources(ctx); !errors.Is(err, sdk.ErrNotSupported) {
+		t.Errorf("ListResources on a provider without it: %v", err)
+	}
+	sb, err := p.Create(ctx, sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.CopyOut(ctx, "x", "y"); err == nil || !errors.As(err, &pe) || pe.Op != "CopyOut" {
+		t.Errorf("CopyOut error %v", err)
+	}
+	if info := sb.Info(); !reflect.DeepEqual(info, sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home", State: []byte{0, 1, 2}}) {
+		t.Errorf("SandboxInfo %+v", info)
+	}
+
+	cp := plugintest.Client(t, sdk.ServeOpts{})
+	missing, err := sdk.DispenseSandbox(cp, "missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := missing.Info(ctx); err == nil {
+		t.Error("Info of a component the plugin does not serve did not fail")
+	}
+}
+
+func TestFakeCommandsAndResources(t *testing.T) {
+	ctx := context.Background()
+	p := plugintest.Sandbox(t, &commander{})
+	specs, err := p.(sdk.CommandProvider).Commands(ctx)
+	if err != nil || len(specs) != 1 || specs[0].Usage != "build-image [--tag T]" {
+		t.Errorf("Commands: %+v, %v", specs, err)
+	}
+	var lines []string
+	code, err := p.(sdk.CommandProvider).RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Args: []string{"a", "b c"}},
+		func(l sdk.OutputLine) { lines = append(lines, string(l.Text)) })
+	if err != nil || code != 2 || !slices.Equal(lines, []string{"a", "b c"}) {
+		t.Errorf("RunCommand: %d %q %v", code, lines, err)
+	}
+	rl := p.(sdk.ResourceLister)
+	rs, err := rl.ListResources(ctx)
+	if err != nil || len(rs) != 1 || rs[0].Labels[sdk.LabelRun] != "r1" {
+		t.Errorf("ListResources: %+v, %v", rs, err)
+	}
+	if err := rl.RemoveResource(ctx, "c1"); err != nil {
+		t.Error(err)
+	}
+	if err := rl.RemoveResource(ctx, "zz"); err == nil {
+		t.Error("RemoveResource of an unknown id did not fail")
+	}
+}
+
+func TestFakeExecVolumeAndSplitting(t *testing.T) {
+	const n = 200000
+	huge := bytes.Repeat([]byte("y"), 2*sdk.MaxLineBytes+7)
+	s := &stub{exec: func(_ context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+		if req.Shell != "go" || req.Env["K"] != "\xff" || !slices.Equal(req.Argv, []string(nil)) || req.Timeout != time.Second {
+			return sdk.ExecResult{}, fmt.Errorf("request arrived as %+v", req)
+		}
+		buf := []byte{}
+		for i := range n {
+			buf = strconv.AppendInt(buf[:0], int64(i), 10)
+			out(sdk.OutputLine{Stream: sdk.Stream(1 + i%2), Text: buf})
+		}
+		out(sdk.OutputLine{Stream: sdk.Stdout, Text: huge}) // too long: the transport splits it
+		return sdk.ExecResult{ExitCode: 42}, nil
+	}}
+	sb, err := plugintest.Sandbox(t, s).Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := [3]int{0, 0, 1}
+	var j sdk.LineJoiner
+	var last []byte
+	bad := 0
+	res, err := sb.Exec(context.Background(), sdk.ExecRequest{Shell: "go", Env: map[string]string{"K": "\xff"}, Timeout: time.Second},
+		func(l sdk.OutputLine) {
+			if len(l.Text) > sdk.MaxLineBytes {
+				bad++
+			}
+			line, ok := j.Add(l)
+			if !ok {
+				return
+			}
+			if next[l.Stream] < n {
+				if string(line) != strconv.Itoa(next[l.Stream]) {
+					bad++
+				}
+				next[l.Stream] += 2
+				return
+			}
+			last = bytes.Clone(line)
+		})
+	if err != nil || res.ExitCode != 42 {
+		t.Fatalf("Exec: %+v, %v", res, err)
+	}
+	if bad > 0 || next[1] != n || next[2] != n+1 || !bytes.Equal(last, huge) {
+		t.Errorf("output: %d bad lines, next %v, last line %d bytes", bad, next, len(last))
+	}
+}
+
+func TestFakeExecCancel(t *testing.T) {
+	started, stopped := make(chan struct{}), make(chan error, 1)
+	s := &stub{exec: func(ctx context.Context, _ sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+		out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte("started")})
+		close(started)
+		<-ctx.Done()
+		stopped <- ctx.Err()
+		return sdk.ExecResult{}, ctx.Err()
+	}}
+	sb, err := plugintest.Sandbox(t, s).Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err = sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Exec after cancel: %v", err)
+	}
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Errorf("plugin-side context: %v", err)
+	}
+}
+
+func TestFakeCloseIdempotent(t *testing.T) {
+	ctx := context.Background()
+	s := &stub{}
+	sb, err := plugintest.Sandbox(t, s).Create(ctx, sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := sb.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {}); err == nil {
+		t.Error("Exec after Close did not fail")
+	}
+}
+
+func TestFakePluginShutdown(t *testing.T) {
+	started := make(chan struct{})
+	s := &stub{exec: func(ctx context.Context, _ sdk.ExecRequest, _ sdk.OutputFunc) (sdk.ExecResult, error) {
+		close(started)
+		<-ctx.Done()
+		return sdk.ExecResult{}, ctx.Err()
+	}}
+	client, server := plugin.TestPluginGRPCConn(t, false, sdk.ServePluginSet(sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": s}}))
+	defer client.Close()
+	p, err := sdk.DispenseSandbox(client, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-started
+		server.Stop()
+	}()
+	_, err = sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {})
+	var pe *sdk.PluginError
+	if !errors.Is(err, sdk.ErrPluginShutdown) || !errors.As(err, &pe) || pe.Op != "Exec" {
+		t.Errorf("Exec when the plugin goes away: %v", err)
+	}
+	if _, err := p.Info(context.Background()); !errors.Is(err, sdk.ErrPluginShutdown) {
+		t.Errorf("Info after the plugin went away: %v", err)
+	}
+}
+
+// echoAgent emits one text event per line, and a usage event at the end.
+type echoAgent struct{ fake.AgentProvider }
+
+func (echoAgent) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
+	if cfg.Value.RawEquals(cty.StringVal("fail")) {
+		return errors.New("parser broke")
+	}
+	n := int64(0)
+	for l := range lines {
+		n++
+		emit(sdk.Event{Type: sdk.EventText, Text: string(l)})
+	}
+	emit(sdk.Event{Type: sdk.EventUsage, Usage: &sdk.Usage{OutputTokens: n}})
+	return nil
+}
+
+func TestFakeParseStream(t *testing.T) {
+	a := plugintest.Agent(t, echoAgent{})
+	ctx := context.Background()
+
+	// Events flow while input is still open: send a line, see its event.
+	lines := make(chan []byte)
+	events := make(chan sdk.Event, 16)
+	done := make(chan error, 1)
+	go func() { done <- a.ParseStream(ctx, sdk.Config{}, lines, func(e sdk.Event) { events <- e }) }()
+	for i := range 5 {
+		lines <- []byte("line " + strconv.Itoa(i))
+		if e := <-events; e.Text != "line "+strconv.Itoa(i) {
+			t.Fatalf("event %d: %+v", i, e)
+		}
+	}
+	close(lines)
+	if e := <-events; e.Usage == nil || e.Usage.OutputTokens != 5 {
+		t.Errorf("final event %+v", e)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Volume, huge and odd lines, in order.
+	const n = 100000
+	huge := string(bytes.Repeat([]byte("z"), 5*sdk.MaxLineBytes+3))
+	want := []string{"", "\xff\xfe", huge, ""}
+	for i := range n {
+		want = append(want, strconv.Itoa(i))
+	}
+	lines = make(chan []byte, 100)
+	go func() {
+		for _, l := range want {
+			lines <- []byte(l)
+		}
+		close(lines)
+	}()
+	var got []string
+	err := a.ParseStream(ctx, sdk.Config{}, lines, func(e sdk.Event) {
+		if e.Type == sdk.EventText {
+			got = append(got, e.Text)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %d lines, want %d (equal lengths: %v)", len(got), len(want), len(got) == len(want))
+	}
+
+	// Errors from the parser cross the wire.
+	lines = make(chan []byte)
+	close(lines)
+	err = a.ParseStream(ctx, sdk.Config{Value: cty.StringVal("fail")}, lines, func(sdk.Event) {})
+	if err == nil || err.Error() != "ParseStream: parser broke" {
+		t.Errorf("parser error: %v", err)
+	}
+}
+
+func TestFakeAgentCalls(t *testing.T) {
+	a := plugintest.Agent(t, fake.AgentProvider{})
+	ctx := context.Background()
+	cfg := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"command": cty.ListVal([]cty.Value{cty.StringVal("run"), cty.StringVal("a b")})})}
+	cmd, err := a.BuildCommand(ctx, sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Prompt: "hi \xff", Iteration: 1})
+	if err != nil || !reflect.DeepEqual(cmd, sdk.Command{Argv: []string{"run", "a b"}, Stdin: []byte("hi \xff")}) {
+		t.Errorf("BuildCommand: %#v, %v", cmd, err)
+	}
+	data, err := a.RewriteSession(ctx, sdk.RewriteSessionRequest{Config: cfg, Data: []byte("x"), FromCwd: "/a", ToCwd: "/b"})
+	if err != nil || string(data) != "x" {
+		t.Errorf("RewriteSession: %q, %v", data, err)
+	}
+	if _, err := a.Describe(ctx, cfg); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMain doubles as a plugin binary: the subprocess test runs it with
+// SDK_TEST_SERVE=1.
+func TestMain(m *testing.M) {
+	if os.Getenv("SDK_TEST_SERVE") == "1" {
+		sdk.Serve(sdk.ServeOpts{
+			Sandboxes: map[string]sdk.SandboxProvider{
+				"fake": &fake.SandboxProvider{Contract: sdk.ContractIsolated},
+				"block": &stub{exec: func(ctx context.Context, _ sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+					out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(strconv.Itoa(os.Getpid()))})
+					<-ctx.Done()
+					return sdk.ExecResult{}, ctx.Err()
+				}},
+			},
+			Agents: map[string]sdk.AgentProvider{"fake": fake.AgentProvider{}},
+		})
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestServeSubprocess(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SDK_TEST_SERVE=1")
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.ClientPluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
+	})
+	defer client.Kill()
+	cp, err := client.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := client.NegotiatedVersion(); v != sdk.ProtocolVersion {
+		t.Errorf("negotiated version %d", v)
+	}
+	ctx := context.Background()
+	infos, err := sdk.Catalog(ctx, cp)
+	if err != nil || len(infos) != 3 {
+		t.Fatalf("Catalog: %+v, %v", infos, err)
+	}
+
+	p, err := sdk.DispenseSandbox(cp, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"shell": cty.StringVal("sh")})}
+	sb, err := p.Create(ctx, sdk.CreateRequest{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	res, err := sb.Exec(ctx, sdk.ExecRequest{Shell: "echo hello; exit 4"}, func(l sdk.OutputLine) { out = append(out, string(l.Text)) })
+	if err != nil || res.ExitCode != 4 || !slices.Equal(out, []string{"hello"}) {
+		t.Errorf("Exec: %+v %q %v", res, out, err)
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Error(err)
+	}
+
+	// The plugin dies mid-call: the call fails with ErrPluginShutdown.
+	block, err := sdk.DispenseSandbox(cp, "block")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bsb, err := block.Create(ctx, sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bsb.Exec(ctx, sdk.ExecRequest{Argv: []string{"x"}}, func(l sdk.OutputLine) {
+		pid, _ := strconv.Atoi(string(l.Text))
+		if pid > 0 && pid == client.ReattachConfig().Pid {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	var pe *sdk.PluginError
+	if !errors.Is(err, sdk.ErrPluginShutdown) || !errors.As(err, &pe) || pe.Op != "Exec" {
+		t.Errorf("Exec when the plugin dies: %v", err)
+	}
+}
+
+// BenchmarkExecOutput measures output throughput through the gRPC transport
+// (100-byte lines).
+func BenchmarkExecOutput(b *testing.B) {
+	line := bytes.Repeat([]byte("x"), 99)
+	const lines = 100000
+	s := &stub{exec: func(_ context.Context, _ sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+		for range lines {
+			out(sdk.OutputLine{Stream: sdk.Stdout, Text: line})
+		}
+		return sdk.ExecResult{}, nil
+	}}
+	sb, err := plugintest.Sandbox(b, s).Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(lines * 100)
+	for b.Loop() {
+		if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
