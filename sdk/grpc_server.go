@@ -57,11 +57,12 @@ func (s *server) agent(name string) (AgentProvider, error) {
 
 func (s *server) Catalog(ctx context.Context, _ *pluginpb.CatalogRequest) (*pluginpb.CatalogResponse, error) {
 	out := &pluginpb.CatalogResponse{}
-	add := func(p Provider) error {
+	add := func(name string, p Provider) error {
 		info, err := p.Info(ctx)
 		if err != nil {
 			return toStatus(err)
 		}
+		info.Name = name
 		_, commands := p.(CommandProvider)
 		_, resources := p.(ResourceLister)
 		out.Components = append(out.Components, &pluginpb.Component{
@@ -70,12 +71,12 @@ func (s *server) Catalog(ctx context.Context, _ *pluginpb.CatalogRequest) (*plug
 		return nil
 	}
 	for _, name := range sortedKeys(s.sandboxes) {
-		if err := add(s.sandboxes[name]); err != nil {
+		if err := add(name, s.sandboxes[name]); err != nil {
 			return nil, err
 		}
 	}
 	for _, name := range sortedKeys(s.agents) {
-		if err := add(s.agents[name]); err != nil {
+		if err := add(name, s.agents[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -100,6 +101,7 @@ func (s *server) Info(ctx context.Context, ref *pluginpb.ComponentRef) (*pluginp
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	info.Name = ref.GetName()
 	return toInfo(info), nil
 }
 
@@ -128,13 +130,9 @@ func (s *server) Configure(ctx context.Context, req *pluginpb.ConfigureRequest) 
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	var diags Diagnostics
-	switch p := p.(type) {
-	case SandboxProvider:
-		diags, err = p.Configure(ctx, cfg)
-	case AgentProvider:
-		diags, err = p.Configure(ctx, cfg)
-	}
+	diags, err := p.(interface {
+		Configure(context.Context, Config) (Diagnostics, error)
+	}).Configure(ctx, cfg)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -504,8 +502,5 @@ func (s agentServer) ParseStream(stream pluginpb.Agent_ParseStreamServer) error 
 	if serr := <-sent; serr != nil {
 		return serr
 	}
-	if err != nil {
-		return toStatus(err)
-	}
-	return nil
+	return toStatus(err)
 }

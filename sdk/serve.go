@@ -10,7 +10,9 @@ import (
 	"google.golang.org/grpc"
 )
 
-// ServeOpts lists the components a plugin binary serves, by type label.
+// ServeOpts lists the components a plugin binary serves, keyed by type
+// label (the HCL label, e.g. "docker"). The key is the component's name on
+// the wire: Info.Name as the host sees it is always the key.
 type ServeOpts struct {
 	Sandboxes map[string]SandboxProvider
 	Agents    map[string]AgentProvider

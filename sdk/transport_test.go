@@ -67,8 +67,10 @@ func (s *stubSandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.Out
 	return s.exec(ctx, req, out)
 }
 
-func (s *stubSandbox) CopyIn(context.Context, string, string) error  { return nil }
-func (s *stubSandbox) CopyOut(context.Context, string, string) error { return errors.New("no such file") }
+func (s *stubSandbox) CopyIn(context.Context, string, string) error { return nil }
+func (s *stubSandbox) CopyOut(context.Context, string, string) error {
+	return errors.New("no such file")
+}
 
 func (s *stubSandbox) Close(context.Context) error {
 	s.mu.Lock()
@@ -121,7 +123,8 @@ func TestFakeCatalog(t *testing.T) {
 		t.Errorf("catalog %q, want %q", got, want)
 	}
 	infos, err := sdk.Catalog(ctx, cp)
-	if err != nil || len(infos) != 3 || infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
+	if err != nil || len(infos) != 3 || infos[0].Name != "a" || infos[1].Name != "b" || infos[2].Name != "c" ||
+		infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
 		t.Errorf("Catalog: %+v, %v", infos, err)
 	}
 }

@@ -5,7 +5,11 @@ import (
 	"os"
 	"sort"
 
+	"github.com/missingstudio/sanddune/plugins/bubblewrap"
+	"github.com/missingstudio/sanddune/plugins/claude"
+	"github.com/missingstudio/sanddune/plugins/codex"
 	"github.com/missingstudio/sanddune/plugins/command"
+	"github.com/missingstudio/sanddune/plugins/docker"
 	"github.com/missingstudio/sanddune/plugins/local"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -18,12 +22,20 @@ const serveCommand = "__plugin-serve"
 
 // builtins maps a built-in plugin's name to what it serves.
 var builtins = map[string]func() sdk.ServeOpts{
-	"local": func() sdk.ServeOpts {
-		return sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"local": local.New()}}
-	},
-	"command": func() sdk.ServeOpts {
-		return sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{"command": command.New()}}
-	},
+	"local":      sandbox("local", local.New),
+	"docker":     sandbox("docker", docker.New),
+	"bubblewrap": sandbox("bubblewrap", bubblewrap.New),
+	"command":    agent("command", command.New),
+	"claude":     agent("claude", claude.New),
+	"codex":      agent("codex", codex.New),
+}
+
+func sandbox(name string, New func() sdk.SandboxProvider) func() sdk.ServeOpts {
+	return func() sdk.ServeOpts { return sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: New()}} }
+}
+
+func agent(name string, New func() sdk.AgentProvider) func() sdk.ServeOpts {
+	return func() sdk.ServeOpts { return sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{name: New()}} }
 }
 
 func builtinNames() []string {

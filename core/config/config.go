@@ -174,9 +174,22 @@ func (f *File) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics, width uint, 
 }
 
 // WriteDiagnostics renders diagnostics with snippets from files (keyed by
-// the file names used in the diagnostics' ranges).
+// the file names used in the diagnostics' ranges). Each diagnostic with a
+// source range starts with its file:line:col, for editors and grep.
 func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, width uint, color bool) error {
-	return hcl.NewDiagnosticTextWriter(w, files, width, color).WriteDiagnostics(diags)
+	dw := hcl.NewDiagnosticTextWriter(w, files, width, color)
+	for _, d := range diags {
+		if d.Subject != nil {
+			s := d.Subject.Start
+			if _, err := fmt.Fprintf(w, "%s:%d:%d: ", d.Subject.Filename, s.Line, s.Column); err != nil {
+				return err
+			}
+		}
+		if err := dw.WriteDiagnostic(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isJSON(path string) bool { return strings.HasSuffix(path, ".json") }

@@ -294,15 +294,24 @@ func (h *Host) List(ctx context.Context) []Listing {
 		}
 	}
 	sort.Slice(srcs, func(i, j int) bool { return srcs[i].Name < srcs[j].Name })
+	procs := make([]*process, len(srcs))
+	var wg sync.WaitGroup
+	for i, s := range srcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			procs[i] = h.start(ctx, s)
+		}()
+	}
+	wg.Wait()
 	var out []Listing
-	for _, s := range srcs {
-		p := h.start(ctx, s)
+	for i, p := range procs {
 		if p.err != nil {
-			out = append(out, Listing{Source: s, Err: p.err})
+			out = append(out, Listing{Source: srcs[i], Err: p.err})
 			continue
 		}
 		for _, info := range p.catalog {
-			out = append(out, Listing{Info: info, Source: s})
+			out = append(out, Listing{Info: info, Source: srcs[i]})
 		}
 	}
 	return out

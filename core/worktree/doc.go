@@ -7,20 +7,29 @@
 //
 //	repo, _ := worktree.Open(ctx, dir)                  // host repo
 //	branch, _ := repo.CurrentBranch(ctx)                // "" when detached
-//	plan, err := worktree.Resolve(strategy, contract, branch, len(copy) > 0)
+//	s := worktree.Strategy{Type: worktree.StrategyType(bs.Type), Branch: bs.Branch, BaseBranch: bs.BaseBranch}
+//	plan, err := worktree.Resolve(s, contract, branch, len(copy) > 0)
 //	                                                    // pure; err is a *PlanError (config diagnostic)
-//	ws, err := worktree.Prepare(ctx, repo, plan, worktree.PrepareOptions{RunName: name})
+//	ws, err := worktree.Prepare(ctx, repo, plan, worktree.PrepareOptions{RunName: name, Logger: log})
 //	                                                    // locks, creates or reuses the worktree / branch
-//	worktree.CopyPaths(repo.Root, ws.Dir, copy)         // bind-mount with a worktree
+//	skipped, err := worktree.CopyPaths(repo.Root, ws.Dir, copy) // bind-mount with a worktree
 //	... sandbox.Create(WorktreePath: ws.Dir, GitMounts: ws.GitMounts), agent ...
-//	commits, _ := ws.Commits(ctx)                       // exactly the run's commits (base..branch)
+//	commits, _ := ws.Commits(ctx)                       // exactly the run's commits (Base..Branch)
 //	res, err := ws.Merge(ctx)                           // merge-to-head only; err is a *MergeError
-//	closed, _ := ws.Close(ctx)                          // always: releases locks, removes or preserves
+//	closed, err := ws.Close(ctx)                        // always: releases locks, removes or preserves
+//	                                                    // closed.PreservedPath, closed.KeptBranch
 //
-// Isolated sandboxes have no host worktree (ws.Dir is empty): the
-// github.com/missingstudio/sanddune/core/gitsync package moves ws.Branch at
-// ws.Base into the sandbox and the agent's commits back onto ws.Branch, then
-// Merge and Close work as for bind-mount.
+// Isolated sandboxes have no host worktree (ws.Dir is empty and GitMounts
+// nil): the github.com/missingstudio/sanddune/core/gitsync package moves
+// ws.Branch at ws.Base into the sandbox and the agent's commits back onto
+// ws.Branch, then Merge and Close work as for bind-mount. Their
+// copy_to_worktree paths come from CopySources (validated host paths, ignored
+// files included) and go in with Sandbox.CopyIn after the sync-in.
+//
+// Strategy mirrors core.BranchStrategy because core imports this package.
+// Nothing is left half-done: a failed Prepare removes what it created and
+// releases its locks, a failed Merge changes nothing in the host, and Close
+// runs even on a cancelled context.
 //
 // # Strategies
 //
@@ -28,9 +37,12 @@
 //     repo root on the checked-out branch. Rejected for isolated sandboxes and
 //     with copy_to_worktree.
 //   - merge-to-head (isolated default): a temporary branch
-//     sanddune/<run>/<YYYYMMDD-HHMMSS>-<6 hex> starts at the host branch's tip
-//     (bind-mount: checked out in .sanddune/worktrees/<run>-<ts>-<hex>) and is
-//     merged into the host branch by Merge, then deleted by Close.
+//     sanddune/<run>/<YYYYMMDD-HHMMSS>-<6 hex> (SanitizeName, Stamp) starts at
+//     the host branch's tip (bind-mount: checked out in
+//     .sanddune/worktrees/<run>-<ts>-<hex>) and is merged into the host
+//     branch by Merge. Close deletes it once merged or when it has no
+//     commits, and keeps it (CloseResult.KeptBranch) when it holds unmerged
+//     commits or its worktree is preserved.
 //   - branch: the named branch, created from BaseBranch (default HEAD) when
 //     missing, checked out in .sanddune/worktrees/<branch with / as ->. A
 //     clean existing worktree of the branch under .sanddune/worktrees is
@@ -45,7 +57,7 @@
 // .gitignore containing "*" (EnsureIgnoredDir), so they never make the host
 // repo dirty and no tracked file or git config is written. Locks live in
 // <git-common-dir>/sanddune/locks: shared by all worktrees of the repo,
-// never untracked files, and outside every directory mounted into a sandbox.
+// never untracked files, and not among a worktree sandbox's mounts.
 //
 // # Git metadata mounts (bind-mount)
 //
@@ -69,16 +81,24 @@
 // branches, merges, rebases and tags work. Objects reached through
 // objects/info/alternates outside the common dir and submodules are not
 // mounted. Mounts already inside the sandbox's worktree mount (head
-// strategy in a normal repo: <root>/.git) are omitted.
+// strategy in a normal repo: <root>/.git) are omitted. The worktree's own
+// gitdir is writable by the agent: in a repo with
+// extensions.worktreeConfig the agent could write its config.worktree,
+// which host git reads in that worktree (sanddune's own status calls there
+// disable fsmonitor).
 //
 // # Locks
 //
-// Prepare takes a lock on the branch the run writes to and on its worktree
-// path, failing fast with a *LockedError naming the holder (run, pid, host,
-// start time). Merge waits briefly for the target branch's lock. Lock files
-// are created with O_EXCL and hold JSON LockInfo; a lock whose process is
-// gone (same host: pid dead, pid reused, or machine rebooted) is broken
-// under a flock'd guard so that racing runs cannot both take it.
+// Prepare takes a lock on the branch the run writes to ("branch <name>")
+// and on its worktree path ("worktree <path>"; head locks the repo root),
+// failing fast with a *LockedError naming the holder (run, pid, host, start
+// time). Merge takes the target branch's lock, waiting up to MergeLockWait
+// for a parallel run's merge to finish. Lock files hold JSON LockInfo and
+// are created atomically: written aside, then hard-linked into place, which
+// fails like O_CREATE|O_EXCL when the lock exists and never exposes a
+// half-written lock. A lock whose process is gone (same host: pid dead, pid
+// reused, or machine rebooted) is broken under a flock'd guard so that
+// racing runs cannot both take it; locks of other hosts are never broken.
 //
 // # merge-to-head without a mid-merge host
 //
@@ -98,5 +118,6 @@
 // Git runs argv-only with LC_ALL=C, GIT_TERMINAL_PROMPT=0 and
 // GIT_OPTIONAL_LOCKS=0, without inherited GIT_DIR-style variables, and with
 // -c branch.autoSetupMerge=false wherever git could write config. Errors are
-// *GitError values carrying git's stderr.
+// *GitError values carrying git's stderr. Cancelling the context sends git
+// SIGTERM (so it removes its lock files), then SIGKILL after 5 s.
 package worktree

@@ -114,14 +114,3 @@ func tail(s string, n int) string {
 	}
 	return "..." + s[len(s)-n:]
 }
-
-// lines splits git output into non-empty lines.
-func lines(s string) []string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}

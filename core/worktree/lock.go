@@ -178,15 +178,11 @@ func readLock(path string) (LockInfo, error) {
 // after checking that it still holds the stale content: two runs racing to
 // break the same lock cannot both succeed.
 func breakStale(dir, path string, stale LockInfo) error {
-	g, err := os.OpenFile(filepath.Join(dir, ".guard"), os.O_RDWR|os.O_CREATE, 0o644)
+	unlock, err := flock(context.Background(), filepath.Join(dir, ".guard"))
 	if err != nil {
 		return err
 	}
-	defer g.Close()
-	if err := syscall.Flock(int(g.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(g.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	cur, err := readLock(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -198,6 +194,47 @@ func breakStale(dir, path string, stale LockInfo) error {
 		return nil // someone else broke it and took it; the caller retries and reports them
 	}
 	return os.Remove(path)
+}
+
+// flock takes an exclusive flock(2) on path (created if missing), polling
+// so that ctx can end the wait. The kernel drops it if the process dies.
+func flock(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// adminGit runs a git command that reads or changes the repo's worktree and
+// branch administration (worktree add/list/remove/prune, branch create and
+// delete) with the other runs' ones serialised: concurrent `git worktree
+// add` calls otherwise read each other's half-written metadata and fail.
+func (r *Repo) adminGit(ctx context.Context, args ...string) (string, error) {
+	if err := os.MkdirAll(r.LockDir(), 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := flock(ctx, filepath.Join(r.LockDir(), ".admin"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	return r.Git(ctx, args...)
 }
 
 // isStale reports whether the lock's process is certainly gone: same host

@@ -94,3 +94,28 @@ if git config core.hooksPath /tmp/evil 2>/dev/null; then echo "config writable";
 	closeWS(t, ws)
 	hostClean(t, r.Root)
 }
+
+func TestGitMountsWhenHostIsLinkedWorktree(t *testing.T) {
+	primary := newRepo(t)
+	linked := filepath.Join(t.TempDir(), "linked")
+	git(t, primary.Root, "worktree", "add", "--quiet", "-b", "feature", linked)
+	r, err := Open(ctx, linked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.CommonDir != primary.CommonDir || r.GitDir == r.CommonDir {
+		t.Fatalf("repo %+v", r)
+	}
+	ws := prepare(t, r, Strategy{}, sdk.ContractBindMount, "head")
+	defer closeWS(t, ws)
+	if ws.Dir != linked || ws.Branch != "feature" {
+		t.Fatalf("got %+v", ws)
+	}
+	var paths []string
+	for _, m := range ws.GitMounts {
+		paths = append(paths, m.HostPath)
+	}
+	if len(paths) == 0 || paths[0] != r.GitDir || !strings.HasPrefix(paths[1], primary.CommonDir) {
+		t.Fatalf("mounts %v", paths)
+	}
+}

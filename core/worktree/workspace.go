@@ -95,13 +95,13 @@ func (w *Workspace) undo() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if d := w.createdDir; d != "" {
-		if _, err := w.Repo.Git(ctx, "worktree", "remove", "--force", "--force", d); err != nil {
+		if _, err := w.Repo.adminGit(ctx, "worktree", "remove", "--force", "--force", d); err != nil {
 			os.RemoveAll(d) // the path did not exist before Prepare
 		}
-		_, _ = w.Repo.Git(ctx, "worktree", "prune")
+		_, _ = w.Repo.adminGit(ctx, "worktree", "prune")
 	}
 	if b := w.createdBranch; b != "" { // only if still where we made it
-		_, _ = w.Repo.Git(ctx, "update-ref", "-d", "refs/heads/"+b, w.createdAt)
+		_, _ = w.Repo.adminGit(ctx, "update-ref", "-d", "refs/heads/"+b, w.createdAt)
 	}
 }
 
@@ -160,7 +160,7 @@ func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {
 	}
 	w.createdBranch, w.createdAt = w.Branch, base
 	if !w.Plan.Worktree {
-		_, err := r.Git(ctx, append(noConfigWrites, "branch", "--no-track", w.Branch, base)...)
+		_, err := r.adminGit(ctx, append(noConfigWrites, "branch", "--no-track", w.Branch, base)...)
 		return err
 	}
 	dir := filepath.Join(r.StateDir("worktrees"), name+"-"+stamp)
@@ -171,7 +171,7 @@ func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {
 		return err
 	}
 	w.createdDir = dir
-	if _, err := r.Git(ctx, append(noConfigWrites, "worktree", "add", "--quiet", "-b", w.Branch, dir, base)...); err != nil {
+	if _, err := r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", "-b", w.Branch, dir, base)...); err != nil {
 		return err
 	}
 	w.Dir = dir
@@ -185,7 +185,7 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	if err := w.lock("branch " + b); err != nil {
 		return err
 	}
-	if _, err := r.Git(ctx, "worktree", "prune"); err != nil {
+	if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil {
 		w.log.Warn("git worktree prune failed", "error", err)
 	}
 	wts, err := r.worktrees(ctx)
@@ -235,14 +235,14 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	}
 	w.createdDir = dir
 	if exists {
-		_, err = r.Git(ctx, append(noConfigWrites, "worktree", "add", "--quiet", dir, b)...)
+		_, err = r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", dir, b)...)
 	} else {
 		var base string
 		if base, err = r.resolve(ctx, orHEAD(w.Plan.BaseBranch)); err != nil {
 			return fmt.Errorf("base branch %s: %w", orHEAD(w.Plan.BaseBranch), err)
 		}
 		w.createdBranch, w.createdAt = b, base
-		_, err = r.Git(ctx, append(noConfigWrites, "worktree", "add", "--quiet", "-b", b, dir, base)...)
+		_, err = r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", "-b", b, dir, base)...)
 	}
 	if err != nil {
 		return err
@@ -266,7 +266,7 @@ func (w *Workspace) ensureBranch(ctx context.Context) error {
 			return fmt.Errorf("base branch %s: %w", orHEAD(w.Plan.BaseBranch), err)
 		}
 		w.createdBranch, w.createdAt = b, base
-		if _, err := r.Git(ctx, append(noConfigWrites, "branch", "--no-track", b, base)...); err != nil {
+		if _, err := r.adminGit(ctx, append(noConfigWrites, "branch", "--no-track", b, base)...); err != nil {
 			return err
 		}
 	}
@@ -369,10 +369,10 @@ func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 		case dirty:
 			res.PreservedPath = w.Dir
 		default:
-			if _, err := w.Repo.Git(ctx, "worktree", "remove", w.Dir); err != nil {
+			if _, err := w.Repo.adminGit(ctx, "worktree", "remove", w.Dir); err != nil {
 				res.PreservedPath = w.Dir
 				errs = append(errs, err)
-			} else if _, err := w.Repo.Git(ctx, "worktree", "prune"); err != nil {
+			} else if _, err := w.Repo.adminGit(ctx, "worktree", "prune"); err != nil {
 				w.log.Warn("git worktree prune failed", "error", err)
 			}
 		}
@@ -385,7 +385,7 @@ func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 		}
 		if keep {
 			res.KeptBranch = w.Branch
-		} else if _, err := w.Repo.Git(ctx, "branch", "-D", w.Branch); err != nil {
+		} else if _, err := w.Repo.adminGit(ctx, "branch", "-D", w.Branch); err != nil {
 			res.KeptBranch = w.Branch
 			errs = append(errs, err)
 		}
@@ -397,12 +397,11 @@ func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 // worktreeEntry is one `git worktree list --porcelain` record.
 type worktreeEntry struct {
 	Path   string
-	Head   string
 	Branch string // full ref, "" when detached
 }
 
 func (r *Repo) worktrees(ctx context.Context) ([]worktreeEntry, error) {
-	out, err := r.Git(ctx, "worktree", "list", "--porcelain", "-z")
+	out, err := r.adminGit(ctx, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, err
 	}
@@ -414,8 +413,6 @@ func (r *Repo) worktrees(ctx context.Context) ([]worktreeEntry, error) {
 			wts = append(wts, worktreeEntry{Path: strings.TrimPrefix(f, "worktree ")})
 			cur = &wts[len(wts)-1]
 		case cur == nil:
-		case strings.HasPrefix(f, "HEAD "):
-			cur.Head = strings.TrimPrefix(f, "HEAD ")
 		case strings.HasPrefix(f, "branch "):
 			cur.Branch = strings.TrimPrefix(f, "branch ")
 		}

@@ -72,12 +72,9 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if err != nil {
 		return errors.New("bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`, Arch: `pacman -S bubblewrap`)")
 	}
-	args := append(namespaceArgs(cfg.NetworkNone), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true")
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, bwrap, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("bwrap cannot create a sandbox here (%v: %s): unprivileged user namespaces are probably disabled; enable them (`sysctl kernel.unprivileged_userns_clone=1`, `sysctl user.max_user_namespaces=15000`, or on Ubuntu 24.04+ `sysctl kernel.apparmor_restrict_unprivileged_userns=0`) or use another sandbox",
-			err, strings.TrimSpace(string(out)))
+	if err := probe(ctx, bwrap, cfg.NetworkNone); err != nil {
+		return fmt.Errorf("bwrap cannot create a sandbox here (%v): unprivileged user namespaces are probably disabled; enable them (`sysctl kernel.unprivileged_userns_clone=1`, `sysctl user.max_user_namespaces=15000`, or on Ubuntu 24.04+ `sysctl kernel.apparmor_restrict_unprivileged_userns=0`) or use another sandbox",
+			err)
 	}
 	var errs []error
 	for i, m := range cfg.Mounts {
@@ -92,11 +89,32 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	return errors.Join(errs...)
 }
 
-// namespaceArgs isolate every sandboxed process: its own PID, IPC and UTS
-// namespaces and session, no capabilities (even when sanddune runs as
-// root), killed with its parent, and without network when asked.
+// probe starts a keeper and runs `true` in its PID namespace: the whole
+// path every Exec takes.
+func probe(ctx context.Context, bwrap string, networkNone bool) error {
+	k, err := startKeeper(bwrap)
+	if err != nil {
+		return err
+	}
+	defer k.stop()
+	nsArgs, files := k.joinArgs()
+	args := append(append(nsArgs, namespaceArgs(networkNone)...), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true")
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bwrap, args...)
+	cmd.ExtraFiles = files
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// namespaceArgs isolate every Exec: its own mount, IPC and UTS namespaces,
+// no capabilities (even when sanddune runs as root), killed with its
+// parent, and without network when asked. (The PID namespace is the
+// keeper's.)
 func namespaceArgs(networkNone bool) []string {
-	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"}
+	args := []string{"--die-with-parent", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"}
 	if networkNone {
 		args = append(args, "--unshare-net")
 	}

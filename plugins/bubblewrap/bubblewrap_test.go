@@ -3,8 +3,6 @@ package bubblewrap
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -34,12 +32,6 @@ func requireBwrap(t *testing.T) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
-}
-
-func randomHex() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func cfgOf(attrs map[string]cty.Value) sdk.Config {
@@ -149,14 +141,14 @@ func TestConfigureDiagnostics(t *testing.T) {
 func TestExecEnvironment(t *testing.T) {
 	requireBwrap(t)
 	sb, req := create(t, cfgOf(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})}), nil)
-	_, o := run(t, sb, sdk.ExecRequest{Shell: `pwd; echo "$HOME|$TMPDIR|$SANDDUNE_TEST|$FROM_CFG|$X"; echo "$PATH"; id -u; grep CapEff /proc/self/status; echo $$`,
+	_, o := run(t, sb, sdk.ExecRequest{Shell: `pwd; echo "$HOME|$TMPDIR|$SANDDUNE_TEST|$FROM_CFG|$X"; echo "$PATH"; id -u; grep CapEff /proc/self/status; cat /proc/1/comm`,
 		Env: map[string]string{"X": "x"}})
 	want := []string{req.WorktreePath, sb.home + "|/tmp|1|cfg|x", os.Getenv("PATH"), fmt.Sprint(os.Getuid()), "CapEff:\t0000000000000000"}
 	if len(o.stdout) != 6 || strings.Join(o.stdout[:5], "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got %q, want %q", o.stdout, want)
 	}
-	if o.stdout[5] == fmt.Sprint(os.Getpid()) || len(o.stdout[5]) > 2 {
-		t.Errorf("not in its own PID namespace: pid %s", o.stdout[5])
+	if o.stdout[5] != "bwrap" {
+		t.Errorf("not in the sandbox's PID namespace: pid 1 is %q", o.stdout[5])
 	}
 	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"id"}, Sudo: true}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrNotSupported) {
 		t.Errorf("sudo: %v, want ErrNotSupported", err)
@@ -292,6 +284,7 @@ func TestKillLeavesNoProcess(t *testing.T) {
 				req.Timeout = 2 * time.Second
 			}
 			var once sync.Once
+			closed := make(chan error, 1)
 			res, err := target.Exec(ctx, req, func(l sdk.OutputLine) {
 				if string(l.Text) != "ready" {
 					return
@@ -300,7 +293,7 @@ func TestKillLeavesNoProcess(t *testing.T) {
 				case "cancel":
 					once.Do(cancel)
 				case "close":
-					once.Do(func() { go target.Close(context.Background()) })
+					once.Do(func() { go func() { closed <- target.Close(context.Background()) }() })
 				}
 			})
 			switch mode {
@@ -311,6 +304,10 @@ func TestKillLeavesNoProcess(t *testing.T) {
 			case "timeout":
 				if err != nil || !res.TimedOut {
 					t.Fatalf("timeout: %+v %v", res, err)
+				}
+			case "close":
+				if err := <-closed; err != nil {
+					t.Fatalf("Close: %v", err)
 				}
 			}
 			// The kernel tears the PID namespace down asynchronously.

@@ -3,6 +3,8 @@ package bubblewrap
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,8 +29,12 @@ const dirPrefix = "sanddune-bwrap-"
 var hostEnv = []string{"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "USER", "LOGNAME", "SHELL"}
 
 // waitDelay bounds how long Exec waits for output after the process ended
-// or was killed.
-const waitDelay = 5 * time.Second
+// or was killed: background processes may hold the output pipes open.
+const waitDelay = 2 * time.Second
+
+// execMarker is set in every Exec's environment with a random value, so
+// that cancellation finds every process the Exec started.
+const execMarker = "SANDDUNE_EXEC"
 
 // State is what Info().State holds (JSON).
 type State struct {
@@ -56,8 +62,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
-	s := &sandbox{dir: dir, bwrap: bwrap, running: map[int]struct{}{}}
+	s := &sandbox{dir: dir, bwrap: bwrap, netNone: cfg.NetworkNone, running: map[int]struct{}{}}
 	if err := s.setup(cfg, req); err != nil {
+		_ = removeAll(dir)
+		return nil, err
+	}
+	if s.keeper, err = startKeeper(bwrap); err != nil {
 		_ = removeAll(dir)
 		return nil, err
 	}
@@ -119,7 +129,7 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 		s.roots = append(s.roots, root{filepath.Clean(dst), src, m.ReadOnly})
 	}
 
-	args := append(namespaceArgs(cfg.NetworkNone), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
 	for _, h := range cfg.Hide {
 		hidden, isDir, ok := s.hidden(h)
 		switch {
@@ -137,7 +147,7 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 		}
 		args = append(args, flag, r.host, r.sandbox)
 	}
-	s.args = args
+	s.mounts = args
 
 	env := map[string]string{}
 	for _, k := range hostEnv {
@@ -180,14 +190,17 @@ func (s *sandbox) hidden(h string) (p string, isDir, ok bool) {
 	return p, fi.IsDir(), true
 }
 
-// sandbox is one bwrap sandbox: a directory and shared bwrap arguments.
+// sandbox is one bwrap sandbox: a directory, a keeper holding the PID
+// namespace every Exec joins, and the mount arguments every Exec shares.
 type sandbox struct {
 	dir, bwrap string
 	repo, home string
 	roots      []root
-	args       []string
+	mounts     []string
+	netNone    bool
 	env        map[string]string
 	info       sdk.SandboxInfo
+	keeper     *keeper
 
 	mu      sync.Mutex
 	closed  bool
@@ -199,9 +212,11 @@ var errClosed = errors.New("sandbox is closed")
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
 
-// Exec runs argv (or `sh -c shell`) in a fresh bwrap. bwrap leads its own
-// session; cancellation and timeouts SIGKILL that process group, and
-// --die-with-parent plus the PID namespace take every descendant with it.
+// Exec runs argv (or `sh -c shell`) in a fresh bwrap (own mount, IPC and
+// UTS namespaces) that joins the sandbox's PID namespace, so processes
+// outlive their Exec like in a container and pids mean the same in every
+// Exec. Cancellation and timeouts SIGKILL bwrap's process group and then
+// every process carrying the Exec's marker variable, however detached.
 func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
 	var argv []string
 	switch {
@@ -221,8 +236,11 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	if err != nil {
 		return sdk.ExecResult{}, fmt.Errorf("exec: cwd: %w", err)
 	}
-	args := append(append([]string(nil), s.args...), "--chdir", cwd, "--")
+	nsArgs, files := s.keeper.joinArgs()
+	args := append(nsArgs, namespaceArgs(s.netNone)...)
+	args = append(append(args, s.mounts...), "--chdir", cwd, "--")
 	cmd := exec.Command(s.bwrap, append(args, argv...)...)
+	cmd.ExtraFiles = files
 	env := map[string]string{}
 	for k, v := range s.env {
 		env[k] = v
@@ -230,7 +248,8 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	for k, v := range req.Env {
 		env[k] = v
 	}
-	cmd.Env = envList(env)
+	marker := execMarker + "=" + randomHex()
+	cmd.Env = append(envList(env), marker)
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
@@ -244,6 +263,10 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	if s.closed {
 		s.mu.Unlock()
 		return sdk.ExecResult{}, errClosed
+	}
+	if !s.keeper.alive() {
+		s.mu.Unlock()
+		return sdk.ExecResult{}, errors.New("exec: the sandbox's keeper process died")
 	}
 	if err := cmd.Start(); err != nil {
 		s.mu.Unlock()
@@ -272,12 +295,12 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		killTree(pid, marker)
 		<-done
 		_, _ = stdout.Close(), stderr.Close()
 		return sdk.ExecResult{ExitCode: -1}, ctx.Err()
 	case <-timeout:
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		killTree(pid, marker)
 		err = <-done
 		res.TimedOut = true
 	}
@@ -300,8 +323,9 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// Close kills every running command and removes the sandbox directory. It
-// is idempotent.
+// Close kills every process of the sandbox (the keeper is the PID
+// namespace's init: the kernel kills the rest) and removes the sandbox
+// directory. It is idempotent.
 func (s *sandbox) Close(ctx context.Context) error {
 	s.mu.Lock()
 	already := s.closed
@@ -313,6 +337,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	if already {
 		return nil
 	}
+	s.keeper.stop()
 	s.wg.Wait()
 	if err := removeAll(s.dir); err != nil {
 		return fmt.Errorf("remove sandbox dir: %w", err)
@@ -398,6 +423,12 @@ func (s *sandbox) resolveCwd(cwd string) (string, error) {
 // within reports whether p is dir or below it (both clean and absolute).
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+func randomHex() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func envList(env map[string]string) []string {

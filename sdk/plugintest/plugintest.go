@@ -4,6 +4,7 @@
 package plugintest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
@@ -11,13 +12,19 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// name is the component name the provider is served under.
-const name = "plugintest"
+// nameOf is the name p is served under: its own Info name, else "plugintest".
+func nameOf(p sdk.Provider) string {
+	if info, err := p.Info(context.Background()); err == nil && info.Name != "" {
+		return info.Name
+	}
+	return "plugintest"
+}
 
 // Sandbox serves p over gRPC and returns the host-side adapter. The
 // connection closes when the test ends.
 func Sandbox(t testing.TB, p sdk.SandboxProvider) sdk.SandboxProvider {
 	t.Helper()
+	name := nameOf(p)
 	client := connect(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: p}})
 	sp, err := sdk.DispenseSandbox(client, name)
 	if err != nil {
@@ -29,6 +36,7 @@ func Sandbox(t testing.TB, p sdk.SandboxProvider) sdk.SandboxProvider {
 // Agent serves p over gRPC and returns the host-side adapter.
 func Agent(t testing.TB, p sdk.AgentProvider) sdk.AgentProvider {
 	t.Helper()
+	name := nameOf(p)
 	client := connect(t, sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{name: p}})
 	ap, err := sdk.DispenseAgent(client, name)
 	if err != nil {

@@ -409,8 +409,9 @@ func hostSecret(t *testing.T) (dir, secret string) {
 	return dir, secret
 }
 
-// relToRepo is a relative path from the sandbox repo to host path p.
-func (s *suite) relToRepo(p string) string {
+// traversal is a relative path climbing out of any sandbox path to the
+// absolute path p.
+func (s *suite) traversal(p string) string {
 	return strings.Repeat("../", 40) + strings.TrimPrefix(p, "/")
 }
 
@@ -421,7 +422,7 @@ func (s *suite) testCwdConfined(t *testing.T) {
 	dir, secret := hostSecret(t)
 	link := "sandboxtest-cwdlink-" + randomID()
 	s.mustExec(t, sdk.ExecRequest{Argv: []string{"ln", "-s", dir, link}})
-	for _, cwd := range []string{dir, s.relToRepo(dir), link} {
+	for _, cwd := range []string{dir, s.traversal(dir), link} {
 		r := s.exec(context.Background(), sdk.ExecRequest{Argv: []string{"cat", "secret"}, Cwd: cwd}, nil)
 		if r.err == nil && r.ExitCode == 0 && slices.Contains(r.stdout, secret) {
 			t.Errorf("cwd %q escaped the sandbox: read a host file outside it", cwd)
@@ -429,58 +430,62 @@ func (s *suite) testCwdConfined(t *testing.T) {
 	}
 }
 
-// alive is a script that exits 0 when any pid in $@ is still running (not a
-// zombie) after polling a while.
-const alive = `alive() { kill -0 "$1" 2>/dev/null || return 1; st=$(sed -n 's/^.*) \(.\).*$/\1/p' /proc/"$1"/stat 2>/dev/null); [ "$st" != Z ] && [ "$st" != X ]; }
-i=0
-while [ $i -lt 100 ]; do
-  any=0
-  for p in "$@"; do if alive "$p"; then any=1; fi; done
-  [ $any = 0 ] && exit 1
-  sleep 0.1; i=$((i+1))
+// ticker starts a background process (a child of the command's shell) that
+// bumps a counter in the file $1 until it is killed, prints "started" and
+// waits for it.
+const ticker = `( i=0; while :; do i=$((i+1)); echo $i > "$1"; sleep 0.05; done ) &
+echo started
+wait`
+
+// stillTicks exits 0 when the counter in $1 still changes after polling a
+// while: process ids differ between pid namespaces, a file does not.
+const stillTicks = `n=0
+while [ $n -lt 20 ]; do
+  a=$(cat "$1" 2>/dev/null); sleep 0.5; b=$(cat "$1" 2>/dev/null)
+  [ "$a" = "$b" ] && exit 1
+  n=$((n+1))
 done
 exit 0`
 
-// checkGone fails when any of the pids still runs in the sandbox.
-func (s *suite) checkGone(t *testing.T, pids []string) {
+// checkGone fails when the ticker writing to file still runs.
+func (s *suite) checkGone(t *testing.T, file string) {
 	t.Helper()
-	r := s.exec(context.Background(), sh(alive, pids...), nil)
+	r := s.exec(context.Background(), sh(stillTicks, file), nil)
 	if r.err != nil {
-		t.Fatalf("checking processes: %v", r)
+		t.Fatalf("checking the process tree: %v", r)
 	}
 	if r.ExitCode == 0 {
-		t.Errorf("processes %v still run after the Exec ended", pids)
+		t.Error("a background process of the command still runs after the Exec ended (the whole process tree must be killed)")
 	}
 }
 
 func (s *suite) testTimeout(t *testing.T) {
-	req := sh(`sleep 1000 & echo $$ $!; wait`)
+	file := ".sandboxtest-tick-" + randomID()
+	req := sh(ticker, file)
 	req.Timeout = 3 * time.Second
 	r := s.exec(context.Background(), req, nil)
 	if r.err != nil || !r.TimedOut {
 		t.Fatalf("got %v, want TimedOut", r)
 	}
-	if len(r.stdout) == 1 {
-		s.checkGone(t, strings.Fields(r.stdout[0]))
-	}
+	s.checkGone(t, file)
 }
 
 func (s *suite) testCancel(t *testing.T) {
+	file := ".sandboxtest-tick-" + randomID()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pids := make(chan []string, 1)
+	started := make(chan struct{})
+	var once sync.Once
 	done := make(chan result, 1)
 	go func() {
-		done <- s.exec(ctx, sh(`sleep 1000 & echo $$ $!; wait`), func(line string) {
-			select {
-			case pids <- strings.Fields(line):
-			default:
+		done <- s.exec(ctx, sh(ticker, file), func(line string) {
+			if line == "started" {
+				once.Do(func() { close(started) })
 			}
 		})
 	}()
-	var ps []string
 	select {
-	case ps = <-pids:
+	case <-started:
 	case r := <-done:
 		t.Fatalf("command ended before it was cancelled: %v", r)
 	}
@@ -489,7 +494,7 @@ func (s *suite) testCancel(t *testing.T) {
 	if !errors.Is(r.err, context.Canceled) {
 		t.Errorf("Exec after cancel: %v, want context.Canceled", r)
 	}
-	s.checkGone(t, ps)
+	s.checkGone(t, file)
 }
 
 func (s *suite) testConcurrent(t *testing.T) {
@@ -678,15 +683,15 @@ func (s *suite) testPathTraversal(t *testing.T) {
 	dir, secret := hostSecret(t)
 	src := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, src, "escaped\n", 0o644)
-	for _, dst := range []string{s.relToRepo(dir) + "/escaped", "../" + s.relToRepo(dir) + "/escaped"} {
+	for _, dst := range []string{s.traversal(dir) + "/escaped", "../" + s.traversal(dir) + "/escaped"} {
 		err := s.copyIn(src, dst)
 		if _, serr := os.Lstat(filepath.Join(dir, "escaped")); serr == nil {
 			t.Errorf("CopyIn to %q wrote a host file outside the sandbox (err %v)", dst, err)
 		}
 	}
 	out := t.TempDir()
-	_ = s.copyOut(s.relToRepo(dir)+"/secret", filepath.Join(out, "leak"))
-	_ = s.copyOut(s.relToRepo(dir), filepath.Join(out, "leakdir"))
+	_ = s.copyOut(s.traversal(dir)+"/secret", filepath.Join(out, "leak"))
+	_ = s.copyOut(s.traversal(dir), filepath.Join(out, "leakdir"))
 	leaked(t, out, secret)
 }
 

@@ -10,19 +10,28 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// Config returns v as a config, or when v is cty.NilVal the config of an
-// empty block: every attribute at its default (or null), single blocks null,
-// list blocks empty.
+// Config completes v the way the host's decoder does: attributes and blocks
+// of the schema that v (an object, or cty.NilVal for an empty block) lacks
+// get their default (or null), single blocks null, list blocks empty.
 func Config(v cty.Value, s sdk.Schema) sdk.Config {
-	if v != cty.NilVal {
+	if v != cty.NilVal && (!v.Type().IsObjectType() || !v.IsKnown() || v.IsNull()) {
 		return sdk.Config{Value: v}
 	}
-	return sdk.Config{Value: emptyBlock(s)}
+	return sdk.Config{Value: complete(v, s)}
 }
 
-func emptyBlock(s sdk.Schema) cty.Value {
+func complete(v cty.Value, s sdk.Schema) cty.Value {
 	vals := map[string]cty.Value{}
+	if v != cty.NilVal {
+		vals = v.AsValueMap()
+		if vals == nil {
+			vals = map[string]cty.Value{}
+		}
+	}
 	for _, a := range s.Attributes {
+		if _, ok := vals[a.Name]; ok {
+			continue
+		}
 		if a.Default != cty.NilVal {
 			vals[a.Name] = a.Default
 		} else {
@@ -30,7 +39,10 @@ func emptyBlock(s sdk.Schema) cty.Value {
 		}
 	}
 	for _, b := range s.Blocks {
-		ty := emptyBlock(b.Body).Type()
+		if _, ok := vals[b.TypeName]; ok {
+			continue
+		}
+		ty := complete(cty.NilVal, b.Body).Type()
 		if b.Nesting == sdk.NestingList {
 			vals[b.TypeName] = cty.ListValEmpty(ty)
 		} else {

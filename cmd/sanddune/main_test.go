@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests drive the real sanddune binary, which serves its built-in
+// plugins by re-executing itself, and a third-party plugin built from
+// examples/tmpdir-sandbox.
+var (
+	sanddune  string
+	pluginDir string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sanddune-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	sanddune = filepath.Join(dir, "bin", "sanddune")
+	pluginDir = filepath.Join(dir, "plugins")
+	for _, b := range [][2]string{
+		{sanddune, "."},
+		{filepath.Join(pluginDir, "sanddune-plugin-tmpdir"), "../../examples/tmpdir-sandbox"},
+	} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			panic("go build " + b[1] + ": " + err.Error() + "\n" + string(out))
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gitRepo makes a repo with one commit and returns its path.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func sandduneCmd(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command(sanddune, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SANDDUNE_PLUGIN_PATH="+pluginDir, "XDG_DATA_HOME="+filepath.Join(dir, ".xdg"))
+	return cmd
+}
+
+func run(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := sandduneCmd(dir, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// commitAgent is a scripted agent: it reads the prompt, commits a file and
+// prints the completion signal.
+const commitAgent = `["sh", "-c", "cat > prompt.txt && git add prompt.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: save prompt' && echo '<promise>COMPLETE</promise>'"]`
+
+func TestPluginsListShowsBuiltinsAndExternalPlugin(t *testing.T) {
+	r := run(t, t.TempDir(), "plugins", "list")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"local    ", "command", "built-in", "tmpdir", filepath.Join(pluginDir, "sanddune-plugin-tmpdir")} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plugins list lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestValidateReportsPluginAttributeTypoWithPosition(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+
+agent "command" "script" {
+  comand = ["true"]
+}
+
+run "hello" {
+  prompt = "hi"
+}
+`)
+	r := run(t, dir, "validate")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{".sanddune/sanddune.hcl:4:3", "comand", `Did you mean "command"?`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("diagnostics lack %q:\n%s", want, r.stderr)
+		}
+	}
+	// The same config is a usage error (2) for run, and nothing starts.
+	if r := run(t, dir, "run"); r.code != 2 {
+		t.Fatalf("run: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+}
+
+func TestValidateReportsPluginDiagnostics(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "tmpdir" "net" {
+  network = "bridge"
+}
+agent "command" "a" {
+  command = ["true"]
+}
+run "x" {
+  prompt = "hi"
+}
+`)
+	r := run(t, dir, "validate", "-c", "cfg.hcl")
+	if r.code != 1 || !strings.Contains(r.stderr, "cfg.hcl:2:") || !strings.Contains(r.stderr, "network") {
+		t.Fatalf("exit %d, want 1 with a diagnostic on network\n%s", r.code, r.stderr)
+	}
+}
+
+func TestRunWithThirdPartyPluginLandsCommit(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `variable "who" { default = "world" }
+sandbox "tmpdir" "scratch" {}
+agent "command" "script" {
+  command = `+commitAgent+`
+}
+run "hello" {
+  prompt          = "hello ${var.who}"
+  branch_strategy = { type = "branch", branch = "agent/hello" }
+}
+`)
+	r := run(t, dir, "run", "--json", "--var", "who=sanddune")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var doc struct {
+		Runs []struct {
+			Name             string
+			Branch           string
+			Commits          []struct{ SHA string }
+			CompletionSignal *string `json:"completion_signal"`
+			LogFile          *string `json:"log_file"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("stdout is not the JSON document: %v\n%s", err, r.stdout)
+	}
+	if len(doc.Runs) != 1 || doc.Runs[0].Branch != "agent/hello" || len(doc.Runs[0].Commits) != 1 ||
+		doc.Runs[0].CompletionSignal == nil || *doc.Runs[0].CompletionSignal != "<promise>COMPLETE</promise>" {
+		t.Fatalf("unexpected result: %s", r.stdout)
+	}
+	show := exec.Command("git", "show", "agent/hello:prompt.txt")
+	show.Dir = dir
+	got, err := show.Output()
+	if err != nil || strings.TrimSpace(string(got)) != "hello sanddune" {
+		t.Fatalf("agent/hello:prompt.txt = %q (%v), want the rendered prompt", got, err)
+	}
+	if doc.Runs[0].LogFile == nil || !strings.Contains(r.stderr, "tail -f") {
+		t.Errorf("file logging: log_file %v, stderr %q", doc.Runs[0].LogFile, r.stderr)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	dir := gitRepo(t)
+	for _, args := range [][]string{{"--no-such-flag"}, {"run", "--log", "tty"}, {"run", "-c", "missing.hcl"}, {"local"}} {
+		if r := run(t, dir, args...); r.code != 2 {
+			t.Errorf("sanddune %v: exit %d, want 2\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestInterruptKillsAgentAndPlugins sends SIGINT during an iteration: the
+// run is cancelled (exit 130), the agent process dies, and no plugin
+// process outlives sanddune.
+func TestInterruptKillsAgentAndPlugins(t *testing.T) {
+	dir := gitRepo(t)
+	marker := filepath.Join(t.TempDir(), "agent.pid")
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo $$ > `+marker+`; echo started; exec sleep 1000"]
+}
+run "hang" {
+  prompt  = "wait"
+  logging { type = "stdout" }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	plugins := pluginProcesses(t)
+	if len(plugins) == 0 {
+		t.Fatal("no plugin processes found while the run was going")
+	}
+	cmd.Process.Signal(os.Interrupt)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())
+	}
+	pidb, _ := os.ReadFile(marker)
+	var agentPID int
+	if _, err := fmtSscan(strings.TrimSpace(string(pidb)), &agentPID); err != nil {
+		t.Fatalf("agent pid: %v", err)
+	}
+	for _, pid := range append(plugins, agentPID) {
+		if processAlive(pid) {
+			t.Errorf("process %d outlived sanddune", pid)
+		}
+	}
+}
+
+// pluginProcesses lists processes running the sanddune binary in plugin mode.
+func pluginProcesses(t *testing.T) []int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmtSscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(cmdline), sanddune+"\x00"+serveCommand) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func processAlive(pid int) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
+		if err != nil || strings.Contains(string(stat), ") Z ") || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}

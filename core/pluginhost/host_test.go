@@ -1,0 +1,276 @@
+package pluginhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// fakePlugin is testdata/fakeplugin, built once per test binary.
+var fakePlugin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pluginhost-test-")
+	if err != nil {
+		panic(err)
+	}
+	fakePlugin = filepath.Join(dir, "fakeplugin")
+	out, err := exec.Command("go", "build", "-o", fakePlugin, "./testdata/fakeplugin").CombinedOutput()
+	if err != nil {
+		panic("building testdata/fakeplugin: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// pluginDir returns a directory holding the fake plugin as
+// sanddune-plugin-<name> for each name.
+func pluginDir(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		if err := os.Symlink(fakePlugin, filepath.Join(dir, BinaryPrefix+n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func newHost(t *testing.T, pluginPath string, builtins ...string) (*Host, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	h := New(Options{
+		Builtins:   builtins,
+		Executable: fakePlugin,
+		ServeArgs:  []string{"serve"},
+		Getenv: func(k string) string {
+			if k == "SANDDUNE_PLUGIN_PATH" {
+				return pluginPath
+			}
+			return ""
+		},
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}, Level: hclog.Info}),
+	})
+	t.Cleanup(h.Close)
+	return h, &logs
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func TestSearchDirsOrder(t *testing.T) {
+	env := map[string]string{"SANDDUNE_PLUGIN_PATH": "/a:/b", "XDG_DATA_HOME": "/data", "HOME": "/home/u"}
+	got := SearchDirs("/repo", func(k string) string { return env[k] }, "/opt/bin/sanddune")
+	want := []string{"/a", "/b", "/repo/.sanddune/plugins", "/data/sanddune/plugins", "/opt/bin"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	delete(env, "XDG_DATA_HOME")
+	got = SearchDirs("", func(k string) string { return env[k] }, "")
+	want = []string{"/a", "/b", "/home/u/.local/share/sanddune/plugins"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("without XDG_DATA_HOME: got %v, want %v", got, want)
+	}
+}
+
+func TestCandidates(t *testing.T) {
+	got := candidates("acme-big-vm")
+	want := []string{"acme-big-vm", "acme-big", "acme"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestBuiltinServedByReExec(t *testing.T) {
+	h, _ := newHost(t, "", "alpha")
+	p, c, err := h.Sandbox(context.Background(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Source.Builtin() || c.Info.Version != "9.9.9-fake" {
+		t.Fatalf("source %v info %+v: want the built-in", c.Source, c.Info)
+	}
+	sb, err := p.Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"echo", "hi"}}, func(l sdk.OutputLine) {
+		got = append(got, string(l.Text))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "echo hi" {
+		t.Fatalf("exec output %q", got)
+	}
+}
+
+func TestExternalBinaryOverridesBuiltin(t *testing.T) {
+	dir := pluginDir(t, "alpha")
+	h, logs := newHost(t, dir, "alpha")
+	_, c, err := h.Sandbox(context.Background(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source.Path != filepath.Join(dir, BinaryPrefix+"alpha") || !c.Source.Shadows {
+		t.Fatalf("source %+v: want the external binary shadowing the built-in", c.Source)
+	}
+	if !strings.Contains(logs.String(), "external plugin overrides the built-in") {
+		t.Fatalf("the override is not logged; log:\n%s", logs)
+	}
+}
+
+func TestComponentOfMultiComponentBinary(t *testing.T) {
+	// A label "acme-vm" is served by sanddune-plugin-acme when there is no
+	// sanddune-plugin-acme-vm; this fake serves only "acme", so the lookup
+	// falls through to a clear not-found error after asking it.
+	h, _ := newHost(t, pluginDir(t, "acme"))
+	_, _, err := h.Sandbox(context.Background(), "acme-vm")
+	var nf *NotFoundError
+	if !errors.As(err, &nf) {
+		t.Fatalf("err = %v, want NotFoundError", err)
+	}
+}
+
+func TestOneProcessPerPlugin(t *testing.T) {
+	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, n := range []string{"alpha", "beta"} {
+				if _, _, err := h.Sandbox(context.Background(), n); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(h.procs) != 2 {
+		t.Fatalf("%d plugin processes, want 2 (one per plugin)", len(h.procs))
+	}
+}
+
+func TestCloseKillsPluginProcesses(t *testing.T) {
+	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
+	for _, n := range []string{"alpha", "beta"} {
+		if _, _, err := h.Sandbox(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pids []int
+	for _, p := range h.procs {
+		pids = append(pids, p.client.ReattachConfig().Pid)
+	}
+	h.Close()
+	h.Close() // idempotent
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("plugin process %d still alive after Close", pid)
+		}
+	}
+}
+
+func alive(pid int) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return false
+		}
+		// A zombie is dead too; its parent (this test) reaps it.
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && strings.Contains(string(b), ") Z ") {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+func TestProtocolVersionMismatch(t *testing.T) {
+	dir := pluginDir(t, "future")
+	h, _ := newHost(t, dir)
+	_, _, err := h.Sandbox(context.Background(), "future")
+	var ve *VersionError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a VersionError", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{`"future"`, filepath.Join(dir, BinaryPrefix+"future"), "version 99", "[1]"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not mention %q", msg, want)
+		}
+	}
+}
+
+func TestPluginCrashMidCallNamesOperation(t *testing.T) {
+	h, _ := newHost(t, pluginDir(t, "crashy"))
+	p, _, err := h.Sandbox(context.Background(), "crashy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {})
+	if !errors.Is(err, sdk.ErrPluginShutdown) {
+		t.Fatalf("err = %v, want ErrPluginShutdown", err)
+	}
+	if !strings.Contains(err.Error(), "crashy") || !strings.Contains(err.Error(), "Exec") {
+		t.Fatalf("error %q should name the plugin and the operation", err)
+	}
+}
+
+func TestNotFoundListsSearchDirs(t *testing.T) {
+	dir := t.TempDir()
+	h, _ := newHost(t, dir)
+	_, _, err := h.Agent(context.Background(), "nope")
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "sanddune-plugin-nope") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestListShowsBuiltinsAndBinaries(t *testing.T) {
+	h, _ := newHost(t, pluginDir(t, "beta", "future"), "alpha")
+	rows := h.List(context.Background())
+	got := map[string]string{}
+	for _, r := range rows {
+		switch {
+		case r.Err != nil:
+			got[r.Source.Name] = "error"
+		case r.Source.Builtin():
+			got[r.Info.Name] = "built-in"
+		default:
+			got[r.Info.Name] = "external"
+		}
+	}
+	want := map[string]string{"alpha": "built-in", "beta": "external", "future": "error"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

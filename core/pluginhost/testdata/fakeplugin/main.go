@@ -1,0 +1,71 @@
+// Command fakeplugin is a test plugin binary. Built as
+// sanddune-plugin-<name>, it serves a sandbox component called <name>;
+// run as `fakeplugin serve <name>` it plays a built-in called <name>.
+// The name picks its behaviour:
+//   - "future": speaks plugin protocol 99 only;
+//   - "crashy": its sandboxes exit the process in the middle of Exec;
+//   - anything else: a sandbox whose Exec echoes its argv.
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+func main() {
+	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "sanddune-plugin-")
+	if len(os.Args) == 3 && os.Args[1] == "serve" {
+		name = os.Args[2]
+	}
+	opts := sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: &provider{name: name}}}
+	if name == "future" {
+		hs := sdk.Handshake
+		hs.ProtocolVersion = 99
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  hs,
+			VersionedPlugins: map[int]plugin.PluginSet{99: sdk.ServePluginSet(opts)},
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+		return
+	}
+	sdk.Serve(opts)
+}
+
+type provider struct{ name string }
+
+func (p *provider) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{
+		Name: p.name, Kind: sdk.KindSandbox, Version: "9.9.9-fake",
+		ProtocolVersions: []int{sdk.ProtocolVersion},
+		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated},
+	}, nil
+}
+
+func (p *provider) ConfigSchema(context.Context) (sdk.Schema, error) { return sdk.Schema{}, nil }
+func (p *provider) Configure(context.Context, sdk.Config) (sdk.Diagnostics, error) {
+	return nil, nil
+}
+func (p *provider) Preflight(context.Context, sdk.PreflightRequest) error { return nil }
+func (p *provider) Create(context.Context, sdk.CreateRequest) (sdk.Sandbox, error) {
+	return &sandbox{crashy: p.name == "crashy"}, nil
+}
+
+type sandbox struct{ crashy bool }
+
+func (s *sandbox) Info() sdk.SandboxInfo { return sdk.SandboxInfo{ID: "fake", RepoPath: "/fake"} }
+func (s *sandbox) Exec(_ context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	if s.crashy {
+		os.Exit(3)
+	}
+	out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(strings.Join(req.Argv, " "))})
+	return sdk.ExecResult{}, nil
+}
+func (s *sandbox) CopyIn(context.Context, string, string) error  { return sdk.ErrNotSupported }
+func (s *sandbox) CopyOut(context.Context, string, string) error { return sdk.ErrNotSupported }
+func (s *sandbox) Close(context.Context) error                   { return nil }

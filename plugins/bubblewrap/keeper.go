@@ -1,0 +1,215 @@
+package bubblewrap
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// nsGetUserns is the NS_GET_USERNS ioctl: the user namespace owning a
+// namespace.
+const nsGetUserns = 0xb701
+
+// keeperStartTimeout bounds how long a keeper may take to report its pid.
+const keeperStartTimeout = 20 * time.Second
+
+// keeper is a `bwrap --unshare-pid ... sleep infinity` whose PID namespace
+// every Exec of a sandbox joins (bwrap is its init and reaps orphans).
+// Killing it kills every process in the sandbox.
+type keeper struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	// Namespace files passed to each Exec's bwrap: the user namespace owning
+	// the PID namespace (bwrap sets up there), the keeper's own user
+	// namespace (the command's final one), and the PID namespace. The user
+	// namespaces are nil when bwrap runs privileged (as root).
+	ownerNS, userNS, pidNS *os.File
+}
+
+func startKeeper(bwrap string) (*keeper, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--info-fd", "3", "--", "sleep", "infinity")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("start bwrap: %w", err)
+	}
+	w.Close()
+	k := &keeper{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(k.done) }()
+
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	decoded := make(chan error, 1)
+	go func() { decoded <- json.NewDecoder(r).Decode(&info) }()
+	select {
+	case err = <-decoded:
+	case <-time.After(keeperStartTimeout):
+		err = errors.New("timed out")
+	}
+	if err != nil || info.ChildPID <= 0 {
+		k.stop()
+		return nil, fmt.Errorf("bwrap did not start (%v): %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if err := k.openNamespaces(info.ChildPID); err != nil {
+		k.stop()
+		return nil, err
+	}
+	return k, nil
+}
+
+// openNamespaces opens the namespaces of the keeper's command (the child
+// of bwrap's init, once it runs `sleep`: unprivileged bwrap moves it to a
+// nested user namespace during setup).
+func (k *keeper) openNamespaces(initPID int) error {
+	cmdPID := 0
+	for deadline := time.Now().Add(keeperStartTimeout); cmdPID == 0; time.Sleep(time.Millisecond) {
+		if !k.alive() || time.Now().After(deadline) {
+			return errors.New("bwrap keeper did not start its command")
+		}
+		for _, c := range childPIDs(initPID) {
+			if comm, _ := os.ReadFile(filepath.Join("/proc", c, "comm")); strings.TrimSpace(string(comm)) == "sleep" {
+				cmdPID, _ = strconv.Atoi(c)
+			}
+		}
+	}
+	dir := filepath.Join("/proc", strconv.Itoa(cmdPID), "ns")
+	var err error
+	if k.pidNS, err = os.Open(filepath.Join(dir, "pid")); err != nil {
+		return fmt.Errorf("keeper pid namespace: %w", err)
+	}
+	user, err := os.Open(filepath.Join(dir, "user"))
+	if err != nil {
+		return fmt.Errorf("keeper user namespace: %w", err)
+	}
+	if sameFile(user, "/proc/self/ns/user") {
+		user.Close()
+		return nil // privileged bwrap: no user namespace to join
+	}
+	fd, _, errno := syscall.Syscall(syscall.SYS_IOCTL, k.pidNS.Fd(), nsGetUserns, 0)
+	if errno != 0 {
+		user.Close()
+		return fmt.Errorf("owner of the keeper pid namespace: %w", errno)
+	}
+	k.ownerNS = os.NewFile(fd, "userns-owner")
+	k.userNS = user
+	return nil
+}
+
+// childPIDs lists the children of pid, from /proc/PID/task/PID/children
+// or, on kernels without it, by scanning every process's parent.
+func childPIDs(pid int) []string {
+	p := strconv.Itoa(pid)
+	if b, err := os.ReadFile(filepath.Join("/proc", p, "task", p, "children")); err == nil {
+		return strings.Fields(string(b))
+	}
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the parenthesised command: state, ppid, ...
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == p {
+				out = append(out, filepath.Base(d))
+			}
+		}
+	}
+	return out
+}
+
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// joinArgs are the bwrap arguments (and files, from fd 3 on) that put an
+// Exec in the keeper's PID namespace.
+func (k *keeper) joinArgs() ([]string, []*os.File) {
+	var args []string
+	var files []*os.File
+	add := func(flag string, f *os.File) {
+		args = append(args, flag, strconv.Itoa(3+len(files)))
+		files = append(files, f)
+	}
+	if k.ownerNS != nil {
+		add("--userns", k.ownerNS)
+		if !sameFile(k.userNS, "/proc/self/fd/"+strconv.Itoa(int(k.ownerNS.Fd()))) {
+			add("--userns2", k.userNS)
+		}
+	}
+	add("--pidns", k.pidNS)
+	return args, files
+}
+
+func (k *keeper) alive() bool {
+	select {
+	case <-k.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop kills the keeper (and with it the PID namespace) and waits for it.
+func (k *keeper) stop() {
+	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+	<-k.done
+	for _, f := range []*os.File{k.ownerNS, k.userNS, k.pidNS} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// killTree SIGKILLs an Exec: bwrap's process group, then every process
+// whose environment holds marker (detached descendants), until none is
+// left.
+func killTree(pgid int, marker string) {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	want := []byte(marker)
+	for round := 0; round < 10; round++ {
+		found := false
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			env, err := os.ReadFile(filepath.Join(d, "environ"))
+			if err != nil || !bytes.Contains(env, want) {
+				continue
+			}
+			for _, kv := range bytes.Split(env, []byte{0}) {
+				if bytes.Equal(kv, want) {
+					if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+						found = true
+					}
+					break
+				}
+			}
+		}
+		if !found {
+			return
+		}
+	}
+}
