@@ -17,14 +17,21 @@ var ErrPluginShutdown = errors.New("plugin process exited or its connection clos
 // interface or operation. Providers may return it (wrapped) themselves.
 var ErrNotSupported = errors.New("not supported by this plugin")
 
-// PluginError is an error from a call to a plugin; Op names the operation
-// (Exec, Create, ...).
+// PluginError is an error from a call to a plugin: Plugin names the
+// component (empty for plugin-wide calls) and Op the operation (Exec,
+// Create, ...).
 type PluginError struct {
-	Op  string
-	Err error
+	Plugin string
+	Op     string
+	Err    error
 }
 
-func (e *PluginError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *PluginError) Error() string {
+	if e.Plugin == "" {
+		return e.Op + ": " + e.Err.Error()
+	}
+	return "plugin " + e.Plugin + ": " + e.Op + ": " + e.Err.Error()
+}
 
 func (e *PluginError) Unwrap() error { return e.Err }
 
@@ -55,21 +62,21 @@ func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
 	}
 	st, ok := status.FromError(err)
 	if !ok {
-		return &PluginError{Op: op, Err: err}
+		return &PluginError{Plugin: c.component, Op: op, Err: err}
 	}
 	switch {
 	case c.done.Err() != nil, st.Code() == codes.Unavailable:
-		return &PluginError{Op: op, Err: ErrPluginShutdown}
+		return &PluginError{Plugin: c.component, Op: op, Err: ErrPluginShutdown}
 	case st.Code() == codes.Canceled && strings.Contains(st.Message(), "connection is closing"):
-		return &PluginError{Op: op, Err: ErrPluginShutdown}
+		return &PluginError{Plugin: c.component, Op: op, Err: ErrPluginShutdown}
 	case st.Code() == codes.Unimplemented:
-		return &PluginError{Op: op, Err: notSupported(st.Message())}
+		return &PluginError{Plugin: c.component, Op: op, Err: notSupported(st.Message())}
 	case st.Code() == codes.Canceled:
-		return &PluginError{Op: op, Err: context.Canceled}
+		return &PluginError{Plugin: c.component, Op: op, Err: context.Canceled}
 	case st.Code() == codes.DeadlineExceeded:
-		return &PluginError{Op: op, Err: context.DeadlineExceeded}
+		return &PluginError{Plugin: c.component, Op: op, Err: context.DeadlineExceeded}
 	}
-	return &PluginError{Op: op, Err: errors.New(st.Message())}
+	return &PluginError{Plugin: c.component, Op: op, Err: errors.New(st.Message())}
 }
 
 // notSupported keeps the plugin's message while matching ErrNotSupported.

@@ -12,7 +12,9 @@ import (
 // conn is the host side of one plugin connection. done is cancelled when
 // the plugin process exits.
 type conn struct {
-	done     context.Context
+	// component names the dispensed component in errors ("" for the catalog).
+	component string
+	done      context.Context
 	provider pluginpb.ProviderClient
 	sandbox  pluginpb.SandboxClient
 	agent    pluginpb.AgentClient

@@ -109,6 +109,7 @@ func DispenseSandbox(cp plugin.ClientProtocol, name string) (SandboxProvider, er
 	if err != nil {
 		return nil, err
 	}
+	c.component = name
 	return &sandboxProviderClient{providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_SANDBOX, Name: name}}}, nil
 }
 
@@ -118,6 +119,7 @@ func DispenseAgent(cp plugin.ClientProtocol, name string) (AgentProvider, error)
 	if err != nil {
 		return nil, err
 	}
+	c.component = name
 	return &agentProviderClient{providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_AGENT, Name: name}}}, nil
 }
 

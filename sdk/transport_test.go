@@ -211,7 +211,7 @@ func TestFakeErrors(t *testing.T) {
 	p := plugintest.Sandbox(t, &stub{preflight: errors.New("daemon unreachable")})
 	err := p.Preflight(ctx, sdk.PreflightRequest{})
 	var pe *sdk.PluginError
-	if !errors.As(err, &pe) || pe.Op != "Preflight" || err.Error() != "Preflight: daemon unreachable" {
+	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "fake" || err.Error() != "plugin fake: Preflight: daemon unreachable" {
 		t.Errorf("Preflight error %v (%T)", err, err)
 	}
 	if _, err := p.Create(ctx, sdk.CreateRequest{RunID: "unsupported"}); !errors.Is(err, sdk.ErrNotSupported) {
@@ -464,7 +464,7 @@ func TestFakeParseStream(t *testing.T) {
 	lines = make(chan []byte)
 	close(lines)
 	err = a.ParseStream(ctx, sdk.Config{Value: cty.StringVal("fail")}, lines, func(sdk.Event) {})
-	if err == nil || err.Error() != "ParseStream: parser broke" {
+	if err == nil || err.Error() != "plugin fake: ParseStream: parser broke" {
 		t.Errorf("parser error: %v", err)
 	}
 }

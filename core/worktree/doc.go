@@ -99,6 +99,10 @@
 // half-written lock. A lock whose process is gone (same host: pid dead, pid
 // reused, or machine rebooted) is broken under a flock'd guard so that
 // racing runs cannot both take it; locks of other hosts are never broken.
+// Worktree and branch administration commands (worktree add/list/remove/
+// prune, branch create/delete) run one at a time per repo under a flock:
+// parallel `git worktree add` calls otherwise read each other's
+// half-written metadata and fail.
 //
 // # merge-to-head without a mid-merge host
 //

@@ -22,7 +22,7 @@ type Swept struct {
 // With dryRun nothing changes.
 func (r *Repo) Sweep(ctx context.Context, dryRun bool) ([]Swept, error) {
 	if !dryRun {
-		if _, err := r.Git(ctx, "worktree", "prune"); err != nil {
+		if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil {
 			return nil, err
 		}
 	}
@@ -65,7 +65,7 @@ func (r *Repo) sweepOne(ctx context.Context, dir string, dryRun bool) string {
 	if dryRun {
 		return "would remove"
 	}
-	if _, err := r.Git(ctx, "worktree", "remove", dir); err != nil {
+	if _, err := r.adminGit(ctx, "worktree", "remove", dir); err != nil {
 		return "kept (" + err.Error() + ")"
 	}
 	return "removed"

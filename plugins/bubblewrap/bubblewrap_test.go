@@ -163,18 +163,16 @@ func TestFilesystemView(t *testing.T) {
 	must(t, err)
 	hostTmp.Close()
 	defer os.Remove(hostTmp.Name())
-	outside := filepath.Join(t.TempDir(), "outside")
 	must(t, os.MkdirAll("/var/tmp", 0o1777))
 
 	sb, req := create(t, cfgOf(nil), nil)
-	res, o := run(t, sb, sdk.ExecRequest{Shell: `touch /usr/sanddune-x 2>/dev/null && echo root-writable
+	res, o := run(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `touch /usr/sanddune-x 2>/dev/null && echo root-writable
 touch /var/tmp/sanddune-x-` + randomHex() + ` 2>/dev/null && echo var-writable
 test -e "$1" && echo host-tmp-visible
-echo w > in-worktree && echo t > /tmp/persist && echo h > "$HOME/h" && echo ok`, Argv: nil})
+echo w > in-worktree && echo t > /tmp/persist && echo h > "$HOME/h" && echo ok`, "sh", hostTmp.Name()}})
 	if res.ExitCode != 0 || strings.Join(o.stdout, ",") != "ok" {
 		t.Fatalf("got %+v %q %q", res, o.stdout, o.stderr)
 	}
-	_ = outside
 	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"cat", "/tmp/persist"}})
 	if strings.Join(o.stdout, ",") != "t" {
 		t.Fatalf("/tmp not kept across execs: %q", o.stdout)
@@ -207,9 +205,7 @@ func TestHide(t *testing.T) {
 	sb, _ := create(t, cfgOf(map[string]cty.Value{"hide": cty.ListVal([]cty.Value{
 		cty.StringVal(filepath.Join(base, "dir")), cty.StringVal(filepath.Join(base, "file")), cty.StringVal("/nonexistent/x"),
 	})}), nil)
-	_, o := run(t, sb, sdk.ExecRequest{Shell: `cat "$1/dir/key" "$1/file" "$1/shown" 2>/dev/null; true`, Argv: nil})
-	_ = o
-	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `cat "$1/dir/key" "$1/file" "$1/shown" 2>/dev/null; true`, "sh", base}})
+	_, o := run(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `cat "$1/dir/key" "$1/file" "$1/shown" 2>/dev/null; true`, "sh", base}})
 	if strings.Join(o.stdout, ",") != "public" {
 		t.Fatalf("hidden paths readable: %q", o.stdout)
 	}
@@ -367,7 +363,7 @@ func TestGitCommitInWorktree(t *testing.T) {
 	}
 	with, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) {
 		r.HostRepoPath, r.WorktreePath = repo, wt
-		r.GitMounts = []sdk.Mount{{HostPath: common}, {HostPath: filepath.Join(common, "worktrees", "w1")}}
+		r.GitMounts = worktreeGitMounts(t, common, "w1")
 	})
 	if res, o := run(t, with, commit); res.ExitCode != 0 {
 		t.Fatalf("commit with git mounts: %+v %q", res, o.stderr)
@@ -384,12 +380,11 @@ func TestCopyConfinement(t *testing.T) {
 	must(t, os.WriteFile(src, []byte("x\n"), 0o644))
 	ctx := context.Background()
 	must(t, sb.CopyIn(ctx, src, "/tmp/deep/f"))
-	must(t, sb.CopyIn(ctx, src, "~/f"+""))
-	_, o := run(t, sb, sdk.ExecRequest{Shell: `cat /tmp/deep/f; ls`})
-	if strings.Join(o.stdout, ",") != "x,~" {
+	must(t, sb.CopyIn(ctx, src, sb.home+"/g"))
+	_, o := run(t, sb, sdk.ExecRequest{Shell: `cat /tmp/deep/f "$HOME/g"`})
+	if strings.Join(o.stdout, ",") != "x,x" {
 		t.Fatalf("got %q", o.stdout)
 	}
-	must(t, sb.CopyIn(ctx, src, sb.home+"/g"))
 	out := filepath.Join(t.TempDir(), "o")
 	must(t, sb.CopyOut(ctx, "/tmp/deep", out))
 	if b, err := os.ReadFile(filepath.Join(out, "f")); err != nil || string(b) != "x\n" {
@@ -441,3 +436,26 @@ func TestPreflightWithoutBwrap(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// worktreeGitMounts mirrors core/worktree's Workspace.GitMounts for a linked
+// worktree (plugins may not import core): its gitdir, objects, refs and
+// logs read-write, HEAD, config and the optional files read-only.
+func worktreeGitMounts(t *testing.T, common, id string) []sdk.Mount {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Join(common, "logs"), 0o755))
+	ms := []sdk.Mount{{HostPath: filepath.Join(common, "worktrees", id)}}
+	for _, n := range []string{"objects", "refs", "logs"} {
+		ms = append(ms, sdk.Mount{HostPath: filepath.Join(common, n)})
+	}
+	for _, n := range []string{"HEAD", "config", "packed-refs", "shallow", "info"} {
+		if p := filepath.Join(common, n); exists(p) {
+			ms = append(ms, sdk.Mount{HostPath: p, ReadOnly: true})
+		}
+	}
+	for i := range ms {
+		ms[i].SandboxPath = ms[i].HostPath
+	}
+	return ms
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

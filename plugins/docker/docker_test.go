@@ -539,7 +539,7 @@ func TestGitCommitInWorktree(t *testing.T) {
 
 	sb, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) {
 		r.HostRepoPath, r.WorktreePath = repo, wt
-		r.GitMounts = []sdk.Mount{{HostPath: common, SandboxPath: common}, {HostPath: filepath.Join(common, "worktrees", "w1"), SandboxPath: filepath.Join(common, "worktrees", "w1")}}
+		r.GitMounts = worktreeGitMounts(t, common, "w1")
 	})
 	res, o := run(t, sb, sdk.ExecRequest{Shell: `echo change > agent.txt && git add agent.txt && git -c user.name=Agent -c user.email=a@example.invalid commit -q -m "agent commit" && git rev-parse --abbrev-ref HEAD`})
 	if res.ExitCode != 0 {
@@ -553,6 +553,9 @@ func TestGitCommitInWorktree(t *testing.T) {
 	}
 	if got := git(t, repo, "log", "-1", "--format=%s", "main"); got != "initial" {
 		t.Fatalf("main moved: %q", got)
+	}
+	if res, _ := run(t, sb, sdk.ExecRequest{Argv: []string{"git", "config", "core.hooksPath", "/tmp/evil"}}); res.ExitCode == 0 {
+		t.Fatal("the agent could write the host repo's git config")
 	}
 }
 
@@ -645,3 +648,26 @@ func TestBuildImageCommand(t *testing.T) {
 		t.Fatalf("missing Dockerfile: %d %v", code, err)
 	}
 }
+
+// worktreeGitMounts mirrors core/worktree's Workspace.GitMounts for a linked
+// worktree (plugins may not import core): its gitdir, objects, refs and
+// logs read-write, HEAD, config and the optional files read-only.
+func worktreeGitMounts(t *testing.T, common, id string) []sdk.Mount {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Join(common, "logs"), 0o755))
+	ms := []sdk.Mount{{HostPath: filepath.Join(common, "worktrees", id)}}
+	for _, n := range []string{"objects", "refs", "logs"} {
+		ms = append(ms, sdk.Mount{HostPath: filepath.Join(common, n)})
+	}
+	for _, n := range []string{"HEAD", "config", "packed-refs", "shallow", "info"} {
+		if p := filepath.Join(common, n); exists(p) {
+			ms = append(ms, sdk.Mount{HostPath: p, ReadOnly: true})
+		}
+	}
+	for i := range ms {
+		ms[i].SandboxPath = ms[i].HostPath
+	}
+	return ms
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
