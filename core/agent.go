@@ -151,7 +151,7 @@ func (a *agentRunner) invoke(ctx context.Context, n int, prompt, resume string, 
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := iterationOutcome{signal: s.match.matched, sessionID: s.sessionID, usage: s.usage}
+	out := iterationOutcome{signal: s.match.matched(), sessionID: s.sessionID, usage: s.usage}
 	if s.hasResult {
 		out.output = s.result.String()
 	} else {
@@ -270,12 +270,9 @@ func (a *agentRunner) event(s *stream, n int, e sdk.Event) {
 	}
 }
 
-// feed looks for a completion signal; s.mu is held.
+// feed looks for completion signals; s.mu is held.
 func (s *stream) feed(text string) {
-	if s.seen.Load() {
-		return
-	}
-	if s.match.feed(text) != "" {
+	if s.match.feed(text) && !s.seen.Load() {
 		s.seen.Store(true)
 		select {
 		case s.wake <- struct{}{}:

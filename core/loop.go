@@ -145,7 +145,7 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 			r.res.Branch, r.res.Commits = mr.Target, commitsOf(mr.Commits)
 		case errors.As(err, &me):
 			r.res.Commits = commitsOf(me.Commits)
-			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err, Hint: "finish the merge by hand: " + me.Command})
+			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err}) // its message says how to finish
 		default:
 			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err})
 		}

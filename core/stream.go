@@ -106,39 +106,52 @@ func (a *assembler) add(p []byte, partial bool) (line []byte, truncated bool) {
 	return line, truncated
 }
 
-// matcher finds the first completion signal in a stream of text, keeping
-// only a window as long as the longest signal.
+// matcher looks for completion signals in a stream of text, keeping only
+// a window as long as the longest signal, so a signal split across text
+// deltas still matches.
 type matcher struct {
 	signals []string
+	found   []bool
+	left    int // signals not found yet
 	window  []byte
 	keep    int
-	matched string
 }
 
 func newMatcher(signals []string) *matcher {
-	m := &matcher{signals: signals}
+	m := &matcher{signals: signals, found: make([]bool, len(signals)), left: len(signals)}
 	for _, s := range signals {
 		m.keep = max(m.keep, len(s)-1)
 	}
 	return m
 }
 
-// feed adds text and returns the signal matched so far ("" for none). Of
-// several signals found in the same text, the first in the list wins.
-func (m *matcher) feed(s string) string {
-	if m.matched != "" || len(m.signals) == 0 || s == "" {
-		return m.matched
+// feed adds text and reports whether it completed a signal not seen
+// before.
+func (m *matcher) feed(s string) bool {
+	if m.left == 0 || s == "" {
+		return false
 	}
 	m.window = append(m.window, s...)
-	for _, sig := range m.signals {
-		if sig != "" && bytes.Contains(m.window, []byte(sig)) {
-			m.matched = sig
-			m.window = nil
-			return sig
+	hit := false
+	for i, sig := range m.signals {
+		if !m.found[i] && bytes.Contains(m.window, []byte(sig)) {
+			m.found[i], hit = true, true
+			m.left--
 		}
 	}
 	if len(m.window) > m.keep {
 		m.window = append(m.window[:0], m.window[len(m.window)-m.keep:]...)
+	}
+	return hit
+}
+
+// matched is the signal to report: of those seen, the first in the list;
+// "" when none was.
+func (m *matcher) matched() string {
+	for i, f := range m.found {
+		if f {
+			return m.signals[i]
+		}
 	}
 	return ""
 }

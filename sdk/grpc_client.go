@@ -15,9 +15,9 @@ type conn struct {
 	// component names the dispensed component in errors ("" for the catalog).
 	component string
 	done      context.Context
-	provider pluginpb.ProviderClient
-	sandbox  pluginpb.SandboxClient
-	agent    pluginpb.AgentClient
+	provider  pluginpb.ProviderClient
+	sandbox   pluginpb.SandboxClient
+	agent     pluginpb.AgentClient
 }
 
 // providerClient implements Provider for one component.

@@ -5,6 +5,12 @@
 // host paths, so git works inside on the worktree's branch. Commands run
 // through the exec API as the host UID:GID with HOME=/home/agent.
 //
+// What the agent can reach: the container's own filesystem, the worktree
+// (read-write), exactly the git metadata paths the host hands over in
+// CreateRequest.GitMounts (with their read-only flags), the `mount` blocks,
+// and the network(s) configured (`network = "none"`: none). Nothing else of
+// the host is mounted; `sudo` execs run as root inside the container only.
+//
 // It talks to the daemon only through the Engine API (no docker CLI), with
 // API version negotiation, so it works from Debian's docker.io 20.10 (API
 // 1.41) to current engines.

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Docker benchmark: the physical floor (docker run, docker exec, git worktree
+# add/remove) and, when a sanddune binary is available, end-to-end runs with
+# the fake Claude agent from shared/bench/fake-claude on the baseline's
+# workload (reference/baseline-predecessor.md):
+#   a: 1 run, 1 iteration, head              (FAKE_CLAUDE_COMPLETE_AT=1)
+#   b: 1 run, 5 iterations, merge-to-head    (FAKE_CLAUDE_COMPLETE_AT=5)
+#   c: 4 concurrent runs, branch strategy    (FAKE_CLAUDE_COMPLETE_AT=1)
+# Every timed run is checked (commit counts, no containers or temp branches
+# left) and the script fails otherwise. Needs root or docker access.
+#
+#   bench/docker-run.sh [-n RUNS] [-f FLOOR_RUNS] [-o RESULTS.md]
+#
+# sanddune is taken from $SANDDUNE_BIN, else PATH, else built into a temp
+# dir; set SANDDUNE_BENCH_E2E=0 to time the floor only. The shared/ dir is
+# $SANDDUNE_SHARED (default: ../shared beside the checkout).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+shared="${SANDDUNE_SHARED:-$root/../shared}"
+runs=5 floor_runs=10 out=""
+while getopts "n:f:o:" opt; do
+  case "$opt" in
+    n) runs="$OPTARG" ;;
+    f) floor_runs="$OPTARG" ;;
+    o) out="$OPTARG" ;;
+    *) echo "usage: $0 [-n RUNS] [-f FLOOR_RUNS] [-o RESULTS.md]" >&2; exit 2 ;;
+  esac
+done
+image="sanddune-bench:latest"
+work="$(mktemp -d /tmp/sanddune-bench.XXXXXX)"
+cleanup() {
+  docker rm -f sanddune-bench-floor >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+results="$work/results.md"
+log() { echo "bench: $*" >&2; }
+
+docker info >/dev/null 2>&1 || { echo "bench: docker is not reachable (run scripts/ci-setup.sh as root)" >&2; exit 1; }
+
+# sanddune binary (optional).
+sanddune="${SANDDUNE_BIN:-$(command -v sanddune || true)}"
+if [ -z "$sanddune" ] && [ "${SANDDUNE_BENCH_E2E:-1}" != 0 ]; then
+  log "building sanddune"
+  (cd "$root" && go build -o "$work/sanddune" ./cmd/sanddune) && sanddune="$work/sanddune"
+fi
+[ "${SANDDUNE_BENCH_E2E:-1}" = 0 ] && sanddune=""
+
+# Images: the base (debootstrap, no registry) and the fake-claude image with
+# the host UID, as `sanddune docker build-image` would build it.
+SANDDUNE_TEST_IMAGE_TAGS="sanddune-base:bookworm" "$root/scripts/test-image.sh" sanddune-test-base:bookworm >&2
+if ! docker image inspect "$image" >/dev/null 2>&1; then
+  log "building $image"
+  ctx="$work/fake-claude"
+  cp -r "$shared/bench/fake-claude" "$ctx"
+  chmod -R u+w "$ctx"
+  if [ -n "$sanddune" ]; then
+    (cd "$ctx" && "$sanddune" docker build-image --image-name "$image" --dockerfile Dockerfile >&2)
+  else
+    DOCKER_BUILDKIT=0 docker build -q -t "$image" --build-arg AGENT_UID="$(id -u)" --build-arg AGENT_GID="$(id -g)" "$ctx" >&2
+  fi
+fi
+
+# timeit LABEL N CMD...: runs CMD N times (after one warm-up) and appends
+# "| LABEL | median | min | max | N |" to the results.
+timeit() {
+  local label="$1" n="$2"; shift 2
+  "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; echo "bench: warm-up of '$label' failed" >&2; exit 1; }
+  local ts=() i s e
+  for ((i = 0; i < n; i++)); do
+    s=$(date +%s%N)
+    "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; echo "bench: '$label' failed" >&2; exit 1; }
+    e=$(date +%s%N)
+    ts+=($(( (e - s) / 1000 )))
+  done
+  printf '%s\n' "${ts[@]}" | sort -n | awk -v label="$label" -v n="$n" '
+    { v[NR] = $1 / 1e6 }
+    END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+          printf "| %s | %.3f | %.3f | %.3f | %d |\n", label, m, v[1], v[NR], n }' | tee -a "$results" >&2
+}
+
+# make_repo DIR: the baseline's 50-file repo with one commit.
+make_repo() {
+  local d="$1" i
+  mkdir -p "$d/src" "$d/.sanddune"
+  git -C "$d" init -q -b main
+  git -C "$d" config user.name "Bench Host"
+  git -C "$d" config user.email bench-host@example.invalid
+  echo "# bench" >"$d/README.md"
+  printf '.env\nlogs\nworktrees\n' >"$d/.sanddune/.gitignore"
+  for i in $(seq -w 0 47); do
+    printf 'export const v%s = %s;\nexport function f%s() {\n  return v%s;\n}\n// end\n' "$i" "$i" "$i" "$i" >"$d/src/mod$i.ts"
+  done
+  git -C "$d" add -A && git -C "$d" commit -q -m "initial commit"
+}
+
+{
+  echo "| operation | wall median s | min | max | n |"
+  echo "|---|---|---|---|---|"
+} >"$results"
+
+# Floor.
+floor_run_exec_rm() {
+  docker run -d --name sanddune-bench-floor --entrypoint sleep "$image" infinity >/dev/null
+  docker exec sanddune-bench-floor true
+  docker rm -f sanddune-bench-floor >/dev/null
+}
+worktree_cycle() {
+  git -C "$work/floor-repo" worktree add -q -b bench-wt "$work/floor-wt" HEAD
+  git -C "$work/floor-repo" worktree remove --force "$work/floor-wt"
+  git -C "$work/floor-repo" branch -q -D bench-wt
+}
+make_repo "$work/floor-repo"
+timeit "\`docker run --rm --entrypoint true $image\`" "$floor_runs" docker run --rm --entrypoint true "$image"
+timeit "\`docker run -d\` + \`docker exec true\` + \`docker rm -f\`" "$floor_runs" floor_run_exec_rm
+docker run -d --name sanddune-bench-floor --entrypoint sleep "$image" infinity >/dev/null
+timeit "one \`docker exec <running> true\`" "$floor_runs" docker exec sanddune-bench-floor true
+docker rm -f sanddune-bench-floor >/dev/null
+timeit "\`git worktree add\` + \`remove --force\` + \`branch -D\` (50 files)" "$floor_runs" worktree_cycle
+
+# End to end.
+if [ -n "$sanddune" ]; then
+  prompt="Append one line to fake-claude.log and commit it. When the task is done, reply with <promise>COMPLETE</promise>."
+  cat >"$work/bench.hcl" <<HCL
+sandbox "docker" "bench1" {
+  image = "$image"
+  env   = { FAKE_CLAUDE_COMPLETE_AT = "1" }
+}
+sandbox "docker" "bench5" {
+  image = "$image"
+  env   = { FAKE_CLAUDE_COMPLETE_AT = "5" }
+}
+agent "claude" "fake" {
+  model = "claude-opus-4-8"
+  env   = { ANTHROPIC_API_KEY = "fake-key-for-the-fake-cli" }
+}
+run "a" {
+  sandbox = sandbox.docker.bench1
+  agent   = agent.claude.fake
+  prompt  = "$prompt"
+}
+run "b" {
+  sandbox         = sandbox.docker.bench5
+  agent           = agent.claude.fake
+  prompt          = "$prompt"
+  max_iterations  = 5
+  branch_strategy = { type = "merge-to-head" }
+}
+HCL
+  for i in 1 2 3 4; do
+    cat >>"$work/bench.hcl" <<HCL
+run "c$i" {
+  sandbox         = sandbox.docker.bench1
+  agent           = agent.claude.fake
+  prompt          = "$prompt"
+  branch_strategy = { type = "branch", branch = "bench/c$i" }
+}
+HCL
+  done
+
+  e2e() { # scenario: fresh repo, one sanddune process, checks
+    local sc="$1" repo="$work/e2e-repo"
+    rm -rf "$repo" "$work/home" && mkdir -p "$work/home" && make_repo "$repo"
+    local names=("$sc")
+    [ "$sc" = c ] && names=(-p 4 c1 c2 c3 c4)
+    local s e
+    s=$(date +%s%N)
+    HOME="$work/home" "$sanddune" run -c "$work/bench.hcl" --repo "$repo" "${names[@]}" >"$work/e2e.out" 2>&1 ||
+      { cat "$work/e2e.out" >&2; echo "bench: sanddune run $sc failed" >&2; return 1; }
+    e=$(date +%s%N)
+    case "$sc" in
+      a) [ "$(git -C "$repo" rev-list --count main)" = 2 ] ;;
+      b) [ "$(git -C "$repo" rev-list --count main)" = 6 ] && [ -z "$(git -C "$repo" branch --list 'sanddune/*')" ] ;;
+      c) for i in 1 2 3 4; do [ "$(git -C "$repo" rev-list --count "bench/c$i")" = 2 ] || return 1; done ;;
+    esac || { cat "$work/e2e.out" >&2; echo "bench: scenario $sc produced the wrong commits" >&2; return 1; }
+    left="$(docker ps -a --filter label=sanddune.run --filter "ancestor=$image" --format "{{.Names}} {{.Status}}")"
+    [ -z "$left" ] || { echo "bench: containers left after $sc: $left" >&2; return 1; }
+    echo $(( (e - s) / 1000 ))
+  }
+  for sc in a b c; do
+    e2e "$sc" >/dev/null # warm-up
+    ts=()
+    for ((i = 0; i < runs; i++)); do ts+=("$(e2e "$sc")"); done
+    label="$sc: $(case $sc in a) echo "1 run, 1 iteration, head" ;; b) echo "1 run, 5 iterations, merge-to-head" ;; c) echo "4 concurrent runs, branch" ;; esac)"
+    printf '%s\n' "${ts[@]}" | sort -n | awk -v label="$label" -v n="$runs" '
+      { v[NR] = $1 / 1e6 }
+      END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf "| sanddune %s | %.3f | %.3f | %.3f | %d |\n", label, m, v[1], v[NR], n }' | tee -a "$results" >&2
+  done
+else
+  log "no sanddune binary: end-to-end scenarios skipped"
+fi
+
+{
+  echo
+  echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}'), git $(git --version | awk '{print $3}')."
+} >>"$results"
+cat "$results"
+[ -n "$out" ] && cp "$results" "$out"
+exit 0

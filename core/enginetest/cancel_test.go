@@ -1,0 +1,125 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/missingstudio/sanddune/core"
+)
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// withMarker lists the live processes whose command line contains marker.
+func withMarker(marker string) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		cmd, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && pid != os.Getpid() && strings.Contains(string(cmd), marker) && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// eventually polls cond for up to 10 s (processes being killed take a
+// moment to be reaped).
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestCancel cancels the run's context while the agent runs: the agent's
+// processes die, the work is kept, and the error means exit code 130.
+func TestCancel(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		sandbox func(testing.TB) core.ProviderRef
+	}{
+		{"Local", localSandbox},
+		{"Bubblewrap", bwrapSandbox},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sb := c.sandbox(t)
+			repo := newRepo(t)
+			// The agent's shell writes its pid ($$, a host pid in the local
+			// sandbox; bubblewrap has a pid namespace and a private /tmp).
+			pidFile := filepath.Join(t.TempDir(), "agent.pid")
+			if c.name != "Local" {
+				pidFile = "agent.pid"
+			}
+			// A sleep with a unique duration marks the agent's child process.
+			marker := fmt.Sprintf("sleep 600.%09d", rand.IntN(1e9))
+			agent := commitScript("done.txt") + " && echo wip > wip.txt && echo $$ > " + pidFile +
+				" && echo ready && " + marker + " && echo survived > survived.txt"
+			var term buffer
+			o := options(repo, sb, commandAgent(t, agent), &term)
+			o.BranchStrategy = core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/cancel"}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			o.OnEvent = func(e core.AgentEvent) {
+				if e.Event.Text == "ready" {
+					cancel()
+				}
+			}
+			res, err := core.Run(ctx, o)
+			if err == nil {
+				t.Fatal("Run succeeded after cancellation")
+			}
+			if code := core.ExitCode(err); code != core.ExitCancelled || !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %v (exit code %d); want the cancellation, exit code 130", err, code)
+			}
+			if !eventually(func() bool { return len(withMarker(marker)) == 0 }) {
+				t.Errorf("agent processes still running: %v", withMarker(marker))
+			}
+			if c.name == "Local" {
+				b, rerr := os.ReadFile(pidFile)
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				if rerr != nil || pid == 0 {
+					t.Fatalf("agent pid file: %v %q", rerr, b)
+				}
+				if !eventually(func() bool { return !alive(pid) }) {
+					t.Errorf("agent process %d still alive", pid)
+				}
+			}
+			if len(res.Commits) != 1 || len(revList(t, repo, "main..agent/cancel")) != 1 {
+				t.Errorf("commits %v; want the agent's commit on agent/cancel", res.Commits)
+			}
+			if c.name == "Local" {
+				if b, _ := os.ReadFile(res.PatchPath); !strings.Contains(string(b), "wip.txt") {
+					t.Errorf("uncommitted work not saved to a patch (%q)", res.PatchPath)
+				}
+			} else {
+				if res.PreservedWorktreePath == "" || !exists(filepath.Join(res.PreservedWorktreePath, "wip.txt")) {
+					t.Errorf("uncommitted work not in a preserved worktree (%q)", res.PreservedWorktreePath)
+				}
+				if exists(filepath.Join(res.PreservedWorktreePath, "survived.txt")) {
+					t.Errorf("the agent went on after the cancellation")
+				}
+			}
+			assertClean(t, repo)
+		})
+	}
+}

@@ -1,0 +1,118 @@
+package enginetest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// iterationScript commits a file named after the iteration, reports a
+// session and usage, and prints sig on iteration sigAt (never when 0).
+func iterationScript(sigAt int, sig string) func(int) string {
+	return func(n int) string {
+		s := commitScript(fmt.Sprintf("it%d.txt", n)) +
+			fmt.Sprintf(" && echo 'SESSION s%d' && echo 'USAGE %d %d' && echo 'TEXT iteration %d done'", n, 10*n, n, n)
+		if n == sigAt {
+			s += " && echo 'TEXT " + sig + "'"
+		}
+		return s
+	}
+}
+
+func TestFakeMaxIterationsWithoutSignal(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	o := options(repo, localSandbox(t), fake(t, &fakeAgent{Script: iterationScript(0, "")}), &term)
+	o.MaxIterations = 3
+	res := run(t, o)
+	if len(res.Iterations) != 3 {
+		t.Fatalf("%d iterations, want all 3", len(res.Iterations))
+	}
+	if res.CompletionSignal != "" || len(res.Commits) != 3 {
+		t.Errorf("signal %q, %d commits; want none and 3", res.CompletionSignal, len(res.Commits))
+	}
+	for i, it := range res.Iterations {
+		n := int64(i + 1)
+		if it.SessionID != fmt.Sprintf("s%d", n) || it.Usage == nil || it.Usage.InputTokens != 10*n || it.Usage.OutputTokens != n {
+			t.Errorf("iteration %d: session %q usage %+v", n, it.SessionID, it.Usage)
+		}
+	}
+	if u := res.Usage(); u == nil || u.InputTokens != 60 || u.OutputTokens != 6 {
+		t.Errorf("total usage %+v", u)
+	}
+	if !strings.Contains(term.String()+readLog(t, res), "without a completion signal") {
+		t.Errorf("no word about the missing signal in the log")
+	}
+}
+
+func TestFakeSignalStopsLoop(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	o := options(repo, localSandbox(t), fake(t, &fakeAgent{Script: iterationScript(2, signal)}), &term)
+	o.MaxIterations = 5
+	res := run(t, o)
+	if len(res.Iterations) != 2 || res.CompletionSignal != signal || len(res.Commits) != 2 {
+		t.Errorf("%d iterations, signal %q, %d commits; want 2, %q, 2", len(res.Iterations), res.CompletionSignal, len(res.Commits), signal)
+	}
+}
+
+// TestFakeFirstListedSignalWins: of the signals an iteration printed, the
+// one listed first is reported, whatever the order they came in.
+func TestFakeFirstListedSignalWins(t *testing.T) {
+	for _, c := range []struct {
+		name, script, want string
+	}{
+		{"SecondThenFirst", "echo 'TEXT <promise>ABORTED</promise>'; echo 'TEXT more'; echo 'TEXT <promise>DONE</promise>'", "<promise>DONE</promise>"},
+		{"OnlySecond", "echo 'TEXT <promise>ABORTED</promise>'", "<promise>ABORTED</promise>"},
+		{"InResult", "echo 'TEXT working'; echo 'RESULT all <promise>ABORTED</promise>'", "<promise>ABORTED</promise>"},
+		{"SameLine", "echo 'TEXT <promise>ABORTED</promise> <promise>DONE</promise>'", "<promise>DONE</promise>"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repo := newRepo(t)
+			var term buffer
+			o := options(repo, localSandbox(t), fake(t, script(c.script)), &term)
+			o.MaxIterations = 3
+			o.CompletionSignals = []string{"<promise>DONE</promise>", "<promise>ABORTED</promise>"}
+			res := run(t, o)
+			if res.CompletionSignal != c.want || len(res.Iterations) != 1 {
+				t.Errorf("signal %q after %d iterations, want %q after 1", res.CompletionSignal, len(res.Iterations), c.want)
+			}
+		})
+	}
+}
+
+// TestFakeSignalSplitAcrossDeltas: text deltas are matched as one stream.
+func TestFakeSignalSplitAcrossDeltas(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	var events []sdk.Event
+	o := options(repo, localSandbox(t), fake(t, script("echo 'TEXT all done <prom'; echo 'TEXT ise>COMP'; echo 'TEXT LETE</promise>'")), &term)
+	o.MaxIterations = 2
+	o.OnEvent = func(e core.AgentEvent) { events = append(events, e.Event) }
+	res := run(t, o)
+	if res.CompletionSignal != signal || len(res.Iterations) != 1 {
+		t.Errorf("signal %q after %d iterations, want %q after 1", res.CompletionSignal, len(res.Iterations), signal)
+	}
+	if len(events) != 3 || events[1].Text != "ise>COMP" {
+		t.Errorf("events %+v", events)
+	}
+}
+
+// TestFakeAgentFailure: a non-zero exit fails the run with the agent's
+// stderr.
+func TestFakeAgentFailure(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	o := options(repo, localSandbox(t), fake(t, script("echo 'TEXT trying'; echo 'no credentials found' >&2; exit 3")), &term)
+	res, err := core.Run(t.Context(), o)
+	var exit *core.AgentExitError
+	if !asError(err, &exit) || exit.ExitCode != 3 || !strings.Contains(err.Error(), "no credentials found") {
+		t.Fatalf("err = %v; want an AgentExitError with code 3 and the agent's stderr", err)
+	}
+	if core.ExitCode(err) != core.ExitFailure || res == nil || len(res.Iterations) != 1 {
+		t.Errorf("exit code %d, result %+v", core.ExitCode(err), res)
+	}
+}

@@ -1,0 +1,68 @@
+package enginetest
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/missingstudio/sanddune/core"
+)
+
+// TestBoundedMemoryHugeOutput: an agent printing 1 GB (10 million lines)
+// streams through the sandbox, the engine and the agent's parser, all in
+// this process over the plugin protocol, without the heap growing with it.
+func TestBoundedMemoryHugeOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 1 GB")
+	}
+	const size = 1_000_000_000
+	const limit = 200 << 20
+	repo := newRepo(t)
+	var term buffer
+	agent := "head -c 1000000000 /dev/zero | tr '\\0' a | fold -w 100; echo; echo '" + signal + "'"
+	o := options(repo, localSandbox(t), commandAgent(t, agent), &term)
+	o.Logging.Path = os.DevNull // the log would hold the gigabyte too
+	var events atomic.Int64
+	o.OnEvent = func(core.AgentEvent) { events.Add(1) }
+
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+	}()
+	start := time.Now()
+	res := run(t, o)
+	close(stop)
+	<-sampled
+
+	t.Logf("%d MB streamed in %s, %d events, peak HeapInuse %d MB", size>>20, time.Since(start).Round(time.Millisecond), events.Load(), peak.Load()>>20)
+	if n := events.Load(); n != size/100+1 {
+		t.Errorf("%d events, want %d (one per line)", n, size/100+1)
+	}
+	if res.CompletionSignal != signal {
+		t.Errorf("signal %q", res.CompletionSignal)
+	}
+	if len(res.Stdout) > core.MaxStdoutBytes || !strings.HasSuffix(res.Stdout, signal) {
+		t.Errorf("Result.Stdout: %d bytes ending %q", len(res.Stdout), res.Stdout[max(0, len(res.Stdout)-40):])
+	}
+	if p := peak.Load(); p > limit {
+		t.Errorf("peak HeapInuse %d MB, want under %d MB", p>>20, limit>>20)
+	}
+}

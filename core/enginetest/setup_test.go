@@ -1,0 +1,272 @@
+package enginetest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// TestIsolatedSyncAndPatch: the agent's commits come back with their SHAs
+// and its uncommitted work (staged, unstaged, untracked) is saved to a
+// patch that applies on the synced branch.
+func TestIsolatedSyncAndPatch(t *testing.T) {
+	repo := newRepo(t)
+	agent := commitScript("c1.txt") + " && " + commitScript("c2.txt") + " && git rev-list --reverse HEAD~2..HEAD | sed 's/^/SHA /'" +
+		" && echo changed >> README && echo staged > staged.txt && git add staged.txt && echo new > untracked.txt"
+	var term buffer
+	o := options(repo, localSandbox(t), commandAgent(t, agent), &term)
+	o.BranchStrategy = core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/sync"}
+	res := run(t, o)
+
+	want := printedSHAs(res.Stdout)
+	if len(want) != 2 || !slices.Equal(shas(res), want) || !slices.Equal(revList(t, repo, "main..agent/sync"), want) {
+		t.Errorf("SHAs: agent %v, result %v, host %v", want, shas(res), revList(t, repo, "main..agent/sync"))
+	}
+	if !regexp.MustCompile(`/\.sanddune/patches/test-\d{8}-\d{6}[^/]*\.patch$`).MatchString(res.PatchPath) {
+		t.Fatalf("PatchPath = %q, want .sanddune/patches/test-<ts>.patch", res.PatchPath)
+	}
+	if !strings.HasPrefix(res.PatchPath, repo) {
+		t.Errorf("patch %s is not in the host repo %s", res.PatchPath, repo)
+	}
+	if !strings.Contains(term.String(), res.PatchPath) {
+		t.Errorf("the patch is not reported on the terminal:\n%s", term.String())
+	}
+	check := filepath.Join(t.TempDir(), "check")
+	git(t, repo, "worktree", "add", "-q", check, "agent/sync")
+	git(t, check, "apply", "--index", res.PatchPath)
+	for f, content := range map[string]string{"README": "hello\nchanged\n", "staged.txt": "staged\n", "untracked.txt": "new\n"} {
+		if b, err := os.ReadFile(filepath.Join(check, f)); err != nil || string(b) != content {
+			t.Errorf("after git apply, %s = %q (%v), want %q", f, b, err, content)
+		}
+	}
+	assertClean(t, repo)
+}
+
+// TestPromptHostileArgument: `!` text in an argument value is data, never
+// run; the template's own expressions are expanded in the sandbox.
+func TestPromptHostileArgument(t *testing.T) {
+	repo := newRepo(t)
+	canary := t.TempDir()
+	hostile := "!`touch " + canary + "/pwned` $(touch " + canary + "/pwned2) `touch " + canary + "/pwned3`; touch " + canary + "/pwned4"
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "prompt.md"), "Work on {{SOURCE_BRANCH}} for {{TARGET_BRANCH}}.\n"+
+		"Issue: {{ISSUE}}\n"+
+		"Expanded: !`echo hi-from-$(basename \"$PWD\")`\n"+
+		"Quoted: !`printf '%s' {{ISSUE}}`\n")
+	var term buffer
+	o := options(repo, localSandbox(t), commandAgent(t, "cat"), &term)
+	o.Prompt, o.PromptFile, o.BaseDir = "", "prompt.md", dir
+	o.PromptArgs = map[string]string{"ISSUE": hostile}
+	o.BranchStrategy = core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/prompt"}
+	res := run(t, o)
+
+	for _, f := range []string{"pwned", "pwned2", "pwned3", "pwned4"} {
+		if exists(filepath.Join(canary, f)) {
+			t.Errorf("the hostile argument was executed: %s exists", f)
+		}
+	}
+	want := "Work on agent/prompt for main.\n" +
+		"Issue: " + hostile + "\n" +
+		"Expanded: hi-from-repo\n" +
+		"Quoted: " + hostile
+	if strings.TrimSpace(res.Stdout) != want {
+		t.Errorf("the agent got:\n%s\nwant:\n%s", res.Stdout, want)
+	}
+
+	// An inline prompt is passed literally.
+	o = options(repo, localSandbox(t), commandAgent(t, "cat"), &term)
+	o.Prompt = "!`touch " + canary + "/inline`"
+	res = run(t, o)
+	if exists(filepath.Join(canary, "inline")) || strings.TrimSpace(res.Stdout) != o.Prompt {
+		t.Errorf("inline prompt not passed literally: %q", res.Stdout)
+	}
+}
+
+// TestPromptExpressionFailure: a failing expression fails the run with
+// the expression and its stderr.
+func TestPromptExpressionFailure(t *testing.T) {
+	repo := newRepo(t)
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "prompt.md"), "Status: !`echo nope >&2; exit 5`\n")
+	var term buffer
+	o := options(repo, localSandbox(t), commandAgent(t, "cat"), &term)
+	o.Prompt, o.PromptFile, o.BaseDir = "", "prompt.md", dir
+	_, err := core.Run(t.Context(), o)
+	if err == nil || !strings.Contains(err.Error(), "echo nope >&2; exit 5") || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("err = %v; want the expression and its stderr", err)
+	}
+}
+
+// withEnv is a config object with an env map (the conventional attribute).
+func withEnv(m map[string]string) sdk.Config {
+	vals := map[string]cty.Value{}
+	for k, v := range m {
+		vals[k] = cty.StringVal(v)
+	}
+	return sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"env": cty.MapVal(vals)})}
+}
+
+// TestFakeEnvOverlap: agent-provider and sandbox-provider env sharing keys
+// is a configuration error listing the keys (never the values), raised
+// before anything starts.
+func TestFakeEnvOverlap(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	f := script("true")
+	f.Desc.Env = map[string]string{"SHARED_B": "agent-secret-1", "SHARED_A": "agent-secret-2", "AGENT_ONLY": "x"}
+	sb := localSandbox(t)
+	sb.Config = withEnv(map[string]string{"SHARED_A": "sandbox-secret-1", "SHARED_B": "sandbox-secret-2", "SANDBOX_ONLY": "y"})
+	_, err := core.Run(t.Context(), options(repo, sb, fake(t, f), &term))
+	var overlap *env.OverlapError
+	if !asError(err, &overlap) || !slices.Equal(overlap.Keys, []string{"SHARED_A", "SHARED_B"}) {
+		t.Fatalf("err = %v; want an overlap error on SHARED_A, SHARED_B", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "SHARED_A") || !strings.Contains(msg, "SHARED_B") || strings.Contains(msg, "secret") {
+		t.Errorf("message must list the keys and no value:\n%s", msg)
+	}
+	if core.ExitCode(err) != core.ExitConfig {
+		t.Errorf("exit code %d, want 2", core.ExitCode(err))
+	}
+	assertNothingStarted(t, repo)
+}
+
+// TestFakeRequiredEnvMissing: missing credentials fail before anything
+// starts, naming the keys.
+func TestFakeRequiredEnvMissing(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	f := script("true")
+	f.Desc.RequiredEnv = [][]string{{"SANDDUNE_TEST_NO_SUCH_KEY_A", "SANDDUNE_TEST_NO_SUCH_KEY_B"}}
+	_, err := core.Run(t.Context(), options(repo, localSandbox(t), fake(t, f), &term))
+	var missing *env.MissingError
+	if !asError(err, &missing) || !strings.Contains(err.Error(), "SANDDUNE_TEST_NO_SUCH_KEY_A") || !strings.Contains(err.Error(), "SANDDUNE_TEST_NO_SUCH_KEY_B") {
+		t.Fatalf("err = %v; want a missing-env error naming both keys", err)
+	}
+	if core.ExitCode(err) != core.ExitConfig {
+		t.Errorf("exit code %d, want 2", core.ExitCode(err))
+	}
+	assertNothingStarted(t, repo)
+}
+
+// assertNothingStarted: no worktree, branch, log or other state.
+func assertNothingStarted(t *testing.T, repo string) {
+	t.Helper()
+	if exists(filepath.Join(repo, ".sanddune")) {
+		t.Errorf(".sanddune created by a run that failed its checks")
+	}
+	if b := branches(t, repo); !slices.Equal(b, []string{"main"}) {
+		t.Errorf("branches %v", b)
+	}
+	assertClean(t, repo)
+}
+
+// TestFakeEnvLayers: every layer reaches the agent, the run's env wins,
+// and the host env stays out unless asked for.
+func TestFakeEnvLayers(t *testing.T) {
+	repo := newRepo(t)
+	t.Setenv("SANDDUNE_TEST_HOST_ONLY", "leak")
+	t.Setenv("SANDDUNE_TEST_FROM_HOST", "host")
+	write(t, filepath.Join(repo, ".sanddune", ".env"), "DOT=dot\nSANDDUNE_TEST_FROM_HOST=\nOVERRIDDEN=dot\n")
+	f := script(`echo "TEXT $DOT,$SANDDUNE_TEST_FROM_HOST,$AGENT_ONLY,$SANDBOX_ONLY,$OVERRIDDEN,$RUN,${SANDDUNE_TEST_HOST_ONLY-unset}"`)
+	f.Desc.Env = map[string]string{"AGENT_ONLY": "agent", "OVERRIDDEN": "agent"}
+	sb := localSandbox(t)
+	sb.Config = withEnv(map[string]string{"SANDBOX_ONLY": "sandbox"})
+	var term buffer
+	o := options(repo, sb, fake(t, f), &term)
+	o.Env = map[string]string{"RUN": "run", "OVERRIDDEN": "run"}
+	res := run(t, o)
+	if got, want := strings.TrimSpace(res.Stdout), "dot,host,agent,sandbox,run,run,unset"; got != want {
+		t.Errorf("agent env %q, want %q", got, want)
+	}
+}
+
+// TestHooksOrder: copy_to_worktree, host on_worktree_ready (in order),
+// then the sandbox, then both on_sandbox_ready sides, then the agent.
+func TestHooksOrder(t *testing.T) {
+	repo := newRepo(t)
+	write(t, filepath.Join(repo, ".gitignore"), "local.env\n")
+	git(t, repo, "add", ".gitignore")
+	git(t, repo, "commit", "-q", "-m", "ignore")
+	write(t, filepath.Join(repo, "local.env"), "copied\n")
+	order := filepath.Join(t.TempDir(), "order")
+	var term buffer
+	o := options(repo, localSandbox(t), commandAgent(t, "echo agent >> "+order), &term)
+	o.CopyToWorktree = []string{"local.env"}
+	o.Hooks = core.Hooks{
+		HostOnWorktreeReady: []core.Hook{
+			{Command: "sleep 0.2; echo \"host1 $PWD\" >> " + order},
+			{Command: "echo host2 >> " + order},
+		},
+		HostOnSandboxReady:    []core.Hook{{Command: "echo host-ready >> " + order}},
+		SandboxOnSandboxReady: []core.Hook{{Command: "cat local.env && echo \"sandbox $(cat local.env)\" >> " + order}},
+	}
+	run(t, o)
+	b, err := os.ReadFile(order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 5 || lines[0] != "host1 "+repo || lines[1] != "host2" || lines[4] != "agent" {
+		t.Fatalf("hook order:\n%s", b)
+	}
+	ready := []string{lines[2], lines[3]}
+	slices.Sort(ready)
+	if !slices.Equal(ready, []string{"host-ready", "sandbox copied"}) {
+		t.Errorf("on_sandbox_ready hooks: %v", ready)
+	}
+}
+
+// TestHookFailure: a failing or hanging hook fails setup with its command
+// and output tail; nothing after it runs.
+func TestHookFailure(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		hooks core.Hooks
+		where string
+		want  []string
+	}{
+		{"HostExit", core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "echo boom-output; echo boom-stderr >&2; exit 3"}, {Command: "touch never"}}},
+			hooks.Host, []string{"echo boom-output; echo boom-stderr >&2; exit 3", "boom-output", "boom-stderr", "3"}},
+		{"SandboxExit", core.Hooks{SandboxOnSandboxReady: []core.Hook{{Command: "echo sb-broke >&2; exit 4"}}},
+			hooks.Sandbox, []string{"echo sb-broke >&2; exit 4", "sb-broke", "4"}},
+		{"HostTimeout", core.Hooks{HostOnSandboxReady: []core.Hook{{Command: "echo waiting; sleep 30", Timeout: 300 * time.Millisecond}}},
+			hooks.Host, []string{"sleep 30", "waiting", "300ms"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repo := newRepo(t)
+			var term buffer
+			o := options(repo, localSandbox(t), commandAgent(t, "touch "+filepath.Join(repo, "agent-ran")), &term)
+			o.Hooks = c.hooks
+			start := time.Now()
+			_, err := core.Run(t.Context(), o)
+			var re *core.RunError
+			var he *hooks.Error
+			if !asError(err, &re) || re.Phase != core.PhaseHooks || !asError(err, &he) || he.Where != c.where {
+				t.Fatalf("err = %v; want a %s hook error", err, c.where)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error lacks %q:\n%v", w, err)
+				}
+			}
+			if exists(filepath.Join(repo, "agent-ran")) || exists(filepath.Join(repo, "never")) {
+				t.Errorf("something ran after the failed hook")
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Errorf("the hook was not stopped (%s)", time.Since(start))
+			}
+			assertClean(t, repo)
+		})
+	}
+}

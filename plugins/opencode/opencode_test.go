@@ -1,0 +1,156 @@
+package opencode
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestBuildCommandGolden(t *testing.T) {
+	model := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}
+	full := map[string]cty.Value{"model": cty.StringVal("opencode/big-pickle"), "variant": cty.StringVal("high"), "agent": cty.StringVal("build")}
+	cases := []cmdCase{
+		{"print", model, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{"print variant and agent in sandbox", full, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
+		{"print custom binary", map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "binary": cty.StringVal("/opt/opencode")}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 3}},
+		{"interactive without sandbox", full, sdk.CommandRequest{Mode: sdk.ModeInteractive}},
+		{"interactive in sandbox", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, SkipPermissions: true}},
+		{"interactive prompt starting with a dash", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "--help me"}},
+		{"interactive no prompt", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
+	}
+	checkGolden(t, "testdata/commands.golden", buildAll(t, cases))
+}
+
+func TestBuildCommandRejectsResume(t *testing.T) {
+	cfg := testConfig(t, map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
+	for _, req := range []sdk.CommandRequest{
+		{Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "ses_1"},
+		{Config: cfg, Mode: sdk.ModeInteractive, ResumeSessionID: "ses_1", ForkSession: true},
+	} {
+		if _, err := New().BuildCommand(context.Background(), req); !errors.Is(err, ErrNoResume) {
+			t.Errorf("err = %v, want ErrNoResume", err)
+		}
+	}
+	if _, err := New().BuildCommand(context.Background(), sdk.CommandRequest{Config: cfg, Mode: "batch"}); err == nil {
+		t.Error("unknown mode accepted")
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	checkConfigure(t, []configureCase{
+		{"provider/model", map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}, nil},
+		{"bare model", map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}, []string{"model"}},
+		{"empty variant", map[string]cty.Value{"model": cty.StringVal("a/b"), "variant": cty.StringVal("")}, []string{"variant"}},
+		{"bad env", map[string]cty.Value{"model": cty.StringVal("a/b"), "env": cty.MapVal(map[string]cty.Value{"A B": cty.StringVal("")})}, []string{"env"}},
+	})
+}
+
+func TestDescribe(t *testing.T) {
+	for model, want := range map[string][][]string{
+		"anthropic/claude-sonnet-4-6": {{"ANTHROPIC_API_KEY"}},
+		"openai/gpt-5.4":              {{"OPENAI_API_KEY"}},
+		"opencode/big-pickle":         nil, // free models need no key
+		"my-proxy/some-model":         nil,
+	} {
+		d, err := New().Describe(context.Background(), testConfig(t, map[string]cty.Value{"model": cty.StringVal(model)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(d.RequiredEnv, want) {
+			t.Errorf("%s: RequiredEnv = %v, want %v", model, d.RequiredEnv, want)
+		}
+		if d.Sessions != nil || d.Resume || d.Fork {
+			t.Errorf("%s: opencode must not claim sessions: %+v", model, d)
+		}
+	}
+}
+
+func TestRewriteSessionIsIdentity(t *testing.T) {
+	in := []byte(`{"cwd":"/home/agent/workspace"}`)
+	got, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: in, FromCwd: "/home/agent/workspace", ToCwd: "/x"})
+	if err != nil || string(got) != string(in) {
+		t.Errorf("got %s, %v", got, err)
+	}
+}
+
+const fixtureFinal = "Fixed the sign error in `src/sum.ts`; the failing test now passes.\n\n<promise>COMPLETE</promise>"
+
+func parseCases(t *testing.T) []parseCase {
+	huge := strings.Repeat("z", 3<<20)
+	return []parseCase{
+		{
+			name:  "fixture",
+			lines: readLines(t, "testdata/opencode-stream.jsonl"),
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "ses_1a2b3c4d5ffeQw8Rt6Yu4Io2Pa"},
+				{Type: sdk.EventText, Text: "I'll run the test suite first to see what is failing."},
+				{Type: sdk.EventToolCall, ToolName: "bash", ToolArg: "npm test"},
+				{Type: sdk.EventToolCall, ToolName: "edit", ToolArg: "/home/agent/workspace/src/sum.ts"},
+				{Type: sdk.EventText, Text: fixtureFinal},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 15480 + 640 + 402, CacheReadInputTokens: 15488 + 16120, OutputTokens: 96 + 131 + 58}},
+				{Type: sdk.EventResult, Text: fixtureFinal},
+			},
+		},
+		{
+			name: "errors",
+			lines: []string{
+				`{"type":"error","timestamp":1782900002000,"sessionID":"ses_2","error":{"name":"APIError","data":{"message":"Rate limit exceeded","statusCode":429,"isRetryable":true}}}`,
+				`{"type":"error","sessionID":"ses_2","error":{"name":"ProviderAuthError","data":{"providerID":"anthropic","message":"missing API key"}}}`,
+				`{"type":"error","sessionID":"ses_2","error":{"name":"MessageAbortedError","data":{}}}`,
+				`{"type":"error","sessionID":"ses_2"}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "ses_2"},
+				{Type: sdk.EventError, Text: "Rate limit exceeded"},
+				{Type: sdk.EventError, Text: "missing API key"},
+				{Type: sdk.EventError, Text: "opencode: MessageAbortedError"},
+				{Type: sdk.EventError, Text: "opencode: error"},
+			},
+		},
+		{
+			name: "completion signal split across text parts; other tools",
+			lines: []string{
+				`{"type":"text","part":{"type":"text","text":"<promise>COMP"}}`,
+				`{"type":"tool_use","part":{"type":"tool","tool":"webfetch","state":{"status":"completed","input":{"url":"https://go.dev"}}}}`,
+				`{"type":"tool_use","part":{"type":"tool","tool":"task","state":{"status":"error","input":{"description":"Explore repo","prompt":"..."},"error":"boom"}}}`,
+				`{"type":"tool_use","part":{"type":"tool","tool":"todowrite","state":{"status":"completed","input":{"todos":[]}}}}`,
+				`{"type":"text","part":{"type":"text","text":"LETE</promise>"}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventText, Text: "<promise>COMP"},
+				{Type: sdk.EventToolCall, ToolName: "webfetch", ToolArg: "https://go.dev"},
+				{Type: sdk.EventToolCall, ToolName: "task", ToolArg: "Explore repo"},
+				{Type: sdk.EventToolCall, ToolName: "todowrite"},
+				{Type: sdk.EventText, Text: "LETE</promise>"},
+				{Type: sdk.EventResult, Text: "LETE</promise>"},
+			},
+		},
+		{
+			name: "malformed, non-JSON and huge lines",
+			lines: []string{
+				`INFO  2026-07-01 service=server starting`,
+				`{"type":"text","part":{"type":"text","text":"torn`,
+				`{"type":"text","part":"nope"}`,
+				`{"type":"text","part":{"type":"text","text":"` + huge + `"}}`,
+			},
+			want: []sdk.Event{
+				{Type: sdk.EventText, Text: `INFO  2026-07-01 service=server starting`},
+				{Type: sdk.EventText, Text: `{"type":"text","part":{"type":"text","text":"torn`},
+				{Type: sdk.EventText, Text: `{"type":"text","part":"nope"}`},
+				{Type: sdk.EventText, Text: huge},
+				{Type: sdk.EventResult, Text: huge},
+			},
+		},
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, c := range parseCases(t) {
+		t.Run(c.name, func(t *testing.T) { check(t, parse(t, c.lines), c.want) })
+	}
+}
