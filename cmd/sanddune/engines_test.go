@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+)
+
+// testImage is the local image .ci/run builds (debootstrap minbase + git).
+func testImage() string {
+	if img := os.Getenv("SANDDUNE_TEST_IMAGE"); img != "" {
+		return img
+	}
+	return "sanddune-test-base:bookworm"
+}
+
+// requireDocker stops the test when the daemon or the test image is
+// missing: a failure in CI, a loud skip elsewhere.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", testImage()).CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("docker or the image %s is not available (run scripts/ci-setup.sh as root): %v: %s", testImage(), err, bytes.TrimSpace(out))
+	}
+	kittest.RequireEngine(t, "docker", err)
+}
+
+// containers lists the containers labelled by sanddune runs.
+func containers(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=sanddune.run").Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestDockerRunLandsCommitsForEveryStrategy runs the scripted agent in the
+// docker sandbox with each branch strategy, two of them concurrently, and
+// checks where the commits land and that no container is left behind.
+func TestDockerRunLandsCommitsForEveryStrategy(t *testing.T) {
+	requireDocker(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+  image = "`+testImage()+`"
+}
+agent "command" "script" {
+  command = `+commitAgent+`
+}
+run "head" {
+  prompt          = "into head"
+  branch_strategy = { type = "head" }
+}
+run "merge" {
+  prompt          = "via a temp branch"
+  branch_strategy = { type = "merge-to-head" }
+}
+run "named" {
+  prompt          = "onto a named branch"
+  branch_strategy = { type = "branch", branch = "agent/named" }
+}
+run "other" {
+  prompt          = "onto another branch"
+  branch_strategy = { type = "branch", branch = "agent/other" }
+}
+`)
+	before := gitOut(t, dir, "rev-parse", "main")
+	r := run(t, dir, "run", "--json", "head")
+	if r.code != 0 {
+		t.Fatalf("head: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := gitOut(t, dir, "rev-list", "--count", before+"..main"); got != "1" {
+		t.Fatalf("head: %s new commits on main, want 1", got)
+	}
+	r = run(t, dir, "run", "--json", "merge")
+	if r.code != 0 {
+		t.Fatalf("merge-to-head: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := gitOut(t, dir, "show", "main:prompt.txt"); got != "via a temp branch" {
+		t.Fatalf("merge-to-head: main:prompt.txt = %q", got)
+	}
+	r = run(t, dir, "run", "--json", "-p", "2", "named", "other")
+	if r.code != 0 {
+		t.Fatalf("concurrent branch runs: exit %d\n%s", r.code, r.stderr)
+	}
+	var doc struct {
+		Runs []struct {
+			Branch  string
+			Commits []struct{ SHA string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Runs) != 2 {
+		t.Fatalf("json: %v\n%s", err, r.stdout)
+	}
+	for i, b := range []string{"agent/named", "agent/other"} {
+		if doc.Runs[i].Branch != b || len(doc.Runs[i].Commits) != 1 || gitOut(t, dir, "rev-parse", b) != doc.Runs[i].Commits[0].SHA {
+			t.Errorf("run %d: %+v, want one commit at the tip of %s", i, doc.Runs[i], b)
+		}
+	}
+	if st := gitOut(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" {
+		t.Errorf("host working tree changed: %q", st)
+	}
+	if c := containers(t); len(c) != 0 {
+		t.Errorf("containers left behind: %v", c)
+	}
+}
+
+// TestDockerInterruptLeavesNoContainer interrupts a run whose agent hangs:
+// exit 130, the container is gone, the branch keeps the commit the agent
+// made before hanging.
+func TestDockerInterruptLeavesNoContainer(t *testing.T) {
+	requireDocker(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+  image = "`+testImage()+`"
+}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
+}
+run "hang" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/hang" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	if len(containers(t)) == 0 {
+		t.Fatal("no container while the agent runs")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	if c := containers(t); len(c) != 0 {
+		t.Fatalf("containers left behind: %v", c)
+	}
+	if got := gitOut(t, dir, "show", "agent/hang:work.txt"); got != "work" {
+		t.Fatalf("the agent's commit was lost: %q", got)
+	}
+}
+
+// TestGCRemovesWhatAKilledRunLeft kills sanddune outright mid-run (no
+// cleanup at all), then checks that `sanddune gc` finds the orphaned local
+// sandbox, that --dry-run removes nothing, and that gc removes it.
+func TestGCRemovesWhatAKilledRunLeft(t *testing.T) {
+	dir := gitRepo(t)
+	tmp := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo started; exec sleep 1000"]
+}
+run "orphan" {
+  prompt  = "wait"
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
+	if len(sandboxes) != 1 {
+		t.Fatalf("want the killed run's sandbox dir left in %s, found %v", tmp, sandboxes)
+	}
+	// Plugins die with sanddune (parent-death signal); give the kernel a moment.
+	time.Sleep(200 * time.Millisecond)
+
+	gc := func(args ...string) result {
+		c := sandduneCmd(dir, append([]string{"gc"}, args...)...)
+		c.Env = append(c.Env, "TMPDIR="+tmp)
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		code := 0
+		if errors.As(err, new(*exec.ExitError)) {
+			code = c.ProcessState.ExitCode()
+		}
+		return result{code, out.String(), errb.String()}
+	}
+	r := gc("--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "would remove") {
+		t.Fatalf("gc --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(sandboxes[0]); err != nil {
+		t.Fatalf("--dry-run removed the sandbox: %v", err)
+	}
+	r = gc()
+	if r.code != 0 || !strings.Contains(r.stdout, "removed") {
+		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(sandboxes[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("gc left the orphaned sandbox %s (%v)", sandboxes[0], err)
+	}
+}
