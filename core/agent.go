@@ -54,7 +54,6 @@ type iterationOutcome struct {
 	sessionID string
 	usage     *sdk.Usage
 	output    string // result text, else the text blocks (bounded)
-	hung      bool   // ended by the completion timeout
 }
 
 type stopReason int32
@@ -166,7 +165,6 @@ func (a *agentRunner) invoke(ctx context.Context, n int, prompt, resume string, 
 	case stopReason(s.stop.Load()) == stoppedIdle:
 		return out, &IdleTimeoutError{Timeout: a.idle}
 	case stopReason(s.stop.Load()) == stoppedCompletion:
-		out.hung = true
 		a.log.Warn("completion signal seen but the agent process kept running; stopped it after %s without output", a.completion)
 		return out, nil
 	case execErr != nil:

@@ -178,7 +178,9 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 			r.progress.Warn("the run's %d commit(s) are kept on branch %s", len(r.res.Commits), cr.KeptBranch)
 		}
 	}
-	if runErr == nil && failed == nil && r.plan.Type == worktree.StrategyMergeToHead {
+	if r.plan.Type == worktree.StrategyMergeToHead && r.res.Branch == r.ws.Branch && err == nil && cr.KeptBranch == "" {
+		// The temporary branch is gone (nothing to keep): the host
+		// branch is where the run's work is, if any.
 		r.res.Branch = r.ws.TargetBranch
 	}
 	return failed

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -71,7 +72,8 @@ func nullable(s string) *string {
 	return &s
 }
 
-// MarshalJSON writes the documented shape.
+// MarshalJSON writes the documented shape; patch_path appears only when
+// uncommitted sandbox work was saved.
 func (r Result) MarshalJSON() ([]byte, error) {
 	commits := r.Commits
 	if commits == nil {
@@ -81,7 +83,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	if its == nil {
 		its = []Iteration{}
 	}
-	return json.Marshal(struct {
+	return marshal(struct {
 		Name                  string      `json:"name"`
 		Branch                string      `json:"branch"`
 		Commits               []Commit    `json:"commits"`
@@ -95,11 +97,25 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		nullable(r.PreservedWorktreePath), r.PatchPath})
 }
 
-// MarshalJSON writes the documented shape.
+// MarshalJSON writes the documented shape; session_file_path appears only
+// when a session file was captured.
 func (it Iteration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
+	return marshal(struct {
 		SessionID       *string    `json:"session_id"`
-		SessionFilePath *string    `json:"session_file_path"`
 		Usage           *sdk.Usage `json:"usage"`
-	}{nullable(it.SessionID), nullable(it.SessionFilePath), it.Usage})
+		SessionFilePath string     `json:"session_file_path,omitempty"`
+	}{nullable(it.SessionID), it.Usage, it.SessionFilePath})
+}
+
+// marshal is json.Marshal without HTML escaping: signals like
+// <promise>COMPLETE</promise> stay readable (an encoder that wants
+// escaping re-escapes a Marshaler's output).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

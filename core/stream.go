@@ -86,9 +86,9 @@ type assembler struct {
 func (a *assembler) add(p []byte, partial bool) (line []byte, truncated bool) {
 	if !partial && a.buf == nil {
 		if len(p) > a.max {
-			return bytes.Clone(p[:a.max]), true
+			return append([]byte{}, p[:a.max]...), true
 		}
-		return bytes.Clone(p), false
+		return append([]byte{}, p...), false // never nil: an empty line is a line
 	}
 	if room := a.max - len(a.buf); room < len(p) {
 		p = p[:max(room, 0)]

@@ -11,6 +11,8 @@ import (
 	"github.com/missingstudio/sanddune/plugins/command"
 	"github.com/missingstudio/sanddune/plugins/docker"
 	"github.com/missingstudio/sanddune/plugins/local"
+	"github.com/missingstudio/sanddune/plugins/opencode"
+	"github.com/missingstudio/sanddune/plugins/pi"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -28,6 +30,8 @@ var builtins = map[string]func() sdk.ServeOpts{
 	"command":    agent("command", command.New),
 	"claude":     agent("claude", claude.New),
 	"codex":      agent("codex", codex.New),
+	"opencode":   agent("opencode", opencode.New),
+	"pi":         agent("pi", pi.New),
 }
 
 func sandbox(name string, New func() sdk.SandboxProvider) func() sdk.ServeOpts {

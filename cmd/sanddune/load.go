@@ -13,6 +13,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/session"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -115,6 +116,7 @@ func configure(ctx context.Context, file *config.File, host *pluginhost.Host) hc
 		}
 	}
 	for _, r := range file.Runs {
+		diags = append(diags, checkResume(ctx, host, r)...)
 		caps := r.Sandbox.Info.Sandbox
 		if caps == nil || caps.Sudo {
 			continue
@@ -159,4 +161,30 @@ func termWidth() uint {
 		return 100
 	}
 	return 0
+}
+
+// checkResume refuses resume_session (or fork_session) for an agent that
+// cannot resume (or fork) sessions.
+func checkResume(ctx context.Context, host *pluginhost.Host, r *config.RunBlock) hcl.Diagnostics {
+	if r.Options.ResumeSession == "" || r.Agent == nil {
+		return nil
+	}
+	c, err := host.Resolve(ctx, sdk.KindAgent, r.Agent.Plugin)
+	if err != nil {
+		return nil // reported with the agent block
+	}
+	desc, err := c.Provider.(sdk.AgentProvider).Describe(ctx, r.Agent.Config)
+	if err == nil {
+		err = session.CheckResume(desc, r.Options.ForkSession)
+	}
+	if err == nil {
+		return nil
+	}
+	rng := r.AttrRange("resume_session")
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Cannot resume a session with this agent",
+		Detail:   fmt.Sprintf("Run %q: %s (%s): %v.", r.Label, r.Agent.Address, c.Source, err),
+		Subject:  &rng,
+	}}
 }

@@ -290,3 +290,20 @@ func processAlive(pid int) bool {
 	}
 	return true
 }
+
+func TestValidateRejectsResumeForAgentWithoutSessions(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "local" "dev" {}
+agent "opencode" "oc" {
+  model = "anthropic/claude-sonnet-4-5"
+}
+run "resume" {
+  prompt         = "go on"
+  resume_session = "ses_123"
+}
+`)
+	r := run(t, dir, "validate", "-c", "cfg.hcl")
+	if r.code != 1 || !strings.Contains(r.stderr, "cfg.hcl:7:") || !strings.Contains(r.stderr, "Cannot resume") {
+		t.Fatalf("exit %d, want 1 with a diagnostic on resume_session\n%s", r.code, r.stderr)
+	}
+}

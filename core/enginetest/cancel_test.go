@@ -123,3 +123,40 @@ func TestCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelDuringHooks: cancelling while a hook runs kills it, host or
+// sandbox side, and nothing after it runs.
+func TestCancelDuringHooks(t *testing.T) {
+	for _, where := range []string{"host", "sandbox"} {
+		t.Run(where, func(t *testing.T) {
+			repo := newRepo(t)
+			marker := fmt.Sprintf("sleep 600.%09d", rand.IntN(1e9))
+			var term buffer
+			o := options(repo, localSandbox(t), commandAgent(t, "touch "+filepath.Join(repo, "agent-ran")), &term)
+			h := []core.Hook{{Command: marker}}
+			if where == "host" {
+				o.Hooks.HostOnWorktreeReady = h
+			} else {
+				o.Hooks.SandboxOnSandboxReady = h
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go func() {
+				eventually(func() bool { return len(withMarker(marker)) > 0 })
+				cancel()
+			}()
+			_, err := core.Run(ctx, o)
+			var re *core.RunError
+			if !asError(err, &re) || re.Phase != core.PhaseHooks || core.ExitCode(err) != core.ExitCancelled {
+				t.Fatalf("err = %v; want a cancellation during hooks", err)
+			}
+			if !eventually(func() bool { return len(withMarker(marker)) == 0 }) {
+				t.Errorf("hook processes still running: %v", withMarker(marker))
+			}
+			if exists(filepath.Join(repo, "agent-ran")) {
+				t.Errorf("the agent ran after the cancellation")
+			}
+			assertClean(t, repo)
+		})
+	}
+}

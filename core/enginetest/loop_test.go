@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,6 +114,53 @@ func TestFakeAgentFailure(t *testing.T) {
 		t.Fatalf("err = %v; want an AgentExitError with code 3 and the agent's stderr", err)
 	}
 	if core.ExitCode(err) != core.ExitFailure || res == nil || len(res.Iterations) != 1 {
-		t.Errorf("exit code %d, result %+v", core.ExitCode(err), res)
+		t.Fatalf("exit code %d, result %+v", core.ExitCode(err), res)
+	}
+	// merge-to-head without commits: no temporary branch is left, and the
+	// result points at the host branch.
+	if res.Branch != "main" || len(res.Commits) != 0 || !slices.Equal(branches(t, repo), []string{"main"}) {
+		t.Errorf("branch %q, commits %v, branches %v", res.Branch, res.Commits, branches(t, repo))
+	}
+}
+
+// TestFakeAgentFailureKeepsCommits: a failed merge-to-head run is not
+// merged; its commits stay on the temporary branch it reports.
+func TestFakeAgentFailureKeepsCommits(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	o := options(repo, localSandbox(t), fake(t, script(commitScript("x.txt")+"; exit 1")), &term)
+	res, err := core.Run(t.Context(), o)
+	if core.ExitCode(err) != core.ExitFailure {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.HasPrefix(res.Branch, "sanddune/test/") || len(res.Commits) != 1 ||
+		!slices.Equal(revList(t, repo, "main.."+res.Branch), shas(res)) || git(t, repo, "rev-list", "--count", "main") != "1" {
+		t.Errorf("branch %q, commits %v; branches %v", res.Branch, res.Commits, branches(t, repo))
+	}
+	if !strings.Contains(err.Error(), "1 commit(s) kept on branch "+res.Branch) {
+		t.Errorf("the error does not say where the commits are:\n%v", err)
+	}
+}
+
+// TestBlankLinesKept: empty output lines reach the parser (the command
+// agent's text keeps its paragraphs).
+func TestBlankLinesKept(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	res := run(t, options(repo, localSandbox(t), commandAgent(t, "printf 'one\\n\\ntwo\\n\\n\\nthree\\n'"), &term))
+	if res.Stdout != "one\n\ntwo\n\n\nthree" {
+		t.Errorf("Stdout = %q", res.Stdout)
+	}
+}
+
+// TestObserverPanicRecovered: a panicking OnEvent drops events, not the
+// run.
+func TestObserverPanicRecovered(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	o := options(repo, localSandbox(t), commandAgent(t, "echo one; echo '"+signal+"'"), &term)
+	o.OnEvent = func(core.AgentEvent) { panic("observer bug") }
+	if res := run(t, o); res.CompletionSignal != signal {
+		t.Errorf("signal %q", res.CompletionSignal)
 	}
 }

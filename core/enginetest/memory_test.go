@@ -28,31 +28,11 @@ func TestBoundedMemoryHugeOutput(t *testing.T) {
 	var events atomic.Int64
 	o.OnEvent = func(core.AgentEvent) { events.Add(1) }
 
-	runtime.GC()
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(25 * time.Millisecond):
-			}
-		}
-	}()
 	start := time.Now()
-	res := run(t, o)
-	close(stop)
-	<-sampled
+	var res *core.Result
+	peak := peakHeap(func() { res = run(t, o) })
 
-	t.Logf("%d MB streamed in %s, %d events, peak HeapInuse %d MB", size>>20, time.Since(start).Round(time.Millisecond), events.Load(), peak.Load()>>20)
+	t.Logf("%d MB streamed in %s, %d events, peak HeapInuse %d MB", size>>20, time.Since(start).Round(time.Millisecond), events.Load(), peak>>20)
 	if n := events.Load(); n != size/100+1 {
 		t.Errorf("%d events, want %d (one per line)", n, size/100+1)
 	}
@@ -62,7 +42,64 @@ func TestBoundedMemoryHugeOutput(t *testing.T) {
 	if len(res.Stdout) > core.MaxStdoutBytes || !strings.HasSuffix(res.Stdout, signal) {
 		t.Errorf("Result.Stdout: %d bytes ending %q", len(res.Stdout), res.Stdout[max(0, len(res.Stdout)-40):])
 	}
-	if p := peak.Load(); p > limit {
-		t.Errorf("peak HeapInuse %d MB, want under %d MB", p>>20, limit>>20)
+	if peak > limit {
+		t.Errorf("peak HeapInuse %d MB, want under %d MB", peak>>20, limit>>20)
 	}
+}
+
+// TestBoundedMemoryHugeLine: a 256 MB line without a newline is cut at
+// core.MaxAgentLine for the parser, with a warning.
+func TestBoundedMemoryHugeLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 256 MB")
+	}
+	const limit = 200 << 20
+	repo := newRepo(t)
+	var term buffer
+	agent := "head -c 268435456 /dev/zero | tr '\\0' a; echo; echo '" + signal + "'"
+	o := options(repo, localSandbox(t), commandAgent(t, agent), &term)
+	o.Logging.Path = os.DevNull
+	var longest atomic.Int64
+	o.OnEvent = func(e core.AgentEvent) {
+		if n := int64(len(e.Event.Text)); n > longest.Load() {
+			longest.Store(n)
+		}
+	}
+	var res *core.Result
+	peak := peakHeap(func() { res = run(t, o) })
+	t.Logf("peak HeapInuse %d MB", peak>>20)
+	if longest.Load() != core.MaxAgentLine || res.CompletionSignal != signal {
+		t.Errorf("longest event %d bytes (want %d), signal %q", longest.Load(), core.MaxAgentLine, res.CompletionSignal)
+	}
+	if !strings.Contains(term.String(), "truncated") {
+		t.Errorf("no truncation warning:\n%s", term.String())
+	}
+	if peak > limit {
+		t.Errorf("peak HeapInuse %d MB, want under %d MB", peak>>20, limit>>20)
+	}
+}
+
+// peakHeap runs f and returns the peak HeapInuse sampled meanwhile.
+func peakHeap(f func()) uint64 {
+	runtime.GC()
+	var peak uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+	}()
+	f()
+	close(stop)
+	<-sampled
+	return peak
 }

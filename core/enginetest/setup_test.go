@@ -184,10 +184,13 @@ func TestFakeEnvLayers(t *testing.T) {
 	sb.Config = withEnv(map[string]string{"SANDBOX_ONLY": "sandbox"})
 	var term buffer
 	o := options(repo, sb, fake(t, f), &term)
-	o.Env = map[string]string{"RUN": "run", "OVERRIDDEN": "run"}
+	o.Env = map[string]string{"RUN": "run", "OVERRIDDEN": "run", "SECRET": "s3cr3t-value"}
 	res := run(t, o)
 	if got, want := strings.TrimSpace(res.Stdout), "dot,host,agent,sandbox,run,run,unset"; got != want {
 		t.Errorf("agent env %q, want %q", got, want)
+	}
+	if strings.Contains(readLog(t, res)+term.String(), "s3cr3t-value") {
+		t.Errorf("an env value reached the log")
 	}
 }
 

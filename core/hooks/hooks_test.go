@@ -26,7 +26,7 @@ type sandboxFake struct {
 	req []sdk.ExecRequest
 }
 
-func (f *sandboxFake) Info() sdk.SandboxInfo { return sdk.SandboxInfo{RepoPath: f.dir} }
+func (f *sandboxFake) Info() sdk.SandboxInfo                         { return sdk.SandboxInfo{RepoPath: f.dir} }
 func (f *sandboxFake) CopyIn(context.Context, string, string) error  { return nil }
 func (f *sandboxFake) CopyOut(context.Context, string, string) error { return nil }
 func (f *sandboxFake) Close(context.Context) error                   { return nil }

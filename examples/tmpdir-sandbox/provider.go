@@ -9,14 +9,20 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // provider is the tmpdir sandbox provider. Like the built-in local
 // provider it is not a security boundary: commands run as the user running
-// sanddune, on this machine.
+// sanddune, on this machine. It lists its directories for `sanddune gc`.
 type provider struct{}
 
+var _ sdk.ResourceLister = provider{}
+
 func newProvider() sdk.SandboxProvider { return provider{} }
+
+// dirs are the sandbox directories, labelled for gc.
+var dirs = sandboxkit.TempDirs{Prefix: "sanddune-tmpdir-", LabelsFile: "labels.json"}
 
 func (provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
@@ -38,47 +44,36 @@ func (provider) ConfigSchema(context.Context) (sdk.Schema, error) {
 
 // Configure refuses every setting that depends on the network.
 func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
-	var ds sdk.Diagnostics
-	switch network := stringAttr(cfg, "network"); network {
+	var d sandboxkit.Decoder
+	switch network := d.String(cfg.Value, "network"); network {
 	case "":
 	case "none":
-		ds = append(ds, sdk.Diagnostic{
+		d.Diags = append(d.Diags, sdk.Diagnostic{
 			Severity:  sdk.SeverityWarning,
 			Summary:   "Network access is not cut off",
 			Detail:    `tmpdir runs commands on this machine; network = "none" documents intent but is not enforced.`,
 			Attribute: "network",
 		})
 	default:
-		ds = append(ds, sdk.Diagnostic{
-			Summary:   fmt.Sprintf("Unsupported network %q", network),
-			Detail:    `tmpdir sandboxes are for offline work: only network = "none" (or no network attribute) is accepted.`,
-			Attribute: "network",
-		})
+		d.Errorf("network", fmt.Sprintf("Unsupported network %q", network),
+			`tmpdir sandboxes are for offline work: only network = "none" (or no network attribute) is accepted.`)
 	}
-	if v := attr(cfg, "allowed_hosts"); !v.IsNull() {
-		ds = append(ds, sdk.Diagnostic{
-			Summary:   "allowed_hosts is not supported",
-			Detail:    "tmpdir cannot filter network traffic; use a provider that enforces network policy.",
-			Attribute: "allowed_hosts",
-		})
+	if !sandboxkit.Attr(cfg.Value, "allowed_hosts").IsNull() {
+		d.Errorf("allowed_hosts", "allowed_hosts is not supported",
+			"tmpdir cannot filter network traffic; use a provider that enforces network policy.")
 	}
-	return ds, nil
+	return d.Diags, nil
 }
 
 func (provider) Preflight(context.Context, sdk.PreflightRequest) error {
-	dir, err := os.MkdirTemp("", "sanddune-tmpdir-preflight-")
-	if err != nil {
-		return fmt.Errorf("tmpdir: the temp dir is not writable (set TMPDIR): %w", err)
+	if err := dirs.Check(); err != nil {
+		return fmt.Errorf("tmpdir: %w", err)
 	}
-	return os.Remove(dir)
+	return nil
 }
 
 func (provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
-	dir, err := os.MkdirTemp("", "sanddune-tmpdir-")
-	if err != nil {
-		return nil, fmt.Errorf("tmpdir: %w", err)
-	}
-	root, err := filepath.EvalSymlinks(dir)
+	root, err := dirs.Create("", req.Labels)
 	if err == nil {
 		err = os.Mkdir(filepath.Join(root, "repo"), 0o755)
 	}
@@ -86,25 +81,14 @@ func (provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, e
 		err = os.Mkdir(filepath.Join(root, "home"), 0o755)
 	}
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		if root != "" {
+			_ = sandboxkit.RemoveAll(root)
+		}
 		return nil, fmt.Errorf("tmpdir: %w", err)
 	}
 	return &sandbox{root: root, env: req.Env}, nil
 }
 
-// attr returns a config attribute, or a null value when it is absent.
-func attr(cfg sdk.Config, name string) cty.Value {
-	v := cfg.Value
-	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
-		return cty.NullVal(cty.DynamicPseudoType)
-	}
-	return v.GetAttr(name)
-}
+func (provider) ListResources(context.Context) ([]sdk.Resource, error) { return dirs.List() }
 
-func stringAttr(cfg sdk.Config, name string) string {
-	v := attr(cfg, name)
-	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
-		return ""
-	}
-	return v.AsString()
-}
+func (provider) RemoveResource(_ context.Context, id string) error { return dirs.Remove(id) }

@@ -14,9 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -78,12 +76,8 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	}
 	var errs []error
 	for i, m := range cfg.Mounts {
-		src, err := resolveHostPath(m.HostPath, req.HostRepoPath)
-		if err == nil {
-			_, err = os.Stat(src)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("mount.%d: host_path %q: %w: create it or fix the mount", i, m.HostPath, err))
+		if _, err := m.Source(req.HostRepoPath); err != nil {
+			errs = append(errs, fmt.Errorf("mount.%d: %w: create it or fix the mount", i, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -119,19 +113,4 @@ func namespaceArgs(networkNone bool) []string {
 		args = append(args, "--unshare-net")
 	}
 	return args
-}
-
-// resolveHostPath expands ~ and resolves relative paths against the repo.
-func resolveHostPath(p, repo string) (string, error) {
-	p, err := expandHome(p)
-	if err != nil {
-		return "", err
-	}
-	if !filepath.IsAbs(p) {
-		if repo == "" {
-			return "", fmt.Errorf("relative host_path %q needs a repository", p)
-		}
-		p = filepath.Join(repo, p)
-	}
-	return filepath.Clean(p), nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -24,14 +24,10 @@ import (
 func requireBwrap(t *testing.T) {
 	t.Helper()
 	err := New().Preflight(context.Background(), sdk.PreflightRequest{HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()})
-	if err == nil {
-		return
+	if err != nil {
+		err = fmt.Errorf("%w (run scripts/ci-setup.sh as root)", err)
 	}
-	msg := "BUBBLEWRAP ENGINE TESTS NOT RUN: " + err.Error() + " (run scripts/ci-setup.sh as root)"
-	if os.Getenv("SANDDUNE_REQUIRE_ENGINES") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	kittest.RequireEngine(t, "bubblewrap", err)
 }
 
 func cfgOf(attrs map[string]cty.Value) sdk.Config {
@@ -64,31 +60,6 @@ func create(t *testing.T, cfg sdk.Config, mod func(*sdk.CreateRequest)) (*sandbo
 		}
 	})
 	return sb.(*sandbox), req
-}
-
-type output struct {
-	mu             sync.Mutex
-	stdout, stderr []string
-}
-
-func (o *output) add(l sdk.OutputLine) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if l.Stream == sdk.Stdout {
-		o.stdout = append(o.stdout, string(l.Text))
-	} else {
-		o.stderr = append(o.stderr, string(l.Text))
-	}
-}
-
-func run(t *testing.T, sb sdk.Sandbox, req sdk.ExecRequest) (sdk.ExecResult, *output) {
-	t.Helper()
-	o := &output{}
-	res, err := sb.Exec(context.Background(), req, o.add)
-	if err != nil {
-		t.Fatalf("Exec %q %q: %v", req.Argv, req.Shell, err)
-	}
-	return res, o
 }
 
 func must(t *testing.T, err error) {
@@ -141,14 +112,14 @@ func TestConfigureDiagnostics(t *testing.T) {
 func TestExecEnvironment(t *testing.T) {
 	requireBwrap(t)
 	sb, req := create(t, cfgOf(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})}), nil)
-	_, o := run(t, sb, sdk.ExecRequest{Shell: `pwd; echo "$HOME|$TMPDIR|$SANDDUNE_TEST|$FROM_CFG|$X"; echo "$PATH"; id -u; grep CapEff /proc/self/status; cat /proc/1/comm`,
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `pwd; echo "$HOME|$TMPDIR|$SANDDUNE_TEST|$FROM_CFG|$X"; echo "$PATH"; id -u; grep CapEff /proc/self/status; cat /proc/1/comm`,
 		Env: map[string]string{"X": "x"}})
 	want := []string{req.WorktreePath, sb.home + "|/tmp|1|cfg|x", os.Getenv("PATH"), fmt.Sprint(os.Getuid()), "CapEff:\t0000000000000000"}
-	if len(o.stdout) != 6 || strings.Join(o.stdout[:5], "\n") != strings.Join(want, "\n") {
-		t.Fatalf("got %q, want %q", o.stdout, want)
+	if len(o.Stdout) != 6 || strings.Join(o.Stdout[:5], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got %q, want %q", o.Stdout, want)
 	}
-	if o.stdout[5] != "bwrap" {
-		t.Errorf("not in the sandbox's PID namespace: pid 1 is %q", o.stdout[5])
+	if o.Stdout[5] != "bwrap" {
+		t.Errorf("not in the sandbox's PID namespace: pid 1 is %q", o.Stdout[5])
 	}
 	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"id"}, Sudo: true}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrNotSupported) {
 		t.Errorf("sudo: %v, want ErrNotSupported", err)
@@ -166,16 +137,16 @@ func TestFilesystemView(t *testing.T) {
 	must(t, os.MkdirAll("/var/tmp", 0o1777))
 
 	sb, req := create(t, cfgOf(nil), nil)
-	res, o := run(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `touch /usr/sanddune-x 2>/dev/null && echo root-writable
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `touch /usr/sanddune-x 2>/dev/null && echo root-writable
 touch /var/tmp/sanddune-x-` + randomHex() + ` 2>/dev/null && echo var-writable
 test -e "$1" && echo host-tmp-visible
 echo w > in-worktree && echo t > /tmp/persist && echo h > "$HOME/h" && echo ok`, "sh", hostTmp.Name()}})
-	if res.ExitCode != 0 || strings.Join(o.stdout, ",") != "ok" {
-		t.Fatalf("got %+v %q %q", res, o.stdout, o.stderr)
+	if res.ExitCode != 0 || strings.Join(o.Stdout, ",") != "ok" {
+		t.Fatalf("got %+v %q %q", res, o.Stdout, o.Stderr)
 	}
-	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"cat", "/tmp/persist"}})
-	if strings.Join(o.stdout, ",") != "t" {
-		t.Fatalf("/tmp not kept across execs: %q", o.stdout)
+	_, o = kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"cat", "/tmp/persist"}})
+	if strings.Join(o.Stdout, ",") != "t" {
+		t.Fatalf("/tmp not kept across execs: %q", o.Stdout)
 	}
 	fi, err := os.Stat(filepath.Join(req.WorktreePath, "in-worktree"))
 	must(t, err)
@@ -205,9 +176,9 @@ func TestHide(t *testing.T) {
 	sb, _ := create(t, cfgOf(map[string]cty.Value{"hide": cty.ListVal([]cty.Value{
 		cty.StringVal(filepath.Join(base, "dir")), cty.StringVal(filepath.Join(base, "file")), cty.StringVal("/nonexistent/x"),
 	})}), nil)
-	_, o := run(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `cat "$1/dir/key" "$1/file" "$1/shown" 2>/dev/null; true`, "sh", base}})
-	if strings.Join(o.stdout, ",") != "public" {
-		t.Fatalf("hidden paths readable: %q", o.stdout)
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `cat "$1/dir/key" "$1/file" "$1/shown" 2>/dev/null; true`, "sh", base}})
+	if strings.Join(o.Stdout, ",") != "public" {
+		t.Fatalf("hidden paths readable: %q", o.Stdout)
 	}
 }
 
@@ -230,14 +201,14 @@ func TestNetworkNoneBlocksConnections(t *testing.T) {
 	}()
 	probe := sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && head -n1 <&3`, ln.Addr().(*net.TCPAddr).Port)}, Timeout: 20 * time.Second}
 	open, _ := create(t, cfgOf(nil), nil)
-	res, o := run(t, open, probe)
-	if res.ExitCode != 0 || strings.Join(o.stdout, ",") != "hello" {
-		t.Fatalf("default network cannot reach the listener (test is void): %+v %q %q", res, o.stdout, o.stderr)
+	res, o := kittest.Exec(t, open, probe)
+	if res.ExitCode != 0 || strings.Join(o.Stdout, ",") != "hello" {
+		t.Fatalf("default network cannot reach the listener (test is void): %+v %q %q", res, o.Stdout, o.Stderr)
 	}
 	closed, _ := create(t, cfgOf(map[string]cty.Value{"network": cty.StringVal("none")}), nil)
-	res, o = run(t, closed, probe)
-	if res.ExitCode == 0 || len(o.stdout) > 0 {
-		t.Fatalf(`network "none" reached the host listener: %+v %q`, res, o.stdout)
+	res, o = kittest.Exec(t, closed, probe)
+	if res.ExitCode == 0 || len(o.Stdout) > 0 {
+		t.Fatalf(`network "none" reached the host listener: %+v %q`, res, o.Stdout)
 	}
 }
 
@@ -326,18 +297,6 @@ func TestKillLeavesNoProcess(t *testing.T) {
 	}
 }
 
-func gitCmd(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // A commit in a real worktree lands on its branch when the git metadata is
 // mounted, and fails when it is not (the host repo is read-only).
 func TestGitCommitInWorktree(t *testing.T) {
@@ -346,29 +305,21 @@ func TestGitCommitInWorktree(t *testing.T) {
 	base, err := os.MkdirTemp("/var/tmp", "sanddune-git-")
 	must(t, err)
 	defer os.RemoveAll(base)
-	repo := filepath.Join(base, "repo")
-	must(t, os.MkdirAll(repo, 0o755))
-	gitCmd(t, repo, "init", "-q")
-	must(t, os.WriteFile(filepath.Join(repo, "README"), []byte("hi\n"), 0o644))
-	gitCmd(t, repo, "add", "README")
-	gitCmd(t, repo, "commit", "-q", "-m", "initial")
-	wt := filepath.Join(repo, ".sanddune", "worktrees", "w1")
-	gitCmd(t, repo, "worktree", "add", "-q", "-b", "agent/w1", wt)
-	common := filepath.Join(repo, ".git")
+	w := kittest.NewWorktree(t, base)
 	commit := sdk.ExecRequest{Shell: `echo change >> agent.txt && git add agent.txt && git -c user.name=Agent -c user.email=a@example.invalid commit -q -m "agent commit"`}
 
-	without, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) { r.HostRepoPath, r.WorktreePath = repo, wt })
-	if res, _ := run(t, without, commit); res.ExitCode == 0 {
+	without, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) { r.HostRepoPath, r.WorktreePath = w.Repo, w.Path })
+	if res, _ := kittest.Exec(t, without, commit); res.ExitCode == 0 {
 		t.Fatal("commit succeeded without git mounts: the host .git is writable")
 	}
 	with, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) {
-		r.HostRepoPath, r.WorktreePath = repo, wt
-		r.GitMounts = worktreeGitMounts(t, common, "w1")
+		r.HostRepoPath, r.WorktreePath = w.Repo, w.Path
+		r.GitMounts = w.GitMounts
 	})
-	if res, o := run(t, with, commit); res.ExitCode != 0 {
-		t.Fatalf("commit with git mounts: %+v %q", res, o.stderr)
+	if res, o := kittest.Exec(t, with, commit); res.ExitCode != 0 {
+		t.Fatalf("commit with git mounts: %+v %q", res, o.Stderr)
 	}
-	if got := gitCmd(t, repo, "log", "-1", "--format=%s", "agent/w1"); got != "agent commit" {
+	if got := kittest.Git(t, w.Repo, "log", "-1", "--format=%s", w.Branch); got != "agent commit" {
 		t.Fatalf("branch head: %q", got)
 	}
 }
@@ -381,9 +332,9 @@ func TestCopyConfinement(t *testing.T) {
 	ctx := context.Background()
 	must(t, sb.CopyIn(ctx, src, "/tmp/deep/f"))
 	must(t, sb.CopyIn(ctx, src, sb.home+"/g"))
-	_, o := run(t, sb, sdk.ExecRequest{Shell: `cat /tmp/deep/f "$HOME/g"`})
-	if strings.Join(o.stdout, ",") != "x,x" {
-		t.Fatalf("got %q", o.stdout)
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `cat /tmp/deep/f "$HOME/g"`})
+	if strings.Join(o.Stdout, ",") != "x,x" {
+		t.Fatalf("got %q", o.Stdout)
 	}
 	out := filepath.Join(t.TempDir(), "o")
 	must(t, sb.CopyOut(ctx, "/tmp/deep", out))
@@ -436,26 +387,3 @@ func TestPreflightWithoutBwrap(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
-
-// worktreeGitMounts mirrors core/worktree's Workspace.GitMounts for a linked
-// worktree (plugins may not import core): its gitdir, objects, refs and
-// logs read-write, HEAD, config and the optional files read-only.
-func worktreeGitMounts(t *testing.T, common, id string) []sdk.Mount {
-	t.Helper()
-	must(t, os.MkdirAll(filepath.Join(common, "logs"), 0o755))
-	ms := []sdk.Mount{{HostPath: filepath.Join(common, "worktrees", id)}}
-	for _, n := range []string{"objects", "refs", "logs"} {
-		ms = append(ms, sdk.Mount{HostPath: filepath.Join(common, n)})
-	}
-	for _, n := range []string{"HEAD", "config", "packed-refs", "shallow", "info"} {
-		if p := filepath.Join(common, n); exists(p) {
-			ms = append(ms, sdk.Mount{HostPath: p, ReadOnly: true})
-		}
-	}
-	for i := range ms {
-		ms[i].SandboxPath = ms[i].HostPath
-	}
-	return ms
-}
-
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }

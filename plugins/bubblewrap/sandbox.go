@@ -1,36 +1,28 @@
 package bubblewrap
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
-// dirPrefix names sandbox directories under os.TempDir(); each holds home/,
+// dirs are the sandbox directories under os.TempDir(); each holds home/,
 // tmp/ and labels.json (read by ListResources).
-const dirPrefix = "sanddune-bwrap-"
+var dirs = sandboxkit.TempDirs{Prefix: "sanddune-bwrap-", LabelsFile: "labels.json"}
 
 // hostEnv are host variables every sandbox inherits (never credentials).
 var hostEnv = []string{"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "USER", "LOGNAME", "SHELL"}
-
-// waitDelay bounds how long Exec waits for output after the process ended
-// or was killed: background processes may hold the output pipes open.
-const waitDelay = 2 * time.Second
 
 // execMarker is set in every Exec's environment with a random value, so
 // that cancellation finds every process the Exec started.
@@ -58,27 +50,23 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, errors.New("bubblewrap (bwrap) is not installed")
 	}
-	dir, err := os.MkdirTemp("", dirPrefix)
+	dir, err := dirs.Create("", req.Labels)
 	if err != nil {
 		return nil, err
 	}
-	s := &sandbox{dir: dir, bwrap: bwrap, netNone: cfg.NetworkNone, running: map[int]struct{}{}}
+	s := &sandbox{dir: dir, bwrap: bwrap, netNone: cfg.NetworkNone}
 	if err := s.setup(cfg, req); err != nil {
-		_ = removeAll(dir)
+		_ = sandboxkit.RemoveAll(dir)
 		return nil, err
 	}
 	if s.keeper, err = startKeeper(bwrap); err != nil {
-		_ = removeAll(dir)
+		_ = sandboxkit.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
 }
 
 func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
-	labels, _ := json.Marshal(req.Labels)
-	if err := os.WriteFile(filepath.Join(s.dir, "labels.json"), labels, 0o600); err != nil {
-		return err
-	}
 	s.home = filepath.Join(s.dir, "home")
 	tmp := filepath.Join(s.dir, "tmp")
 	for _, d := range []string{s.home, tmp} {
@@ -110,12 +98,9 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 		s.roots = append(s.roots, root{filepath.Clean(dst), filepath.Clean(g.HostPath), g.ReadOnly})
 	}
 	for i, m := range cfg.Mounts {
-		src, err := resolveHostPath(m.HostPath, req.HostRepoPath)
+		src, err := m.Source(req.HostRepoPath)
 		if err != nil {
 			return fmt.Errorf("mount.%d: %w", i, err)
-		}
-		if _, err := os.Stat(src); err != nil {
-			return fmt.Errorf("mount.%d: host_path %q (resolved to %s) does not exist", i, m.HostPath, src)
 		}
 		dst := m.SandboxPath
 		switch {
@@ -149,17 +134,7 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 	}
 	s.mounts = args
 
-	env := map[string]string{}
-	for _, k := range hostEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
-	for _, layer := range []map[string]string{req.Env, cfg.Env} {
-		for k, v := range layer {
-			env[k] = v
-		}
-	}
+	env := sandboxkit.MergeEnv(sandboxkit.HostEnv(hostEnv...), req.Env, cfg.Env)
 	env["HOME"] = s.home
 	env["TMPDIR"] = "/tmp"
 	s.env = env
@@ -171,7 +146,7 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 // hidden resolves a hide entry to an existing host path that does not
 // contain any bound path (covering those would break the sandbox).
 func (s *sandbox) hidden(h string) (p string, isDir, ok bool) {
-	p, err := expandHome(h)
+	p, err := sandboxkit.ExpandHome(h)
 	if err != nil {
 		return "", false, false
 	}
@@ -183,7 +158,7 @@ func (s *sandbox) hidden(h string) (p string, isDir, ok bool) {
 		return "", false, false
 	}
 	for _, r := range s.roots {
-		if within(r.sandbox, p) || within(r.host, p) {
+		if sandboxkit.Within(r.sandbox, p) || sandboxkit.Within(r.host, p) {
 			return "", false, false
 		}
 	}
@@ -201,14 +176,8 @@ type sandbox struct {
 	env        map[string]string
 	info       sdk.SandboxInfo
 	keeper     *keeper
-
-	mu      sync.Mutex
-	closed  bool
-	running map[int]struct{} // bwrap pids (= their process groups)
-	wg      sync.WaitGroup
+	runner     sandboxkit.Runner
 }
-
-var errClosed = errors.New("sandbox is closed")
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
 
@@ -218,16 +187,9 @@ func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
 // Exec. Cancellation and timeouts SIGKILL bwrap's process group and then
 // every process carrying the Exec's marker variable, however detached.
 func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
-	var argv []string
-	switch {
-	case len(req.Argv) > 0 && req.Shell != "":
-		return sdk.ExecResult{}, errors.New("exec: set either argv or shell, not both")
-	case len(req.Argv) > 0:
-		argv = req.Argv
-	case req.Shell != "":
-		argv = []string{"sh", "-c", req.Shell}
-	default:
-		return sdk.ExecResult{}, errors.New("exec: empty command")
+	argv, err := sandboxkit.Argv(req, "sh")
+	if err != nil {
+		return sdk.ExecResult{}, err
 	}
 	if req.Sudo {
 		return sdk.ExecResult{}, fmt.Errorf("bubblewrap: sudo: %w", sdk.ErrNotSupported)
@@ -236,134 +198,46 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	if err != nil {
 		return sdk.ExecResult{}, fmt.Errorf("exec: cwd: %w", err)
 	}
-	nsArgs, files := s.keeper.joinArgs()
-	args := append(nsArgs, namespaceArgs(s.netNone)...)
-	args = append(append(args, s.mounts...), "--chdir", cwd, "--")
-	cmd := exec.Command(s.bwrap, append(args, argv...)...)
-	cmd.ExtraFiles = files
-	env := map[string]string{}
-	for k, v := range s.env {
-		env[k] = v
-	}
-	for k, v := range req.Env {
-		env[k] = v
-	}
-	marker := execMarker + "=" + randomHex()
-	cmd.Env = append(envList(env), marker)
-	if req.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(req.Stdin)
-	}
-	out = sdk.SyncOutput(out)
-	stdout, stderr := sdk.NewLineWriter(sdk.Stdout, out), sdk.NewLineWriter(sdk.Stderr, out)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = waitDelay
-
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return sdk.ExecResult{}, errClosed
+	if s.runner.Closed() {
+		return sdk.ExecResult{}, sandboxkit.ErrClosed
 	}
 	if !s.keeper.alive() {
-		s.mu.Unlock()
 		return sdk.ExecResult{}, errors.New("exec: the sandbox's keeper process died")
 	}
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		return sdk.ExecResult{}, fmt.Errorf("exec: start bwrap: %w", err)
+	nsArgs, files := s.keeper.joinArgs()
+	args := append([]string{s.bwrap}, nsArgs...)
+	args = append(append(args, namespaceArgs(s.netNone)...), s.mounts...)
+	args = append(append(args, "--chdir", cwd, "--"), argv...)
+	mark := randomHex()
+	res, err := s.runner.Run(ctx, sandboxkit.Command{
+		Argv:        args,
+		Env:         sandboxkit.MergeEnv(s.env, req.Env, map[string]string{execMarker: mark}),
+		Stdin:       req.Stdin,
+		Timeout:     req.Timeout,
+		ExtraFiles:  files,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+		Kill:        func(pgid int) { killTree(pgid, execMarker+"="+mark) },
+		Linger:      true,
+	}, out)
+	if err != nil && !errors.Is(err, ctx.Err()) {
+		err = fmt.Errorf("exec: %w", err)
 	}
-	pid := cmd.Process.Pid
-	s.running[pid] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.running, pid)
-		s.mu.Unlock()
-		s.wg.Done()
-	}()
-
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var res sdk.ExecResult
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		killTree(pid, marker)
-		<-done
-		_, _ = stdout.Close(), stderr.Close()
-		return sdk.ExecResult{ExitCode: -1}, ctx.Err()
-	case <-timeout:
-		killTree(pid, marker)
-		err = <-done
-		res.TimedOut = true
-	}
-	_, _ = stdout.Close(), stderr.Close()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
-		return res, fmt.Errorf("exec: %w", err)
-	}
-	res.ExitCode = exitCode(cmd.ProcessState)
-	return res, nil
-}
-
-func exitCode(ps *os.ProcessState) int {
-	if ps == nil {
-		return -1
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
+	return res, err
 }
 
 // Close kills every process of the sandbox (the keeper is the PID
 // namespace's init: the kernel kills the rest) and removes the sandbox
 // directory. It is idempotent.
 func (s *sandbox) Close(ctx context.Context) error {
-	s.mu.Lock()
-	already := s.closed
-	s.closed = true
-	for pid := range s.running {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
-	s.mu.Unlock()
-	if already {
+	if s.runner.Close() {
 		return nil
 	}
 	s.keeper.stop()
-	s.wg.Wait()
-	if err := removeAll(s.dir); err != nil {
+	_ = s.runner.Wait(context.Background())
+	if err := sandboxkit.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("remove sandbox dir: %w", err)
 	}
 	return nil
-}
-
-// removeAll removes a tree, making read-only directories writable first if
-// needed (agents do chmod things).
-func removeAll(dir string) error {
-	if os.RemoveAll(dir) == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
-}
-
-func (s *sandbox) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
 }
 
 // toHost maps a sandbox path (absolute, or relative to RepoPath) to its
@@ -372,13 +246,13 @@ func (s *sandbox) toHost(p string) (string, root, error) {
 	abs := filepath.Clean(p)
 	if !filepath.IsAbs(p) {
 		abs = filepath.Join(s.repo, p)
-		if !within(abs, s.repo) {
+		if !sandboxkit.Within(abs, s.repo) {
 			return "", root{}, fmt.Errorf("path %q leaves the worktree", p)
 		}
 	}
 	best := -1
 	for i, r := range s.roots {
-		if within(abs, r.sandbox) && (best < 0 || len(r.sandbox) > len(s.roots[best].sandbox)) {
+		if sandboxkit.Within(abs, r.sandbox) && (best < 0 || len(r.sandbox) > len(s.roots[best].sandbox)) {
 			best = i
 		}
 	}
@@ -390,19 +264,16 @@ func (s *sandbox) toHost(p string) (string, root, error) {
 	return filepath.Join(r.host, rel), r, nil
 }
 
-// confined resolves the symlinks of an existing host path and checks that
-// the result is still inside one of the sandbox's host roots.
-func (s *sandbox) confined(hostPath string) (string, error) {
-	real, err := filepath.EvalSymlinks(hostPath)
-	if err != nil {
-		return "", err
-	}
+// hostRoots are the host directories sandbox paths map to; writable
+// leaves out the read-only ones.
+func (s *sandbox) hostRoots(writable bool) []string {
+	var roots []string
 	for _, r := range s.roots {
-		if within(real, r.host) {
-			return real, nil
+		if !writable || !r.readOnly {
+			roots = append(roots, r.host)
 		}
 	}
-	return "", fmt.Errorf("%s resolves outside the sandbox", hostPath)
+	return roots
 }
 
 func (s *sandbox) resolveCwd(cwd string) (string, error) {
@@ -413,29 +284,15 @@ func (s *sandbox) resolveCwd(cwd string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := s.confined(host); err != nil {
+	if _, err := sandboxkit.Resolve(host, s.hostRoots(false)...); err != nil {
 		return "", err
 	}
 	rel, _ := filepath.Rel(r.host, host)
 	return filepath.Join(r.sandbox, rel), nil
 }
 
-// within reports whether p is dir or below it (both clean and absolute).
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+string(filepath.Separator))
-}
-
 func randomHex() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func envList(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }

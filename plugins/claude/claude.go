@@ -68,12 +68,17 @@ func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, e
 	c := decode(cfg)
 	ds := agentkit.CheckOneOf(c.effort, Efforts, "effort")
 	if c.effort == "max" && !strings.Contains(strings.ToLower(c.model), "opus") {
+		model := "not set (the CLI's default model)"
+		if c.model != "" {
+			model = fmt.Sprintf("%q", c.model)
+		}
 		ds = append(ds, sdk.Diagnostic{
 			Summary:   `Effort "max" needs an Opus model`,
-			Detail:    fmt.Sprintf("Claude Code allows effort max only with Opus models; model is %q. Set model to an Opus model (e.g. \"opus\") or use effort \"xhigh\".", c.model),
+			Detail:    "Claude Code allows effort max only with Opus models; model is " + model + `. Set model to an Opus model (e.g. "opus") or use effort "xhigh".`,
 			Attribute: "effort",
 		})
 	}
+	ds = append(ds, agentkit.CheckNotEmpty(cfg, "model")...)
 	ds = append(ds, agentkit.CheckNotEmpty(cfg, "binary")...)
 	ds = append(ds, agentkit.CheckEnv(c.env, "env")...)
 	return ds, nil

@@ -2,7 +2,9 @@ package claude
 
 import (
 	"context"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -91,5 +93,28 @@ func TestRewriteSession(t *testing.T) {
 	}
 	if string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRewriteRealSession rewrites a session written by Claude Code 2.1.197
+// itself (in /tmp) and back.
+func TestRewriteRealSession(t *testing.T) {
+	data, err := os.ReadFile("testdata/session-2.1.197.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(data []byte, from, to string) string {
+		out, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: data, FromCwd: from, ToCwd: to})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	got := rewrite(data, "/tmp", "/home/me/my repo_v1.2")
+	if n := strings.Count(got, `"cwd":"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"cwd":"/tmp"`) {
+		t.Errorf("%d cwd fields rewritten, want 4:\n%s", n, got)
+	}
+	if back := rewrite([]byte(got), "/home/me/my repo_v1.2", "/tmp"); back != string(data) {
+		t.Error("rewriting back does not give the original session")
 	}
 }

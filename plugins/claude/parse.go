@@ -8,23 +8,25 @@ import (
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 )
 
-// line is the part of a stream-json line the parser reads.
+// line is the part of a stream-json line the parser reads. Nested parts
+// are decoded on their own, so that one field of an unexpected shape loses
+// that field, not the line.
 type line struct {
-	Type            string   `json:"type"`
-	Subtype         string   `json:"subtype"`
-	SessionID       string   `json:"session_id"`
-	ParentToolUseID *string  `json:"parent_tool_use_id"`
-	Message         *message `json:"message"`
-	IsError         bool     `json:"is_error"`
-	Result          *string  `json:"result"`
-	Errors          []string `json:"errors"`
-	Usage           *usage   `json:"usage"`
+	Type            string          `json:"type"`
+	Subtype         string          `json:"subtype"`
+	SessionID       string          `json:"session_id"`
+	ParentToolUseID json.RawMessage `json:"parent_tool_use_id"`
+	Message         json.RawMessage `json:"message"`
+	IsError         json.RawMessage `json:"is_error"`
+	Result          json.RawMessage `json:"result"`
+	Errors          json.RawMessage `json:"errors"`
+	Usage           json.RawMessage `json:"usage"`
 }
 
 type message struct {
-	ID      string  `json:"id"`
-	Content []block `json:"content"`
-	Usage   *usage  `json:"usage"`
+	ID      string          `json:"id"`
+	Content json.RawMessage `json:"content"`
+	Usage   json.RawMessage `json:"usage"`
 }
 
 type block struct {
@@ -41,6 +43,11 @@ type usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 }
 
+func decodeUsage(raw json.RawMessage) (usage, bool) {
+	var u usage
+	return u, len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &u) == nil
+}
+
 func (u usage) sdk() *sdk.Usage {
 	return &sdk.Usage{
 		InputTokens:              u.InputTokens,
@@ -48,6 +55,27 @@ func (u usage) sdk() *sdk.Usage {
 		CacheReadInputTokens:     u.CacheReadInputTokens,
 		OutputTokens:             u.OutputTokens,
 	}
+}
+
+// errorText is the text of a result's errors: strings, or objects with a
+// message.
+func errorText(raw json.RawMessage) string {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return ""
+	}
+	var msgs []string
+	for _, it := range items {
+		var s string
+		var o struct{ Message string }
+		switch {
+		case json.Unmarshal(it, &s) == nil && s != "":
+			msgs = append(msgs, s)
+		case json.Unmarshal(it, &o) == nil && o.Message != "":
+			msgs = append(msgs, o.Message)
+		}
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // Parser parses one iteration of `claude --output-format stream-json`.
@@ -76,41 +104,51 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	}
 	switch l.Type {
 	case "assistant":
-		if l.Message == nil {
+		var m message
+		if json.Unmarshal(l.Message, &m) != nil {
 			break
 		}
-		if u := l.Message.Usage; u != nil && l.Message.ID != "" {
-			if _, ok := p.msgUsage[l.Message.ID]; !ok {
-				p.msgOrder = append(p.msgOrder, l.Message.ID)
+		if u, ok := decodeUsage(m.Usage); ok && m.ID != "" {
+			if _, seen := p.msgUsage[m.ID]; !seen {
+				p.msgOrder = append(p.msgOrder, m.ID)
 			}
-			p.msgUsage[l.Message.ID] = *u
+			p.msgUsage[m.ID] = u
 		}
-		subagent := l.ParentToolUseID != nil && *l.ParentToolUseID != ""
-		for _, b := range l.Message.Content {
+		var parent string
+		_ = json.Unmarshal(l.ParentToolUseID, &parent)
+		var content []json.RawMessage
+		_ = json.Unmarshal(m.Content, &content)
+		for _, raw := range content {
+			var b block
+			if json.Unmarshal(raw, &b) != nil {
+				continue
+			}
 			switch b.Type {
 			case "text":
 				// A subagent's text is not the agent's answer: it must not
 				// complete the run.
-				if !subagent && b.Text != "" {
+				if parent == "" && b.Text != "" {
 					evs = append(evs, sdk.Event{Type: sdk.EventText, Text: b.Text})
 				}
 			case "tool_use":
-				evs = append(evs, sdk.Event{Type: sdk.EventToolCall, ToolName: b.Name, ToolArg: agentkit.ToolArg(b.Name, b.Input)})
+				if b.Name != "" {
+					evs = append(evs, sdk.Event{Type: sdk.EventToolCall, ToolName: b.Name, ToolArg: agentkit.ToolArg(b.Name, b.Input)})
+				}
 			}
 		}
 	case "result":
 		p.resultSeen = true
-		if l.Usage != nil {
-			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: l.Usage.sdk()})
+		if u, ok := decodeUsage(l.Usage); ok {
+			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: u.sdk()})
 		}
-		text := ""
-		if l.Result != nil {
-			text = *l.Result
-		}
-		if l.IsError || (l.Subtype != "" && l.Subtype != "success") {
+		var text string
+		var isError bool
+		_ = json.Unmarshal(l.Result, &text)
+		_ = json.Unmarshal(l.IsError, &isError)
+		if isError || (l.Subtype != "" && l.Subtype != "success") {
 			msg := text
 			if msg == "" {
-				msg = strings.Join(l.Errors, "; ")
+				msg = errorText(l.Errors)
 			}
 			if msg == "" {
 				msg = "claude: " + l.Subtype

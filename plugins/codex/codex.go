@@ -148,7 +148,8 @@ func (provider) ParseStream(ctx context.Context, _ sdk.Config, lines <-chan []by
 }
 
 func (provider) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	// session_meta and turn_context carry payload.cwd; older lines a
-	// top-level cwd.
-	return agentkit.RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, "cwd", "payload.cwd"), nil
+	// 0.169 writes the cwd in session_meta, turn_context, world_state and
+	// thread_settings payloads, and workspace roots beside it. Message text
+	// (the model's environment context) is history and stays as is.
+	return agentkit.RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, "**.cwd", "**.runtime_workspace_roots"), nil
 }

@@ -2,6 +2,8 @@ package codex
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -87,5 +89,62 @@ func TestRewriteSession(t *testing.T) {
 	want := strings.ReplaceAll(in, `"cwd":"/home/agent/workspace`, `"cwd":"/srv/My Repo_v1.2`)
 	if string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRewriteRealRollout rewrites a rollout written by Codex 0.169.0 itself
+// (in /tmp/agcompat/ws) and back.
+func TestRewriteRealRollout(t *testing.T) {
+	data, err := os.ReadFile("testdata/rollout-0.169.0.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sandbox, host = "/tmp/agcompat/ws", "/srv/My Repo_v1.2"
+	rewrite := func(data []byte, from, to string) []byte {
+		out, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: data, FromCwd: from, ToCwd: to})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := rewrite(data, sandbox, host)
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
+		var v any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("rewritten line is not JSON: %v", err)
+		}
+		walkPaths(v, "", func(key, s string) {
+			if key == "cwd" || key == "runtime_workspace_roots" {
+				if strings.HasPrefix(s, sandbox) {
+					t.Errorf("%s still %q", key, s)
+				}
+				if s == host {
+					n++
+				}
+			}
+		})
+	}
+	if n != 6 {
+		t.Errorf("%d cwd and workspace root values rewritten, want 6", n)
+	}
+	if back := rewrite(got, host, sandbox); string(back) != string(data) {
+		t.Error("rewriting back does not give the original rollout")
+	}
+}
+
+// walkPaths calls f for every string in v with the key it sits under.
+func walkPaths(v any, key string, f func(key, s string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			walkPaths(e, k, f)
+		}
+	case []any:
+		for _, e := range x {
+			walkPaths(e, key, f)
+		}
+	case string:
+		f(key, x)
 	}
 }

@@ -9,33 +9,47 @@ import (
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 )
 
+// line is the part of a `--json` line the parser reads. Nested parts are
+// decoded on their own, so that one field of an unexpected shape loses that
+// field, not the line.
 type line struct {
-	Type     string `json:"type"`
-	ThreadID string `json:"thread_id"`
-	Message  string `json:"message"`
-	Item     *item  `json:"item"`
-	Usage    *struct {
-		InputTokens       int64 `json:"input_tokens"`
-		CachedInputTokens int64 `json:"cached_input_tokens"`
-		OutputTokens      int64 `json:"output_tokens"`
-	} `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+	Type     string          `json:"type"`
+	ThreadID string          `json:"thread_id"`
+	Message  json.RawMessage `json:"message"`
+	Item     json.RawMessage `json:"item"`
+	Usage    json.RawMessage `json:"usage"`
+	Error    json.RawMessage `json:"error"`
 }
 
 type item struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Text    string `json:"text"`
-	Command string `json:"command"`
-	Changes []struct {
-		Path string `json:"path"`
-	} `json:"changes"`
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Command   json.RawMessage `json:"command"`
+	Changes   json.RawMessage `json:"changes"`
 	Server    string          `json:"server"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Query     string          `json:"query"`
+}
+
+type usage struct {
+	InputTokens       int64 `json:"input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+}
+
+// text returns a JSON string, or the message of an object holding one.
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(raw, &o)
+	return o.Message
 }
 
 // Parser parses one iteration of `codex exec --json`.
@@ -63,15 +77,17 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 			return []sdk.Event{{Type: sdk.EventSessionID, SessionID: l.ThreadID}}
 		}
 	case "item.started", "item.updated", "item.completed":
-		if l.Item != nil {
-			return p.item(l.Type, l.Item)
+		var it item
+		if json.Unmarshal(l.Item, &it) == nil {
+			return p.item(l.Type, &it)
 		}
 	case "turn.started":
 		p.ended = false
 	case "turn.completed":
 		p.ended, p.lastNotice = true, ""
 		var evs []sdk.Event
-		if u := l.Usage; u != nil {
+		var u usage
+		if len(l.Usage) > 0 && l.Usage[0] == '{' && json.Unmarshal(l.Usage, &u) == nil {
 			// cached_input_tokens is a subset of input_tokens.
 			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: &sdk.Usage{
 				InputTokens:          u.InputTokens - u.CachedInputTokens,
@@ -86,15 +102,15 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		return evs
 	case "turn.failed":
 		p.ended = true
-		msg := "codex: turn failed"
-		if l.Error != nil && l.Error.Message != "" {
-			msg = l.Error.Message
+		msg := text(l.Error)
+		if msg == "" {
+			msg = "codex: turn failed"
 		}
 		return []sdk.Event{{Type: sdk.EventError, Text: msg}}
 	case "error":
 		// Reconnect notices and other non-fatal stream errors: only a turn
 		// that never ends makes the last one the iteration's error.
-		p.lastNotice = l.Message
+		p.lastNotice = text(l.Message)
 	}
 	return nil
 }
@@ -121,11 +137,24 @@ func (p *Parser) item(event string, it *item) []sdk.Event {
 func toolCall(it *item) (name, arg string) {
 	switch it.Type {
 	case "command_execution":
-		return "Bash", agentkit.Short(unwrapShell(it.Command))
+		// A string, or an argv in some builds.
+		var argv []string
+		cmd := text(it.Command)
+		if json.Unmarshal(it.Command, &argv) == nil {
+			cmd = strings.Join(argv, " ")
+		}
+		return "Bash", agentkit.Short(unwrapShell(cmd))
 	case "file_change":
-		paths := make([]string, 0, len(it.Changes))
-		for _, c := range it.Changes {
-			paths = append(paths, c.Path)
+		var paths []string
+		var changes []json.RawMessage
+		_ = json.Unmarshal(it.Changes, &changes)
+		for _, raw := range changes {
+			var c struct {
+				Path string `json:"path"`
+			}
+			if json.Unmarshal(raw, &c) == nil && c.Path != "" {
+				paths = append(paths, c.Path)
+			}
 		}
 		return "Edit", agentkit.Short(strings.Join(paths, ", "))
 	case "web_search":

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
+	"github.com/zclconf/go-cty/cty"
 )
 
 const fixtureFinal = "Fixed the sign error in `src/sum.ts`; all tests pass.\n\n<promise>COMPLETE</promise>"
@@ -14,7 +16,7 @@ func parseCases(t *testing.T) []parseCase {
 	return []parseCase{
 		{
 			name:  "fixture",
-			lines: readLines(t, "testdata/codex-stream.jsonl"),
+			lines: agenttest.ReadLines(t, "testdata/codex-stream.jsonl"),
 			want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: session},
 				{Type: sdk.EventText, Text: "I'll run the tests first to see what is failing."},
@@ -91,6 +93,10 @@ func parseCases(t *testing.T) []parseCase {
 				`Reading prompt from stdin...`,
 				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"torn`,
 				`{"type":"item.completed","item":"not an object"}`,
+				`{"type":"item.started","item":{"id":"item_9","type":"command_execution","command":["bash","-lc","make"],"changes":"odd"}}`,
+				`{"type":"item.completed","item":{"id":"item_10","type":"file_change","changes":[7,{"path":"/w/a.go","kind":"add"}]}}`,
+				`{"type":"turn.failed","error":"plain string error"}`,
+				`{"type":"turn.started"}`,
 				``,
 				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"` + huge + `"}}`,
 				`{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":4,"output_tokens":2,"reasoning_output_tokens":1}}`,
@@ -98,7 +104,9 @@ func parseCases(t *testing.T) []parseCase {
 			want: []sdk.Event{
 				{Type: sdk.EventText, Text: `Reading prompt from stdin...`},
 				{Type: sdk.EventText, Text: `{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"torn`},
-				{Type: sdk.EventText, Text: `{"type":"item.completed","item":"not an object"}`},
+				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "make"},
+				{Type: sdk.EventToolCall, ToolName: "Edit", ToolArg: "/w/a.go"},
+				{Type: sdk.EventError, Text: "plain string error"},
 				{Type: sdk.EventText, Text: ``},
 				{Type: sdk.EventText, Text: huge},
 				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 6, CacheReadInputTokens: 4, OutputTokens: 2}},
@@ -108,8 +116,10 @@ func parseCases(t *testing.T) []parseCase {
 	}
 }
 
-func TestParse(t *testing.T) {
-	for _, c := range parseCases(t) {
-		t.Run(c.name, func(t *testing.T) { check(t, parse(t, c.lines), c.want) })
-	}
+func TestReplay(t *testing.T) {
+	replay(t, cty.NilVal, parseCases(t))
+}
+
+func TestConformance(t *testing.T) {
+	agenttest.Run(t, New(), cty.NilVal)
 }

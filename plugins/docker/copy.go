@@ -14,6 +14,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // CopyIn copies a host file or directory to sandboxPath through the archive
@@ -21,7 +22,7 @@ import (
 // by the container user.
 func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
 	if s.isClosed() {
-		return errClosed
+		return sandboxkit.ErrClosed
 	}
 	dst, err := s.resolvePath(sandboxPath)
 	if err != nil {
@@ -116,6 +117,11 @@ func (s *sandbox) addFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error 
 	default:
 		return nil // sockets, devices, fifos are not copied
 	}
+	return writeEntry(tw, h, p)
+}
+
+// writeEntry writes h and, for a regular file, the content of p.
+func writeEntry(tw *tar.Writer, h *tar.Header, p string) error {
 	if err := tw.WriteHeader(h); err != nil {
 		return err
 	}
@@ -136,7 +142,7 @@ func (s *sandbox) addFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error 
 // or write through a symlink are rejected.
 func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) error {
 	if s.isClosed() {
-		return errClosed
+		return sandboxkit.ErrClosed
 	}
 	src, err := s.resolvePath(sandboxPath)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -34,27 +34,28 @@ func testImage() string {
 // SANDDUNE_REQUIRE_ENGINES=1) when the daemon or the test image is missing.
 func requireDocker(t *testing.T) *client.Client {
 	t.Helper()
-	missing := func(why string) {
-		t.Helper()
-		msg := "DOCKER ENGINE TESTS NOT RUN: " + why + " (run scripts/ci-setup.sh as root)"
-		if os.Getenv("SANDDUNE_REQUIRE_ENGINES") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+	cli, err := testClient()
+	if err != nil {
+		err = fmt.Errorf("%w (run scripts/ci-setup.sh as root)", err)
 	}
+	kittest.RequireEngine(t, "docker", err)
+	return cli
+}
+
+func testClient() (*client.Client, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
-		missing(err.Error())
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(ctx); err != nil {
-		missing("daemon not reachable: " + err.Error())
+		return nil, fmt.Errorf("daemon not reachable: %w", err)
 	}
 	if _, err := cli.ImageInspect(ctx, testImage()); err != nil {
-		missing("test image " + testImage() + " missing: " + err.Error())
+		return nil, fmt.Errorf("test image %s missing: %w", testImage(), err)
 	}
-	return cli
+	return cli, nil
 }
 
 // cfgOf builds a provider block value from attributes (the decoder accepts
@@ -99,35 +100,6 @@ func create(t *testing.T, cfg sdk.Config, mod func(*sdk.CreateRequest)) (*sandbo
 		}
 	})
 	return sb.(*sandbox), req
-}
-
-type output struct {
-	mu             sync.Mutex
-	stdout, stderr []string
-	partial        int
-}
-
-func (o *output) add(l sdk.OutputLine) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if l.Partial {
-		o.partial++
-	}
-	if l.Stream == sdk.Stdout {
-		o.stdout = append(o.stdout, string(l.Text))
-	} else {
-		o.stderr = append(o.stderr, string(l.Text))
-	}
-}
-
-func run(t *testing.T, sb sdk.Sandbox, req sdk.ExecRequest) (sdk.ExecResult, *output) {
-	t.Helper()
-	o := &output{}
-	res, err := sb.Exec(context.Background(), req, o.add)
-	if err != nil {
-		t.Fatalf("Exec %v%s: %v", req.Argv, req.Shell, err)
-	}
-	return res, o
 }
 
 func TestConfigureDiagnostics(t *testing.T) {
@@ -198,50 +170,50 @@ func TestExec(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 
-	res, o := run(t, sb, sdk.ExecRequest{Shell: `echo out; echo err >&2; printf 'no newline'; exit 3`})
-	if res.ExitCode != 3 || strings.Join(o.stdout, "|") != "out|no newline" || strings.Join(o.stderr, "|") != "err" {
-		t.Fatalf("got %+v %q %q", res, o.stdout, o.stderr)
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `echo out; echo err >&2; printf 'no newline'; exit 3`})
+	if res.ExitCode != 3 || strings.Join(o.Stdout, "|") != "out|no newline" || strings.Join(o.Stderr, "|") != "err" {
+		t.Fatalf("got %+v %q %q", res, o.Stdout, o.Stderr)
 	}
-	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"cat"}, Stdin: []byte("line1\nline2\n")})
-	if strings.Join(o.stdout, "|") != "line1|line2" {
-		t.Fatalf("stdin: %q", o.stdout)
+	_, o = kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"cat"}, Stdin: []byte("line1\nline2\n")})
+	if strings.Join(o.Stdout, "|") != "line1|line2" {
+		t.Fatalf("stdin: %q", o.Stdout)
 	}
-	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `pwd; echo "$HOME $SANDDUNE_TEST $FROM_CFG $X"; id -u`},
+	_, o = kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"sh", "-c", `pwd; echo "$HOME $SANDDUNE_TEST $FROM_CFG $X"; id -u`},
 		Env: map[string]string{"X": "x"}})
 	want := fmt.Sprintf("/home/agent/workspace|/home/agent 1 cfg x|%d", os.Getuid())
-	if strings.Join(o.stdout, "|") != want {
-		t.Fatalf("env/cwd: %q, want %q", o.stdout, want)
+	if strings.Join(o.Stdout, "|") != want {
+		t.Fatalf("env/cwd: %q, want %q", o.Stdout, want)
 	}
-	run(t, sb, sdk.ExecRequest{Argv: []string{"mkdir", "-p", "sub/dir"}})
-	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"pwd"}, Cwd: "sub/dir"})
-	if o.stdout[0] != "/home/agent/workspace/sub/dir" {
-		t.Fatalf("cwd: %q", o.stdout)
+	kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"mkdir", "-p", "sub/dir"}})
+	_, o = kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"pwd"}, Cwd: "sub/dir"})
+	if o.Stdout[0] != "/home/agent/workspace/sub/dir" {
+		t.Fatalf("cwd: %q", o.Stdout)
 	}
-	_, o = run(t, sb, sdk.ExecRequest{Argv: []string{"touch", "/home/agent/.written"}})
-	if len(o.stderr) > 0 {
-		t.Fatalf("home not writable: %q", o.stderr)
+	_, o = kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"touch", "/home/agent/.written"}})
+	if len(o.Stderr) > 0 {
+		t.Fatalf("home not writable: %q", o.Stderr)
 	}
 	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}, Cwd: "../../etc"}, func(sdk.OutputLine) {}); err == nil {
 		t.Fatal("cwd leaving the workspace accepted")
 	}
-	res, _ = run(t, sb, sdk.ExecRequest{Argv: []string{"no-such-binary"}})
+	res, _ = kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"no-such-binary"}})
 	if res.ExitCode == 0 {
 		t.Fatal("missing binary reported success")
 	}
 	// Long lines arrive in pieces.
-	res, o = run(t, sb, sdk.ExecRequest{Shell: fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a; echo; echo end", sdk.MaxLineBytes*2+10)})
-	if o.partial != 2 || o.stdout[len(o.stdout)-1] != "end" || len(o.stdout[2]) != 10 {
-		t.Fatalf("long line: %d partial, %d lines", o.partial, len(o.stdout))
+	res, o = kittest.Exec(t, sb, sdk.ExecRequest{Shell: fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a; echo; echo end", sdk.MaxLineBytes*2+10)})
+	if partial(o) != 2 || o.Stdout[len(o.Stdout)-1] != "end" || len(o.Stdout[2]) != 10 {
+		t.Fatalf("long line: %d partial, %d lines", partial(o), len(o.Stdout))
 	}
 }
 
 func TestExecSudo(t *testing.T) {
 	requireDocker(t)
 	sb, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) { r.HostUID, r.HostGID = 1000, 1000 })
-	_, o := run(t, sb, sdk.ExecRequest{Argv: []string{"id", "-u"}})
-	_, so := run(t, sb, sdk.ExecRequest{Argv: []string{"id", "-u"}, Sudo: true})
-	if o.stdout[0] != "1000" || so.stdout[0] != "0" {
-		t.Fatalf("id -u: %q, sudo: %q", o.stdout, so.stdout)
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"id", "-u"}})
+	_, so := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"id", "-u"}, Sudo: true})
+	if o.Stdout[0] != "1000" || so.Stdout[0] != "0" {
+		t.Fatalf("id -u: %q, sudo: %q", o.Stdout, so.Stdout)
 	}
 }
 
@@ -262,9 +234,9 @@ func TestWorktreeFilesOwnedByHostUser(t *testing.T) {
 			sb, req := create(t, cfgOf(tc.attrs), func(r *sdk.CreateRequest) { r.HostUID, r.HostGID = tc.uid, tc.gid })
 			// t.TempDir is root-only (0700) when tests run as root; open it for the test UID.
 			_ = os.Chmod(req.WorktreePath, 0o777)
-			res, o := run(t, sb, sdk.ExecRequest{Shell: `echo hi > agent.txt && touch "$HOME/ok" && stat -c %u "$HOME"`})
+			res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `echo hi > agent.txt && touch "$HOME/ok" && stat -c %u "$HOME"`})
 			if res.ExitCode != 0 {
-				t.Fatalf("exit %d: %q", res.ExitCode, o.stderr)
+				t.Fatalf("exit %d: %q", res.ExitCode, o.Stderr)
 			}
 			fi, err := os.Stat(filepath.Join(req.WorktreePath, "agent.txt"))
 			if err != nil {
@@ -273,8 +245,8 @@ func TestWorktreeFilesOwnedByHostUser(t *testing.T) {
 			if uid := statUID(fi); uid != tc.wantUID {
 				t.Fatalf("agent.txt owned by %d, want %d", uid, tc.wantUID)
 			}
-			if o.stdout[0] != fmt.Sprint(tc.wantUID) {
-				t.Fatalf("home owned by %q, want %d", o.stdout[0], tc.wantUID)
+			if o.Stdout[0] != fmt.Sprint(tc.wantUID) {
+				t.Fatalf("home owned by %q, want %d", o.Stdout[0], tc.wantUID)
 			}
 		})
 	}
@@ -324,14 +296,14 @@ func TestNetworkNoneBlocksConnections(t *testing.T) {
 	probe := sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && head -n1 <&3`, gw, port)}, Timeout: 20 * time.Second}
 
 	open, _ := create(t, cfgOf(nil), nil)
-	res, o := run(t, open, probe)
-	if res.ExitCode != 0 || len(o.stdout) == 0 || o.stdout[0] != "hello" {
-		t.Fatalf("default network cannot reach the listener (test is void): %+v %q %q", res, o.stdout, o.stderr)
+	res, o := kittest.Exec(t, open, probe)
+	if res.ExitCode != 0 || len(o.Stdout) == 0 || o.Stdout[0] != "hello" {
+		t.Fatalf("default network cannot reach the listener (test is void): %+v %q %q", res, o.Stdout, o.Stderr)
 	}
 	closed, _ := create(t, cfgOf(map[string]cty.Value{"network": cty.StringVal("none")}), nil)
-	res, o = run(t, closed, probe)
-	if res.ExitCode == 0 || len(o.stdout) > 0 {
-		t.Fatalf(`network "none" reached the host listener: %+v %q`, res, o.stdout)
+	res, o = kittest.Exec(t, closed, probe)
+	if res.ExitCode == 0 || len(o.Stdout) > 0 {
+		t.Fatalf(`network "none" reached the host listener: %+v %q`, res, o.Stdout)
 	}
 }
 
@@ -453,9 +425,9 @@ func TestCopyInOut(t *testing.T) {
 
 	must(t, sb.CopyIn(ctx, src, "/home/agent/new/place"))
 	must(t, sb.CopyIn(ctx, filepath.Join(src, "x.sh"), "rel/x.sh"))
-	res, o := run(t, sb, sdk.ExecRequest{Shell: `cat /home/agent/new/place/d/e/f.txt; echo; ./rel/x.sh; readlink /home/agent/new/place/link; stat -c %u /home/agent/new /home/agent/new/place/d/e/f.txt; touch /home/agent/new/place/d/ok`})
-	if res.ExitCode != 0 || strings.Join(o.stdout, "|") != "deep|x|x.sh|1000|1000" {
-		t.Fatalf("after copy in: %+v %q %q", res, o.stdout, o.stderr)
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `cat /home/agent/new/place/d/e/f.txt; echo; ./rel/x.sh; readlink /home/agent/new/place/link; stat -c %u /home/agent/new /home/agent/new/place/d/e/f.txt; touch /home/agent/new/place/d/ok`})
+	if res.ExitCode != 0 || strings.Join(o.Stdout, "|") != "deep|x|x.sh|1000|1000" {
+		t.Fatalf("after copy in: %+v %q %q", res, o.Stdout, o.Stderr)
 	}
 	if _, err := os.Stat(filepath.Join(req.WorktreePath, "rel", "x.sh")); err != nil {
 		t.Fatalf("copy into the workspace did not land in the worktree: %v", err)
@@ -511,50 +483,29 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // A commit made inside the container on a real worktree lands on the
 // worktree's branch in the host repo, with only the git metadata mounted.
 func TestGitCommitInWorktree(t *testing.T) {
 	requireDocker(t)
-	repo := filepath.Join(t.TempDir(), "repo")
-	must(t, os.MkdirAll(repo, 0o755))
-	git(t, repo, "init", "-q")
-	must(t, os.WriteFile(filepath.Join(repo, "README"), []byte("hi\n"), 0o644))
-	git(t, repo, "add", "README")
-	git(t, repo, "commit", "-q", "-m", "initial")
-	wt := filepath.Join(repo, ".sanddune", "worktrees", "w1")
-	git(t, repo, "worktree", "add", "-q", "-b", "agent/w1", wt)
-	common := filepath.Join(repo, ".git")
-
+	w := kittest.NewWorktree(t, t.TempDir())
 	sb, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) {
-		r.HostRepoPath, r.WorktreePath = repo, wt
-		r.GitMounts = worktreeGitMounts(t, common, "w1")
+		r.HostRepoPath, r.WorktreePath = w.Repo, w.Path
+		r.GitMounts = w.GitMounts
 	})
-	res, o := run(t, sb, sdk.ExecRequest{Shell: `echo change > agent.txt && git add agent.txt && git -c user.name=Agent -c user.email=a@example.invalid commit -q -m "agent commit" && git rev-parse --abbrev-ref HEAD`})
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `echo change > agent.txt && git add agent.txt && git -c user.name=Agent -c user.email=a@example.invalid commit -q -m "agent commit" && git rev-parse --abbrev-ref HEAD`})
 	if res.ExitCode != 0 {
-		t.Fatalf("commit in container: %+v %q %q", res, o.stdout, o.stderr)
+		t.Fatalf("commit in container: %+v %q %q", res, o.Stdout, o.Stderr)
 	}
-	if o.stdout[len(o.stdout)-1] != "agent/w1" {
-		t.Fatalf("branch in container: %q", o.stdout)
+	if o.Stdout[len(o.Stdout)-1] != w.Branch {
+		t.Fatalf("branch in container: %q", o.Stdout)
 	}
-	if got := git(t, repo, "log", "-1", "--format=%s", "agent/w1"); got != "agent commit" {
+	if got := kittest.Git(t, w.Repo, "log", "-1", "--format=%s", w.Branch); got != "agent commit" {
 		t.Fatalf("host branch head: %q", got)
 	}
-	if got := git(t, repo, "log", "-1", "--format=%s", "main"); got != "initial" {
+	if got := kittest.Git(t, w.Repo, "log", "-1", "--format=%s", "main"); got != "initial" {
 		t.Fatalf("main moved: %q", got)
 	}
-	if res, _ := run(t, sb, sdk.ExecRequest{Argv: []string{"git", "config", "core.hooksPath", "/tmp/evil"}}); res.ExitCode == 0 {
+	if res, _ := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"git", "config", "core.hooksPath", "/tmp/evil"}}); res.ExitCode == 0 {
 		t.Fatal("the agent could write the host repo's git config")
 	}
 }
@@ -628,9 +579,9 @@ func TestBuildImageCommand(t *testing.T) {
 	}
 	// The context left out .env and worktrees.
 	sb, _ := create(t, cfg, func(r *sdk.CreateRequest) { r.HostRepoPath, r.HostUID, r.HostGID = repo, 4321, 4321 })
-	_, o := run(t, sb, sdk.ExecRequest{Shell: "ls -A /ctx"})
-	if strings.Join(o.stdout, " ") != "Dockerfile prompt.md" {
-		t.Fatalf("build context: %q", o.stdout)
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "ls -A /ctx"})
+	if strings.Join(o.Stdout, " ") != "Dockerfile prompt.md" {
+		t.Fatalf("build context: %q", o.Stdout)
 	}
 	must(t, sb.Close(ctx))
 
@@ -648,26 +599,3 @@ func TestBuildImageCommand(t *testing.T) {
 		t.Fatalf("missing Dockerfile: %d %v", code, err)
 	}
 }
-
-// worktreeGitMounts mirrors core/worktree's Workspace.GitMounts for a linked
-// worktree (plugins may not import core): its gitdir, objects, refs and
-// logs read-write, HEAD, config and the optional files read-only.
-func worktreeGitMounts(t *testing.T, common, id string) []sdk.Mount {
-	t.Helper()
-	must(t, os.MkdirAll(filepath.Join(common, "logs"), 0o755))
-	ms := []sdk.Mount{{HostPath: filepath.Join(common, "worktrees", id)}}
-	for _, n := range []string{"objects", "refs", "logs"} {
-		ms = append(ms, sdk.Mount{HostPath: filepath.Join(common, n)})
-	}
-	for _, n := range []string{"HEAD", "config", "packed-refs", "shallow", "info"} {
-		if p := filepath.Join(common, n); exists(p) {
-			ms = append(ms, sdk.Mount{HostPath: p, ReadOnly: true})
-		}
-	}
-	for i := range ms {
-		ms[i].SandboxPath = ms[i].HostPath
-	}
-	return ms
-}
-
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }

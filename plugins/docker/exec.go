@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // execMarker is an environment variable set on every exec; its value
@@ -40,18 +40,11 @@ const killWait = 10 * time.Second
 
 func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
 	if s.isClosed() {
-		return sdk.ExecResult{}, errClosed
+		return sdk.ExecResult{}, sandboxkit.ErrClosed
 	}
-	var argv []string
-	switch {
-	case len(req.Argv) > 0 && req.Shell != "":
-		return sdk.ExecResult{}, errors.New("exec: set either argv or shell, not both")
-	case len(req.Argv) > 0:
-		argv = req.Argv
-	case req.Shell != "":
-		argv = []string{"sh", "-c", req.Shell}
-	default:
-		return sdk.ExecResult{}, errors.New("exec: empty command")
+	argv, err := sandboxkit.Argv(req, "sh")
+	if err != nil {
+		return sdk.ExecResult{}, err
 	}
 	cwd, err := s.resolvePath(req.Cwd)
 	if err != nil {
@@ -62,7 +55,7 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 		user = "0:0"
 	}
 	marker := execMarker + "=" + randomHex(8)
-	env := append(envList(req.Env), marker)
+	env := append(sandboxkit.EnvList(req.Env), marker)
 
 	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
 		User:         user,
@@ -148,7 +141,7 @@ func (s *sandbox) exitCode(ctx context.Context, execID string) (int, error) {
 		in, err := s.cli.ContainerExecInspect(ctx, execID)
 		if err != nil {
 			if s.isClosed() {
-				return -1, errClosed
+				return -1, sandboxkit.ErrClosed
 			}
 			return -1, fmt.Errorf("exec: inspect: %w", err)
 		}

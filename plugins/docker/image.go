@@ -265,17 +265,5 @@ func addContextFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 		h.Name += "/"
 	}
 	h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
-	if err := tw.WriteHeader(h); err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.CopyN(tw, f, h.Size)
-	return err
+	return writeEntry(tw, h, p)
 }

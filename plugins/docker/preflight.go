@@ -93,13 +93,8 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		}
 	}
 	for i, m := range cfg.Mounts {
-		src, err := resolveHostPath(m.HostPath, req.HostRepoPath)
-		if err != nil {
-			fail("mount.%d: %w", i, err)
-			continue
-		}
-		if _, err := os.Stat(src); err != nil {
-			fail("mount.%d: host_path %q (resolved to %s) does not exist: create it or fix the mount", i, m.HostPath, src)
+		if _, err := m.Source(req.HostRepoPath); err != nil {
+			fail("mount.%d: %w: create it or fix the mount", i, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -7,9 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
+	"maps"
 	"path"
 	"regexp"
 	"sort"
@@ -22,6 +21,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // cleanupTimeout bounds teardown work that must happen even after the
@@ -61,13 +61,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	}
 	image := cfg.image(req.HostRepoPath)
 
-	env := map[string]string{}
-	for k, v := range req.Env {
-		env[k] = v
-	}
-	for k, v := range cfg.Env {
-		env[k] = v
-	}
+	env := sandboxkit.MergeEnv(req.Env, cfg.Env)
 	env["HOME"] = homeDir
 
 	init := true
@@ -91,20 +85,15 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if len(cfg.Networks) > 0 {
 		hostCfg.NetworkMode = container.NetworkMode(cfg.Networks[0])
 	}
-	labels := map[string]string{}
-	for k, v := range req.Labels {
-		labels[k] = v
-	}
-
 	name := containerName(req.RunName)
 	created, err := cli.ContainerCreate(ctx, &container.Config{
 		Image:      image,
 		User:       fmt.Sprintf("%d:%d", uid, gid),
-		Env:        envList(env),
+		Env:        sandboxkit.EnvList(env),
 		WorkingDir: workspaceDir,
 		Entrypoint: []string{"sleep"},
 		Cmd:        []string{"infinity"},
-		Labels:     labels,
+		Labels:     maps.Clone(req.Labels),
 	}, hostCfg, nil, nil, name)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -156,7 +145,7 @@ func (s *sandbox) start(ctx context.Context, cfg config, hasWorktree bool) error
 func (s *sandbox) ownedDirs(hasWorktree bool) []string {
 	inMount := func(p string) bool {
 		for _, m := range s.mounts {
-			if within(p, m.Target) {
+			if sandboxkit.Within(p, m.Target) {
 				return true
 			}
 		}
@@ -167,7 +156,7 @@ func (s *sandbox) ownedDirs(hasWorktree bool) []string {
 		set[workspaceDir] = true
 	}
 	for _, m := range s.mounts {
-		for d := path.Dir(m.Target); within(d, homeDir); d = path.Dir(d) {
+		for d := path.Dir(m.Target); sandboxkit.Within(d, homeDir); d = path.Dir(d) {
 			set[d] = true
 		}
 	}
@@ -212,12 +201,9 @@ func containerMounts(cfg config, req sdk.CreateRequest) ([]mount.Mount, error) {
 		}
 	}
 	for i, m := range cfg.Mounts {
-		src, err := resolveHostPath(m.HostPath, req.HostRepoPath)
+		src, err := m.Source(req.HostRepoPath)
 		if err != nil {
 			return nil, fmt.Errorf("mount.%d: %w", i, err)
-		}
-		if _, err := os.Stat(src); err != nil {
-			return nil, fmt.Errorf("mount.%d: host_path %q (resolved to %s) does not exist", i, m.HostPath, src)
 		}
 		if err := add(src, m.SandboxPath, m.ReadOnly); err != nil {
 			return nil, fmt.Errorf("mount.%d: %w", i, err)
@@ -245,20 +231,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func envList(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// within reports whether p is dir or below it (both clean and absolute).
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
 // sandbox is one container.
 type sandbox struct {
 	cli      *client.Client
@@ -272,8 +244,6 @@ type sandbox struct {
 }
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
-
-var errClosed = errors.New("sandbox is closed")
 
 func (s *sandbox) isClosed() bool {
 	s.mu.Lock()
@@ -309,15 +279,15 @@ func (s *sandbox) resolvePath(p string) (string, error) {
 	abs := path.Clean(p)
 	if !path.IsAbs(p) {
 		abs = path.Join(workspaceDir, p)
-		if !within(abs, workspaceDir) {
+		if !sandboxkit.Within(abs, workspaceDir) {
 			return "", fmt.Errorf("path %q leaves the workspace", p)
 		}
 	}
-	if within(abs, homeDir) || within(abs, "/tmp") {
+	if sandboxkit.Within(abs, homeDir) || sandboxkit.Within(abs, "/tmp") {
 		return abs, nil
 	}
 	for _, m := range s.mounts {
-		if within(abs, m.Target) {
+		if sandboxkit.Within(abs, m.Target) {
 			return abs, nil
 		}
 	}

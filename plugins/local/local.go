@@ -19,26 +19,18 @@ package local
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // Version is the provider's version.
 const Version = "0.1.0"
 
-const (
-	// dirPrefix starts the name of every sandbox directory under the temp dir.
-	dirPrefix = "sanddune-local-"
-	// labelsFile, in the sandbox directory, holds the CreateRequest labels for gc.
-	labelsFile = "sanddune-labels.json"
-)
+// dirs are the sandbox directories; each holds the CreateRequest labels
+// for gc.
+var dirs = sandboxkit.TempDirs{Prefix: "sanddune-local-", LabelsFile: "sanddune-labels.json"}
 
 // Provider is the local sandbox provider. It also implements
 // sdk.ResourceLister, so `sanddune gc` can remove directories left behind
@@ -73,22 +65,21 @@ func (*Provider) Configure(context.Context, sdk.Config) (sdk.Diagnostics, error)
 
 // Preflight checks that the temp dir is writable.
 func (*Provider) Preflight(context.Context, sdk.PreflightRequest) error {
-	dir, err := os.MkdirTemp("", dirPrefix+"preflight-")
-	if err != nil {
-		return fmt.Errorf("local sandbox: temp dir %s is not writable (set TMPDIR to a writable directory): %w", os.TempDir(), err)
+	if err := dirs.Check(); err != nil {
+		return fmt.Errorf("local sandbox: %w", err)
 	}
-	return os.Remove(dir)
+	return nil
 }
 
 // Create makes the sandbox directory.
 func (*Provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
-	dir, err := os.MkdirTemp("", dirPrefix+safeName(req.RunID)+"-")
+	dir, err := dirs.Create(safeName(req.RunID)+"-", req.Labels)
 	if err != nil {
 		return nil, fmt.Errorf("local sandbox: %w", err)
 	}
 	s, err := newSandbox(dir, req)
 	if err != nil {
-		_ = removeAll(dir)
+		_ = sandboxkit.RemoveAll(dir)
 		return nil, fmt.Errorf("local sandbox: %w", err)
 	}
 	return s, nil
@@ -97,38 +88,15 @@ func (*Provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, 
 // ListResources lists the sandbox directories under the temp dir that carry
 // sanddune labels. The resource ID is the directory path.
 func (*Provider) ListResources(context.Context) ([]sdk.Resource, error) {
-	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	if err != nil {
-		return nil, err
-	}
-	var res []sdk.Resource
-	for _, dir := range dirs {
-		data, err := os.ReadFile(filepath.Join(dir, labelsFile))
-		if err != nil {
-			continue // not a sandbox, or one still being created
-		}
-		var labels map[string]string
-		if json.Unmarshal(data, &labels) != nil {
-			continue
-		}
-		res = append(res, sdk.Resource{ID: dir, Labels: labels})
-	}
-	return res, nil
+	return dirs.List()
 }
 
 // RemoveResource removes a sandbox directory listed by ListResources.
 func (*Provider) RemoveResource(_ context.Context, id string) error {
-	id = filepath.Clean(id)
-	if filepath.Dir(id) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(id), dirPrefix) {
-		return fmt.Errorf("local sandbox: %q is not a local sandbox directory", id)
+	if err := dirs.Remove(id); err != nil {
+		return fmt.Errorf("local sandbox: %w", err)
 	}
-	if _, err := os.Lstat(id); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(id, labelsFile)); err != nil {
-		return fmt.Errorf("local sandbox: %q is not a local sandbox directory: %w", id, err)
-	}
-	return removeAll(id)
+	return nil
 }
 
 // safeName keeps a run id usable in a directory name.
@@ -143,19 +111,4 @@ func safeName(s string) string {
 		b = b[:40]
 	}
 	return string(b)
-}
-
-// removeAll removes dir even when it holds read-only directories (a Go
-// module cache, for one).
-func removeAll(dir string) error {
-	if os.RemoveAll(dir) == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
 }

@@ -9,13 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
 func newTestSandbox(t *testing.T, env map[string]string) sdk.Sandbox {
@@ -30,36 +29,6 @@ func newTestSandbox(t *testing.T, env map[string]string) sdk.Sandbox {
 	}
 	t.Cleanup(func() { _ = sb.Close(context.Background()) })
 	return sb
-}
-
-// output collects an Exec's output.
-type output struct {
-	mu     sync.Mutex
-	stdout []string
-	stderr []string
-	pieces []sdk.OutputLine
-}
-
-func (o *output) add(l sdk.OutputLine) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	text := string(l.Text)
-	if l.Stream == sdk.Stderr {
-		o.stderr = append(o.stderr, text)
-	} else {
-		o.stdout = append(o.stdout, text)
-	}
-	o.pieces = append(o.pieces, sdk.OutputLine{Stream: l.Stream, Text: []byte(text), Partial: l.Partial})
-}
-
-func run(t *testing.T, sb sdk.Sandbox, req sdk.ExecRequest) (sdk.ExecResult, *output) {
-	t.Helper()
-	o := &output{}
-	res, err := sb.Exec(context.Background(), req, o.add)
-	if err != nil {
-		t.Fatalf("Exec(%q, %q): %v", req.Argv, req.Shell, err)
-	}
-	return res, o
 }
 
 func TestCreateLayout(t *testing.T) {
@@ -86,22 +55,22 @@ func TestCreateLayout(t *testing.T) {
 
 func TestExecArgvRunsWithoutShell(t *testing.T) {
 	sb := newTestSandbox(t, nil)
-	res, o := run(t, sb, sdk.ExecRequest{Argv: []string{"echo", "a; echo b", "$HOME"}})
-	if res.ExitCode != 0 || strings.Join(o.stdout, "|") != "a; echo b $HOME" {
-		t.Errorf("got exit %d, stdout %q", res.ExitCode, o.stdout)
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"echo", "a; echo b", "$HOME"}})
+	if res.ExitCode != 0 || strings.Join(o.Stdout, "|") != "a; echo b $HOME" {
+		t.Errorf("got exit %d, stdout %q", res.ExitCode, o.Stdout)
 	}
 }
 
 func TestExecShellStreamsInOrder(t *testing.T) {
 	sb := newTestSandbox(t, nil)
-	res, o := run(t, sb, sdk.ExecRequest{Shell: "echo one; echo two >&2; printf 'three\\nfour'; exit 3"})
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "echo one; echo two >&2; printf 'three\\nfour'; exit 3"})
 	if res.ExitCode != 3 || res.TimedOut {
 		t.Errorf("result %+v, want exit 3", res)
 	}
-	if got := strings.Join(o.stdout, "|"); got != "one|three|four" {
+	if got := strings.Join(o.Stdout, "|"); got != "one|three|four" {
 		t.Errorf("stdout %q", got)
 	}
-	if got := strings.Join(o.stderr, "|"); got != "two" {
+	if got := strings.Join(o.Stderr, "|"); got != "two" {
 		t.Errorf("stderr %q", got)
 	}
 }
@@ -110,13 +79,13 @@ func TestExecEnvLayers(t *testing.T) {
 	t.Setenv("SANDDUNE_LOCAL_TEST_LEAK", "leaked")
 	sb := newTestSandbox(t, map[string]string{"A": "create", "B": "create"})
 	info := sb.Info()
-	_, o := run(t, sb, sdk.ExecRequest{
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{
 		Argv: []string{"sh", "-c", `echo "$HOME|$TMPDIR|$A|$B|${SANDDUNE_LOCAL_TEST_LEAK-unset}"`},
 		Env:  map[string]string{"B": "exec"},
 	})
 	want := info.HomePath + "|" + filepath.Join(info.ID, "tmp") + "|create|exec|unset"
-	if len(o.stdout) != 1 || o.stdout[0] != want {
-		t.Errorf("got %q, want %q", o.stdout, want)
+	if len(o.Stdout) != 1 || o.Stdout[0] != want {
+		t.Errorf("got %q, want %q", o.Stdout, want)
 	}
 }
 
@@ -129,9 +98,9 @@ func TestExecUsesSandboxPATH(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "sanddune-hello"), []byte("#!/bin/sh\necho hello from PATH\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, o := run(t, sb, sdk.ExecRequest{Argv: []string{"sanddune-hello"}, Env: map[string]string{"PATH": bin + ":/usr/bin:/bin"}})
-	if strings.Join(o.stdout, "|") != "hello from PATH" {
-		t.Errorf("stdout %q", o.stdout)
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"sanddune-hello"}, Env: map[string]string{"PATH": bin + ":/usr/bin:/bin"}})
+	if strings.Join(o.Stdout, "|") != "hello from PATH" {
+		t.Errorf("stdout %q", o.Stdout)
 	}
 	_, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"sanddune-no-such-command"}}, func(sdk.OutputLine) {})
 	if !errors.Is(err, exec.ErrNotFound) {
@@ -153,9 +122,9 @@ func TestExecCwd(t *testing.T) {
 		"..":                   info.ID,
 		filepath.Join(info.ID): info.ID,
 	} {
-		_, o := run(t, sb, sdk.ExecRequest{Argv: []string{"pwd", "-P"}, Cwd: cwd})
-		if strings.Join(o.stdout, "") != want {
-			t.Errorf("cwd %q: pwd %q, want %q", cwd, o.stdout, want)
+		_, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"pwd", "-P"}, Cwd: cwd})
+		if strings.Join(o.Stdout, "") != want {
+			t.Errorf("cwd %q: pwd %q, want %q", cwd, o.Stdout, want)
 		}
 	}
 }
@@ -177,17 +146,17 @@ func TestExecCwdEscapeRejected(t *testing.T) {
 
 func TestExecStdin(t *testing.T) {
 	sb := newTestSandbox(t, nil)
-	_, o := run(t, sb, sdk.ExecRequest{Argv: []string{"cat"}, Stdin: []byte("hello\nworld")})
-	if strings.Join(o.stdout, "|") != "hello|world" {
-		t.Errorf("stdout %q", o.stdout)
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"cat"}, Stdin: []byte("hello\nworld")})
+	if strings.Join(o.Stdout, "|") != "hello|world" {
+		t.Errorf("stdout %q", o.Stdout)
 	}
 	// nil stdin: cat sees EOF at once.
-	res, o := run(t, sb, sdk.ExecRequest{Argv: []string{"cat"}})
-	if res.ExitCode != 0 || len(o.stdout) != 0 {
-		t.Errorf("nil stdin: %+v %q", res, o.stdout)
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"cat"}})
+	if res.ExitCode != 0 || len(o.Stdout) != 0 {
+		t.Errorf("nil stdin: %+v %q", res, o.Stdout)
 	}
 	// stdin the command never reads does not block it.
-	res, _ = run(t, sb, sdk.ExecRequest{Argv: []string{"true"}, Stdin: bytes.Repeat([]byte("x"), 4<<20)})
+	res, _ = kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"true"}, Stdin: bytes.Repeat([]byte("x"), 4<<20)})
 	if res.ExitCode != 0 {
 		t.Errorf("unread stdin: %+v", res)
 	}
@@ -196,10 +165,10 @@ func TestExecStdin(t *testing.T) {
 func TestExecLongLineInPieces(t *testing.T) {
 	sb := newTestSandbox(t, nil)
 	n := 2*sdk.MaxLineBytes + 10
-	_, o := run(t, sb, sdk.ExecRequest{Shell: "head -c " + strconv.Itoa(n) + " /dev/zero | tr '\\0' a; echo; echo short"})
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "head -c " + strconv.Itoa(n) + " /dev/zero | tr '\\0' a; echo; echo short"})
 	var sizes []int
 	var partial []bool
-	for _, p := range o.pieces {
+	for _, p := range o.Pieces {
 		sizes = append(sizes, len(p.Text))
 		partial = append(partial, p.Partial)
 	}
@@ -240,11 +209,11 @@ const treeScript = "sleep 100 & echo $!; sleep 100"
 
 func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	sb := newTestSandbox(t, nil)
-	res, o := run(t, sb, sdk.ExecRequest{Shell: treeScript, Timeout: 300 * time.Millisecond})
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: treeScript, Timeout: 300 * time.Millisecond})
 	if !res.TimedOut || res.ExitCode == 0 {
 		t.Errorf("result %+v, want timed out", res)
 	}
-	waitGone(t, pidFrom(t, o))
+	kittest.WaitGone(t, pidFrom(t, o))
 }
 
 func TestExecCancelKillsProcessGroup(t *testing.T) {
@@ -260,17 +229,17 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.TimedOut {
 		t.Errorf("Exec: %+v, %v; want context.Canceled", res, err)
 	}
-	waitGone(t, <-pids)
+	kittest.WaitGone(t, <-pids)
 }
 
 func TestExecBackgroundJobEndsWithCommand(t *testing.T) {
 	sb := newTestSandbox(t, nil)
 	// The background sleep holds stdout: Exec still returns when sh exits.
-	res, o := run(t, sb, sdk.ExecRequest{Shell: "sleep 100 & echo $!"})
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "sleep 100 & echo $!"})
 	if res.ExitCode != 0 {
 		t.Errorf("result %+v", res)
 	}
-	waitGone(t, pidFrom(t, o))
+	kittest.WaitGone(t, pidFrom(t, o))
 }
 
 func TestCloseKillsRunningCommand(t *testing.T) {
@@ -291,49 +260,30 @@ func TestCloseKillsRunningCommand(t *testing.T) {
 	if err := <-errs; err == nil {
 		t.Error("Exec interrupted by Close returned no error")
 	}
-	waitGone(t, pid)
+	kittest.WaitGone(t, pid)
 }
 
-func pidFrom(t *testing.T, o *output) int {
+func pidFrom(t *testing.T, o *kittest.Output) int {
 	t.Helper()
-	if len(o.stdout) == 0 {
+	if len(o.Stdout) == 0 {
 		t.Fatal("no pid printed")
 	}
-	pid, err := strconv.Atoi(o.stdout[0])
+	pid, err := strconv.Atoi(o.Stdout[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pid
 }
 
-// waitGone waits until pid no longer runs (a zombie counts as gone: it
-// waits for a reaper that may not exist in a container).
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	for range 200 {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-			if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	t.Errorf("process %d still running", pid)
-}
-
 func TestCopyInFilesAndDirectories(t *testing.T) {
 	sb := newTestSandbox(t, nil)
 	host := t.TempDir()
-	mustWrite(t, filepath.Join(host, "src", "run.sh"), "#!/bin/sh\n", 0o755)
-	mustWrite(t, filepath.Join(host, "src", "nested", "secret"), "s", 0o600)
+	kittest.WriteFile(t, filepath.Join(host, "src", "run.sh"), "#!/bin/sh\n", 0o755)
+	kittest.WriteFile(t, filepath.Join(host, "src", "nested", "secret"), "s", 0o600)
 	if err := os.Symlink("run.sh", filepath.Join(host, "src", "link")); err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, filepath.Join(host, "one.txt"), "one", 0o644)
+	kittest.WriteFile(t, filepath.Join(host, "one.txt"), "one", 0o644)
 	ctx := context.Background()
 
 	if err := sb.CopyIn(ctx, filepath.Join(host, "src"), "dir"); err != nil {
@@ -343,9 +293,9 @@ func TestCopyInFilesAndDirectories(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := sb.Info().RepoPath
-	checkFile(t, filepath.Join(repo, "dir", "run.sh"), "#!/bin/sh\n", 0o755)
-	checkFile(t, filepath.Join(repo, "dir", "nested", "secret"), "s", 0o600)
-	checkFile(t, filepath.Join(repo, "a", "b", "one.txt"), "one", 0o644)
+	kittest.CheckFile(t, filepath.Join(repo, "dir", "run.sh"), "#!/bin/sh\n", 0o755)
+	kittest.CheckFile(t, filepath.Join(repo, "dir", "nested", "secret"), "s", 0o600)
+	kittest.CheckFile(t, filepath.Join(repo, "a", "b", "one.txt"), "one", 0o644)
 	if target, err := os.Readlink(filepath.Join(repo, "dir", "link")); err != nil || target != "run.sh" {
 		t.Errorf("symlink: %q %v", target, err)
 	}
@@ -355,18 +305,18 @@ func TestCopyInFilesAndDirectories(t *testing.T) {
 	if err := sb.CopyOut(ctx, "dir", back); err != nil {
 		t.Fatal(err)
 	}
-	checkFile(t, filepath.Join(back, "run.sh"), "#!/bin/sh\n", 0o755)
-	checkFile(t, filepath.Join(back, "nested", "secret"), "s", 0o600)
+	kittest.CheckFile(t, filepath.Join(back, "run.sh"), "#!/bin/sh\n", 0o755)
+	kittest.CheckFile(t, filepath.Join(back, "nested", "secret"), "s", 0o600)
 	if err := sb.CopyOut(ctx, filepath.Join(repo, "a", "b", "one.txt"), filepath.Join(back, "one")); err != nil {
 		t.Fatal(err)
 	}
-	checkFile(t, filepath.Join(back, "one"), "one", 0o644)
+	kittest.CheckFile(t, filepath.Join(back, "one"), "one", 0o644)
 }
 
 func TestCopyTraversalRejected(t *testing.T) {
 	sb := newTestSandbox(t, nil)
 	host := t.TempDir()
-	mustWrite(t, filepath.Join(host, "f"), "x", 0o644)
+	kittest.WriteFile(t, filepath.Join(host, "f"), "x", 0o644)
 	outside := t.TempDir()
 	for _, p := range []string{"../../escape", "../../../" + filepath.Base(outside) + "/f", filepath.Join(outside, "f"), "/etc/sanddune-escape"} {
 		if err := sb.CopyIn(context.Background(), filepath.Join(host, "f"), p); !errors.Is(err, ErrConfinement) {
@@ -383,10 +333,10 @@ func TestCopySymlinkEscapeRejected(t *testing.T) {
 	sb := newTestSandbox(t, nil)
 	repo := sb.Info().RepoPath
 	host := t.TempDir()
-	mustWrite(t, filepath.Join(host, "f"), "new", 0o644)
-	mustWrite(t, filepath.Join(host, "tree", "sub", "f"), "new", 0o644)
+	kittest.WriteFile(t, filepath.Join(host, "f"), "new", 0o644)
+	kittest.WriteFile(t, filepath.Join(host, "tree", "sub", "f"), "new", 0o644)
 	outside := t.TempDir()
-	mustWrite(t, filepath.Join(outside, "victim"), "old", 0o644)
+	kittest.WriteFile(t, filepath.Join(outside, "victim"), "old", 0o644)
 	for name, target := range map[string]string{
 		"dirlink":  outside,
 		"filelink": filepath.Join(outside, "victim"),
@@ -411,7 +361,7 @@ func TestCopySymlinkEscapeRejected(t *testing.T) {
 		if err := sb.CopyIn(ctx, filepath.Join(host, "f"), p); err != nil {
 			t.Errorf("CopyIn onto symlink %q: %v", p, err)
 		}
-		checkFile(t, filepath.Join(repo, p), "new", 0o644)
+		kittest.CheckFile(t, filepath.Join(repo, p), "new", 0o644)
 	}
 	// A symlink inside a directory being merged into is replaced too.
 	if err := os.MkdirAll(filepath.Join(repo, "tree"), 0o755); err != nil {
@@ -423,8 +373,8 @@ func TestCopySymlinkEscapeRejected(t *testing.T) {
 	if err := sb.CopyIn(ctx, filepath.Join(host, "tree"), "tree"); err != nil {
 		t.Fatal(err)
 	}
-	checkFile(t, filepath.Join(repo, "tree", "sub", "f"), "new", 0o644)
-	checkFile(t, filepath.Join(outside, "victim"), "old", 0o644)
+	kittest.CheckFile(t, filepath.Join(repo, "tree", "sub", "f"), "new", 0o644)
+	kittest.CheckFile(t, filepath.Join(outside, "victim"), "old", 0o644)
 	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
 		t.Errorf("outside dir has %d entries, want only victim", len(entries))
 	}
@@ -435,7 +385,7 @@ func TestCloseRemovesEverythingIdempotently(t *testing.T) {
 	info := sb.Info()
 	// A read-only directory tree (like a Go module cache) does not stop removal.
 	ro := filepath.Join(info.HomePath, "go", "pkg", "mod", "x")
-	mustWrite(t, filepath.Join(ro, "f"), "x", 0o444)
+	kittest.WriteFile(t, filepath.Join(ro, "f"), "x", 0o444)
 	if err := os.Chmod(ro, 0o555); err != nil {
 		t.Fatal(err)
 	}
@@ -505,32 +455,6 @@ func TestPreflightAndInfo(t *testing.T) {
 	}
 }
 
-func mustWrite(t *testing.T, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func checkFile(t *testing.T, path, content string, mode os.FileMode) {
-	t.Helper()
-	fi, err := os.Lstat(path)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	data, _ := os.ReadFile(path)
-	if !fi.Mode().IsRegular() || string(data) != content || fi.Mode().Perm() != mode {
-		t.Errorf("%s: mode %v content %q, want regular %v %q", path, fi.Mode(), data, mode, content)
-	}
-}
-
 func assertEmpty(t *testing.T, dir string) {
 	t.Helper()
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -553,15 +477,15 @@ func TestOverGRPC(t *testing.T) {
 	dir := sb.Info().ID
 	defer sb.Close(ctx)
 
-	res, o := run(t, sb, sdk.ExecRequest{Shell: `cat; echo "A=$A"; echo err >&2; exit 5`, Stdin: []byte("in\n")})
-	if res.ExitCode != 5 || strings.Join(o.stdout, "|") != "in|A=1" || strings.Join(o.stderr, "|") != "err" {
-		t.Errorf("exec: %+v stdout %q stderr %q", res, o.stdout, o.stderr)
+	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `cat; echo "A=$A"; echo err >&2; exit 5`, Stdin: []byte("in\n")})
+	if res.ExitCode != 5 || strings.Join(o.Stdout, "|") != "in|A=1" || strings.Join(o.Stderr, "|") != "err" {
+		t.Errorf("exec: %+v stdout %q stderr %q", res, o.Stdout, o.Stderr)
 	}
-	res, o = run(t, sb, sdk.ExecRequest{Shell: treeScript, Timeout: 300 * time.Millisecond})
+	res, o = kittest.Exec(t, sb, sdk.ExecRequest{Shell: treeScript, Timeout: 300 * time.Millisecond})
 	if !res.TimedOut {
 		t.Errorf("timeout: %+v", res)
 	}
-	waitGone(t, pidFrom(t, o))
+	kittest.WaitGone(t, pidFrom(t, o))
 
 	cctx, cancel := context.WithCancel(ctx)
 	pids := make(chan int, 1)
@@ -573,7 +497,7 @@ func TestOverGRPC(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancel: err %v", err)
 	}
-	waitGone(t, <-pids)
+	kittest.WaitGone(t, <-pids)
 
 	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}, Cwd: "/"}, func(sdk.OutputLine) {}); err == nil || !strings.Contains(err.Error(), "path confinement") {
 		t.Errorf("cwd escape over gRPC: %v", err)

@@ -8,13 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -89,46 +88,14 @@ func checkGolden(t *testing.T, path string, got []goldenCommand) {
 	}
 }
 
-func readLines(t *testing.T, path string) []string {
+// replay runs the cases through ParseStream over real gRPC.
+func replay(t *testing.T, cfg cty.Value, cases []parseCase) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	var kc []agenttest.Case
+	for _, c := range cases {
+		kc = append(kc, agenttest.Case{Name: c.name, Lines: c.lines, Want: c.want})
 	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-}
-
-// parse runs lines through ParseStream in-process.
-func parse(t *testing.T, lines []string) []sdk.Event {
-	t.Helper()
-	ch := make(chan []byte, len(lines))
-	for _, l := range lines {
-		ch <- []byte(l)
-	}
-	close(ch)
-	var got []sdk.Event
-	if err := New().ParseStream(context.Background(), sdk.Config{}, ch, func(e sdk.Event) { got = append(got, e) }); err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
-func check(t *testing.T, got, want []sdk.Event) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("events differ\n got: %s\nwant: %s", dump(got), dump(want))
-	}
-}
-
-func dump(evs []sdk.Event) string {
-	var b strings.Builder
-	for _, e := range evs {
-		fmt.Fprintf(&b, "\n  %s %q %q %q %q", e.Type, e.Text, e.ToolName, e.ToolArg, e.SessionID)
-		if e.Usage != nil {
-			fmt.Fprintf(&b, " %+v", *e.Usage)
-		}
-	}
-	return b.String()
+	agenttest.Replay(t, New(), cfg, kc...)
 }
 
 // cmdCase is one BuildCommand call of a golden test. Prompt defaults to

@@ -6,7 +6,6 @@ package opencode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -104,7 +103,7 @@ func (provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescriptio
 
 // ErrNoResume is returned when asked to resume: opencode's sessions live
 // in its SQLite database inside the sandbox.
-var ErrNoResume = errors.New("opencode: sessions live in opencode's SQLite database and cannot be resumed by sanddune")
+var ErrNoResume = fmt.Errorf("%w: opencode keeps sessions in its SQLite database; sanddune cannot resume them", sdk.ErrNotSupported)
 
 func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	c := decode(req.Config)

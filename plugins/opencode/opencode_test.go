@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -85,7 +86,7 @@ func parseCases(t *testing.T) []parseCase {
 	return []parseCase{
 		{
 			name:  "fixture",
-			lines: readLines(t, "testdata/opencode-stream.jsonl"),
+			lines: agenttest.ReadLines(t, "testdata/opencode-stream.jsonl"),
 			want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "ses_1a2b3c4d5ffeQw8Rt6Yu4Io2Pa"},
 				{Type: sdk.EventText, Text: "I'll run the test suite first to see what is failing."},
@@ -136,12 +137,16 @@ func parseCases(t *testing.T) []parseCase {
 				`INFO  2026-07-01 service=server starting`,
 				`{"type":"text","part":{"type":"text","text":"torn`,
 				`{"type":"text","part":"nope"}`,
+				`{"type":"tool_use","part":{"tool":"read","state":{"status":"completed","input":{"filePath":"/w/a.go"},"metadata":"odd"},"time":7}}`,
+				`{"type":"step_finish","part":{"tokens":"not tokens"}}`,
+				`{"type":"error","error":{"name":7,"data":{"message":"bad gateway"}}}`,
 				`{"type":"text","part":{"type":"text","text":"` + huge + `"}}`,
 			},
 			want: []sdk.Event{
 				{Type: sdk.EventText, Text: `INFO  2026-07-01 service=server starting`},
 				{Type: sdk.EventText, Text: `{"type":"text","part":{"type":"text","text":"torn`},
-				{Type: sdk.EventText, Text: `{"type":"text","part":"nope"}`},
+				{Type: sdk.EventToolCall, ToolName: "read", ToolArg: "/w/a.go"},
+				{Type: sdk.EventError, Text: "bad gateway"},
 				{Type: sdk.EventText, Text: huge},
 				{Type: sdk.EventResult, Text: huge},
 			},
@@ -149,8 +154,10 @@ func parseCases(t *testing.T) []parseCase {
 	}
 }
 
-func TestParse(t *testing.T) {
-	for _, c := range parseCases(t) {
-		t.Run(c.name, func(t *testing.T) { check(t, parse(t, c.lines), c.want) })
-	}
+func TestReplay(t *testing.T) {
+	replay(t, cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}), parseCases(t))
+}
+
+func TestConformance(t *testing.T) {
+	agenttest.Run(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}))
 }

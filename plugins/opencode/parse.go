@@ -7,31 +7,56 @@ import (
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 )
 
+// line is the part of a `--format json` line the parser reads. Nested
+// parts are decoded on their own, so that one field of an unexpected shape
+// loses that field, not the line.
 type line struct {
-	Type      string `json:"type"`
-	SessionID string `json:"sessionID"`
-	Part      *struct {
-		Text  string `json:"text"`
-		Tool  string `json:"tool"`
-		State *struct {
-			Input json.RawMessage `json:"input"`
-		} `json:"state"`
-		Tokens *struct {
-			Input  int64 `json:"input"`
-			Output int64 `json:"output"`
-			Cache  struct {
-				Read  int64 `json:"read"`
-				Write int64 `json:"write"`
-			} `json:"cache"`
-		} `json:"tokens"`
-	} `json:"part"`
-	Error *struct {
-		Name    string `json:"name"`
-		Message string `json:"message"`
-		Data    struct {
-			Message string `json:"message"`
-		} `json:"data"`
-	} `json:"error"`
+	Type      string          `json:"type"`
+	SessionID string          `json:"sessionID"`
+	Part      json.RawMessage `json:"part"`
+	Error     json.RawMessage `json:"error"`
+}
+
+type part struct {
+	Text   string          `json:"text"`
+	Tool   string          `json:"tool"`
+	State  json.RawMessage `json:"state"`
+	Tokens json.RawMessage `json:"tokens"`
+}
+
+type tokens struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	Cache  struct {
+		Read  int64 `json:"read"`
+		Write int64 `json:"write"`
+	} `json:"cache"`
+}
+
+// errorText is the message of an error object: data.message, message or
+// the error's name.
+func errorText(raw json.RawMessage) string {
+	var e struct {
+		Name    json.RawMessage `json:"name"`
+		Message json.RawMessage `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	var data struct {
+		Message json.RawMessage `json:"message"`
+	}
+	_ = json.Unmarshal(e.Data, &data)
+	var msg, name string
+	if json.Unmarshal(data.Message, &msg) == nil && msg != "" {
+		return msg
+	}
+	if json.Unmarshal(e.Message, &msg) == nil && msg != "" {
+		return msg
+	}
+	if json.Unmarshal(e.Name, &name) == nil && name != "" {
+		return "opencode: " + name
+	}
+	return "opencode: error"
 }
 
 // Parser parses one iteration of `opencode run --format json`.
@@ -57,23 +82,25 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		p.sessionSeen = true
 		evs = append(evs, sdk.Event{Type: sdk.EventSessionID, SessionID: l.SessionID})
 	}
+	var pt part
+	_ = json.Unmarshal(l.Part, &pt)
 	switch l.Type {
 	case "text":
-		if l.Part != nil && l.Part.Text != "" {
-			p.last, p.hasLast = l.Part.Text, true
-			evs = append(evs, sdk.Event{Type: sdk.EventText, Text: l.Part.Text})
+		if pt.Text != "" {
+			p.last, p.hasLast = pt.Text, true
+			evs = append(evs, sdk.Event{Type: sdk.EventText, Text: pt.Text})
 		}
 	case "tool_use":
-		if l.Part != nil && l.Part.Tool != "" {
-			arg := ""
-			if l.Part.State != nil {
-				arg = agentkit.ToolArg(l.Part.Tool, l.Part.State.Input)
+		if pt.Tool != "" {
+			var state struct {
+				Input json.RawMessage `json:"input"`
 			}
-			evs = append(evs, sdk.Event{Type: sdk.EventToolCall, ToolName: l.Part.Tool, ToolArg: arg})
+			_ = json.Unmarshal(pt.State, &state)
+			evs = append(evs, sdk.Event{Type: sdk.EventToolCall, ToolName: pt.Tool, ToolArg: agentkit.ToolArg(pt.Tool, state.Input)})
 		}
 	case "step_finish":
-		if l.Part != nil && l.Part.Tokens != nil {
-			t := l.Part.Tokens
+		var t tokens
+		if len(pt.Tokens) > 0 && pt.Tokens[0] == '{' && json.Unmarshal(pt.Tokens, &t) == nil {
 			p.hasUsage = true
 			p.usage = p.usage.Add(sdk.Usage{
 				InputTokens:              t.Input,
@@ -83,18 +110,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 			})
 		}
 	case "error":
-		msg := "opencode: error"
-		if e := l.Error; e != nil {
-			switch {
-			case e.Data.Message != "":
-				msg = e.Data.Message
-			case e.Message != "":
-				msg = e.Message
-			case e.Name != "":
-				msg = "opencode: " + e.Name
-			}
-		}
-		evs = append(evs, sdk.Event{Type: sdk.EventError, Text: msg})
+		evs = append(evs, sdk.Event{Type: sdk.EventError, Text: errorText(l.Error)})
 	}
 	return evs
 }

@@ -8,39 +8,44 @@ import (
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 )
 
+// line is the part of a `--mode json` line the parser reads. Nested parts
+// are decoded on their own, so that one field of an unexpected shape loses
+// that field, not the line.
 type line struct {
-	Type  string `json:"type"`
-	ID    string `json:"id"` // session header
-	Event *struct {
-		Type  string `json:"type"`
-		Delta string `json:"delta"`
-	} `json:"assistantMessageEvent"`
+	Type     string          `json:"type"`
+	ID       string          `json:"id"` // session header
+	Event    json.RawMessage `json:"assistantMessageEvent"`
 	ToolName string          `json:"toolName"`
 	Args     json.RawMessage `json:"args"`
-	Message  *message        `json:"message"`
-	Messages []message       `json:"messages"`
+	Message  json.RawMessage `json:"message"`
+	Messages json.RawMessage `json:"messages"`
 }
 
 type message struct {
-	Role    string `json:"role"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	Usage *struct {
-		Input      int64 `json:"input"`
-		Output     int64 `json:"output"`
-		CacheRead  int64 `json:"cacheRead"`
-		CacheWrite int64 `json:"cacheWrite"`
-	} `json:"usage"`
-	StopReason   string `json:"stopReason"`
-	ErrorMessage string `json:"errorMessage"`
+	Role         string          `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	Usage        json.RawMessage `json:"usage"`
+	StopReason   string          `json:"stopReason"`
+	ErrorMessage string          `json:"errorMessage"`
+}
+
+type usage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
 }
 
 func (m message) text() string {
+	var content []json.RawMessage
+	_ = json.Unmarshal(m.Content, &content)
 	var b strings.Builder
-	for _, c := range m.Content {
-		if c.Type == "text" {
+	for _, raw := range content {
+		var c struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &c) == nil && c.Type == "text" {
 			b.WriteString(c.Text)
 		}
 	}
@@ -71,19 +76,24 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 			return []sdk.Event{{Type: sdk.EventSessionID, SessionID: l.ID}}
 		}
 	case "message_update":
-		if l.Event != nil && l.Event.Type == "text_delta" && l.Event.Delta != "" {
-			return []sdk.Event{{Type: sdk.EventText, Text: l.Event.Delta}}
+		var ev struct {
+			Type  string `json:"type"`
+			Delta string `json:"delta"`
+		}
+		if json.Unmarshal(l.Event, &ev) == nil && ev.Type == "text_delta" && ev.Delta != "" {
+			return []sdk.Event{{Type: sdk.EventText, Text: ev.Delta}}
 		}
 	case "tool_execution_start":
 		if l.ToolName != "" {
 			return []sdk.Event{{Type: sdk.EventToolCall, ToolName: l.ToolName, ToolArg: agentkit.ToolArg(l.ToolName, l.Args)}}
 		}
 	case "message_end":
-		m := l.Message
-		if m == nil || m.Role != "assistant" {
+		var m message
+		if json.Unmarshal(l.Message, &m) != nil || m.Role != "assistant" {
 			return nil
 		}
-		if u := m.Usage; u != nil {
+		var u usage
+		if len(m.Usage) > 0 && m.Usage[0] == '{' && json.Unmarshal(m.Usage, &u) == nil {
 			p.hasUsage = true
 			p.usage = p.usage.Add(sdk.Usage{
 				InputTokens:              u.Input,
@@ -104,8 +114,11 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	case "agent_end":
 		p.ended = true
 		evs := p.usageEvent()
-		for i := len(l.Messages) - 1; i >= 0; i-- {
-			if m := l.Messages[i]; m.Role == "assistant" {
+		var msgs []json.RawMessage
+		_ = json.Unmarshal(l.Messages, &msgs)
+		for i := len(msgs) - 1; i >= 0; i-- {
+			var m message
+			if json.Unmarshal(msgs[i], &m) == nil && m.Role == "assistant" {
 				if !m.failed() {
 					evs = append(evs, sdk.Event{Type: sdk.EventResult, Text: m.text()})
 				}

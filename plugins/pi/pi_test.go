@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -99,7 +100,7 @@ func parseCases(t *testing.T) []parseCase {
 	return []parseCase{
 		{
 			name:  "fixture",
-			lines: readLines(t, "testdata/pi-stream.jsonl"),
+			lines: agenttest.ReadLines(t, "testdata/pi-stream.jsonl"),
 			want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: session},
 				{Type: sdk.EventText, Text: "I'll run the tests first."},
@@ -153,20 +154,29 @@ func parseCases(t *testing.T) []parseCase {
 				`Session found in different project: /elsewhere`,
 				`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"torn`,
 				`{"type":"message_update","assistantMessageEvent":[]}`,
+				`{"type":"tool_execution_start","toolName":"write","args":{"path":"notes.md","content":7}}`,
+				`{"type":"message_end","message":{"role":"assistant","content":"odd","usage":"odd","stopReason":"error","errorMessage":"overloaded"}}`,
+				`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input":1},"stopReason":"stop"}}`,
+				`{"type":"agent_end","messages":[7,{"role":"assistant","content":[5,{"type":"text","text":"ok"}],"stopReason":"stop"}]}`,
 				`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"` + huge + `"}}`,
 			},
 			want: []sdk.Event{
 				{Type: sdk.EventText, Text: `Session found in different project: /elsewhere`},
 				{Type: sdk.EventText, Text: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"torn`},
-				{Type: sdk.EventText, Text: `{"type":"message_update","assistantMessageEvent":[]}`},
+				{Type: sdk.EventToolCall, ToolName: "write", ToolArg: "notes.md"},
+				{Type: sdk.EventError, Text: "overloaded"},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 1}},
+				{Type: sdk.EventResult, Text: "ok"},
 				{Type: sdk.EventText, Text: huge},
 			},
 		},
 	}
 }
 
-func TestParse(t *testing.T) {
-	for _, c := range parseCases(t) {
-		t.Run(c.name, func(t *testing.T) { check(t, parse(t, c.lines), c.want) })
-	}
+func TestReplay(t *testing.T) {
+	replay(t, cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}), parseCases(t))
+}
+
+func TestConformance(t *testing.T) {
+	agenttest.Run(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}))
 }

@@ -78,6 +78,15 @@ func TestRewriteJSONLCwd(t *testing.T) {
 	if !strings.Contains(back, `{"cwd" : "/home/agent/workspace/src", "x":1}`) {
 		t.Errorf("reverse rewrite: %s", back)
 	}
+	// Any depth, arrays of strings, and lines whose quick check must not
+	// skip them (escaped slashes).
+	deepIn := `{"type":"event_msg","payload":{"thread_settings":{"cwd":"/w","runtime_workspace_roots":["/w", "/other","/w/sub"]}},"list":[{"cwd":"/w"}],"cwd":5}` + "\n" +
+		`{"cwd":"\/w"}`
+	deepWant := `{"type":"event_msg","payload":{"thread_settings":{"cwd":"/h","runtime_workspace_roots":["/h","/other","/h/sub"]}},"list":[{"cwd":"/h"}],"cwd":5}` + "\n" +
+		`{"cwd":"/h"}`
+	if got := string(RewriteJSONLCwd([]byte(deepIn), "/w", "/h", "**.cwd", "**.runtime_workspace_roots")); got != deepWant {
+		t.Errorf("deep rewrite:\n got %s\nwant %s", got, deepWant)
+	}
 	nested := string(RewriteJSONLCwd([]byte(`{"cwd":"/a"}`), "/a", "/a/b", "cwd"))
 	if nested != `{"cwd":"/a/b"}` {
 		t.Errorf("nested target: %s", nested)

@@ -7,33 +7,33 @@ import (
 )
 
 // RewriteJSONLCwd rewrites the cwd fields of a JSONL session file. In every
-// line that is a JSON object, each string field at one of the dotted paths
-// in fields (e.g. "cwd", "payload.cwd") whose value is from, or a path
-// below from, gets from replaced by to. Only the rewritten values change:
-// every other byte, including lines that are not JSON or are torn, is kept
-// as is.
+// line that is a JSON object, each field named by fields whose value is
+// from, or a path below from, gets from replaced by to. A field is a dotted
+// path from the line's root ("cwd", "payload.cwd"), or "**." and a key
+// name for that key at any depth ("**.cwd"). A field holding an array of
+// strings has each element rewritten.
+//
+// Only the rewritten values change: every other byte, including lines that
+// are not JSON or are torn, is kept as is.
 func RewriteJSONLCwd(data []byte, from, to string, fields ...string) []byte {
 	from, to = trimSlash(from), trimSlash(to)
 	if from == to || from == "" || len(fields) == 0 {
 		return data
 	}
-	paths := make([][]string, len(fields))
-	for i, f := range fields {
-		paths[i] = strings.Split(f, ".")
+	r := rewriter{from: from, to: to}
+	for _, f := range fields {
+		if k, ok := strings.CutPrefix(f, "**."); ok {
+			r.deep = append(r.deep, k)
+		} else {
+			r.paths = append(r.paths, strings.Split(f, "."))
+		}
 	}
 	var out bytes.Buffer
 	out.Grow(len(data))
 	for len(data) > 0 {
-		line := data
-		rest := []byte(nil)
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, rest = data[:i], data[i+1:]
-		}
-		for _, p := range paths {
-			line = rewriteField(line, p, from, to)
-		}
-		out.Write(line)
-		if rest != nil {
+		line, rest, found := bytes.Cut(data, []byte{'\n'})
+		out.Write(r.line(line))
+		if found {
 			out.WriteByte('\n')
 		}
 		data = rest
@@ -48,12 +48,47 @@ func trimSlash(p string) string {
 	return p
 }
 
-// rewriteField rewrites the string at path inside the JSON object obj and
-// returns the (possibly new) object bytes.
-func rewriteField(obj []byte, path []string, from, to string) []byte {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return obj
+type rewriter struct {
+	from, to string
+	paths    [][]string
+	deep     []string // keys rewritten at any depth
+}
+
+func (r rewriter) line(line []byte) []byte {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 || t[0] != '{' || !bytes.Contains(line, []byte(trimQuote(r.from))) && !bytes.Contains(line, []byte(`\/`)) && !bytes.Contains(line, []byte(`\u`)) {
+		return line
+	}
+	for _, p := range r.paths {
+		line = r.value(line, p, "")
+	}
+	for _, k := range r.deep {
+		if bytes.Contains(line, []byte(`"`+k+`"`)) {
+			line = r.value(line, nil, k)
+		}
+	}
+	return line
+}
+
+// trimQuote is the JSON-escaped form of s without quotes, for a quick
+// check that a line may hold it.
+func trimQuote(s string) string {
+	q := MarshalString(s)
+	return string(q[1 : len(q)-1])
+}
+
+// value rewrites inside one JSON value: along path when path is set, else
+// every field named deep at any depth. It returns raw itself when nothing
+// changed or raw is not valid JSON.
+func (r rewriter) value(raw []byte, path []string, deep string) []byte {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return raw
+	}
+	delim, _ := tok.(json.Delim)
+	if delim != '{' && (delim != '[' || deep == "") {
+		return raw
 	}
 	type edit struct {
 		start, end int
@@ -61,50 +96,91 @@ func rewriteField(obj []byte, path []string, from, to string) []byte {
 	}
 	var edits []edit
 	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return obj
+		key := ""
+		if delim == '{' {
+			k, err := dec.Token()
+			if err != nil {
+				return raw
+			}
+			key, _ = k.(string)
 		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return obj
-		}
-		if k != path[0] {
-			continue
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return raw
 		}
 		end := int(dec.InputOffset())
-		var repl []byte
-		if len(path) > 1 {
-			repl = rewriteField(raw, path[1:], from, to)
-		} else {
-			repl = rewriteString(raw, from, to)
+		repl := []byte(v)
+		switch {
+		case deep != "" && key == deep:
+			repl = r.strings(v)
+		case deep != "":
+			if len(v) > 0 && (v[0] == '{' || v[0] == '[') {
+				repl = r.value(v, nil, deep)
+			}
+		case delim == '{' && key == path[0]:
+			if len(path) == 1 {
+				repl = r.strings(v)
+			} else {
+				repl = r.value(v, path[1:], "")
+			}
 		}
-		if !bytes.Equal(repl, raw) {
-			edits = append(edits, edit{end - len(raw), end, repl})
+		if !bytes.Equal(repl, v) {
+			edits = append(edits, edit{end - len(v), end, repl})
 		}
 	}
 	if len(edits) == 0 {
-		return obj
+		return raw
 	}
 	var out []byte
 	last := 0
 	for _, e := range edits {
-		out = append(append(out, obj[last:e.start]...), e.repl...)
+		out = append(append(out, raw[last:e.start]...), e.repl...)
 		last = e.end
 	}
-	return append(out, obj[last:]...)
+	return append(out, raw[last:]...)
 }
 
-func rewriteString(raw []byte, from, to string) []byte {
+// strings rewrites a string value, or each string of an array.
+func (r rewriter) strings(raw []byte) []byte {
+	if len(raw) > 0 && raw[0] == '[' {
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) != nil {
+			return raw
+		}
+		changed := false
+		for i, e := range elems {
+			if n := r.string(e); !bytes.Equal(n, e) {
+				elems[i], changed = n, true
+			}
+		}
+		if !changed {
+			return raw
+		}
+		return append(append([]byte{'['}, bytes.Join(bytesOf(elems), []byte{','})...), ']')
+	}
+	return r.string(raw)
+}
+
+func bytesOf(elems []json.RawMessage) [][]byte {
+	out := make([][]byte, len(elems))
+	for i, e := range elems {
+		out[i] = e
+	}
+	return out
+}
+
+func (r rewriter) string(raw []byte) []byte {
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return raw
 	}
 	switch {
-	case s == from:
-		s = to
-	case strings.HasPrefix(s, from+"/") || from == "/" && strings.HasPrefix(s, "/"):
-		s = to + s[len(strings.TrimSuffix(from, "/")):]
+	case s == r.from:
+		s = r.to
+	case strings.HasPrefix(s, r.from+"/"):
+		s = r.to + s[len(r.from):]
+	case r.from == "/" && strings.HasPrefix(s, "/"):
+		s = r.to + s
 	default:
 		return raw
 	}

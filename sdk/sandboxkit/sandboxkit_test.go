@@ -1,0 +1,413 @@
+package sandboxkit
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+)
+
+// realTempDir is a t.TempDir with symlinks resolved, usable as a root.
+func realTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func symlink(t *testing.T, target, p string) {
+	t.Helper()
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/a/b", "/a/b", true}, {"/a/b/c", "/a/b", true}, {"/a/bc", "/a/b", false},
+		{"/a", "/a/b", false}, {"/anything", "/", true},
+	} {
+		if got := Within(tc.p, tc.dir); got != tc.want {
+			t.Errorf("Within(%q, %q) = %v", tc.p, tc.dir, got)
+		}
+	}
+}
+
+func TestResolveConfines(t *testing.T) {
+	root, other := realTempDir(t), realTempDir(t)
+	kittest.WriteFile(t, filepath.Join(root, "d", "f"), "x", 0o644)
+	kittest.WriteFile(t, filepath.Join(other, "secret"), "s", 0o644)
+	symlink(t, "d/f", filepath.Join(root, "inner"))
+	symlink(t, other, filepath.Join(root, "out"))
+	symlink(t, filepath.Join(other, "secret"), filepath.Join(root, "outfile"))
+
+	for p, want := range map[string]string{
+		root:                                     root,
+		filepath.Join(root, "d", "..", "d", "f"): filepath.Join(root, "d", "f"),
+		filepath.Join(root, "inner"):             filepath.Join(root, "d", "f"),
+	} {
+		if got, err := Resolve(p, root); err != nil || got != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", p, got, err, want)
+		}
+	}
+	for _, p := range []string{
+		filepath.Join(root, ".."), other, filepath.Join(root, "out"), filepath.Join(root, "out", "secret"),
+		filepath.Join(root, "outfile"), "relative", "/",
+	} {
+		if got, err := Resolve(p, root); !errors.Is(err, ErrConfinement) {
+			t.Errorf("Resolve(%q) = %q, %v; want ErrConfinement", p, got, err)
+		}
+	}
+	// A second root admits what it holds.
+	if got, err := Resolve(filepath.Join(root, "out", "secret"), root, other); err != nil || got != filepath.Join(other, "secret") {
+		t.Errorf("two roots: %q %v", got, err)
+	}
+	if _, err := Resolve(filepath.Join(root, "missing"), root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing path: %v", err)
+	}
+}
+
+func TestResolveTargetConfines(t *testing.T) {
+	root, other := realTempDir(t), realTempDir(t)
+	kittest.WriteFile(t, filepath.Join(root, "d", "f"), "x", 0o644)
+	symlink(t, "d", filepath.Join(root, "dlink"))
+	symlink(t, other, filepath.Join(root, "out"))
+	symlink(t, filepath.Join(other, "created"), filepath.Join(root, "dangling"))
+	symlink(t, filepath.Join(other, "f"), filepath.Join(root, "filelink"))
+
+	for p, want := range map[string]string{
+		filepath.Join(root, "new"):               filepath.Join(root, "new"),
+		filepath.Join(root, "a", "b", "c"):       filepath.Join(root, "a", "b", "c"),
+		filepath.Join(root, "dlink", "g"):        filepath.Join(root, "d", "g"),
+		filepath.Join(root, "dlink", "new", "g"): filepath.Join(root, "d", "new", "g"),
+		filepath.Join(root, "dangling"):          filepath.Join(root, "dangling"), // replaced, not followed
+		filepath.Join(root, "filelink"):          filepath.Join(root, "filelink"),
+	} {
+		if got, err := ResolveTarget(p, root); err != nil || got != want {
+			t.Errorf("ResolveTarget(%q) = %q, %v; want %q", p, got, err, want)
+		}
+	}
+	for _, p := range []string{
+		root, filepath.Join(root, "..", "x"), filepath.Join(other, "x"), filepath.Join(root, "out", "x"),
+		filepath.Join(root, "out", "new", "x"), filepath.Join(root, "dangling", "x"), "x",
+	} {
+		if got, err := ResolveTarget(p, root); !errors.Is(err, ErrConfinement) {
+			t.Errorf("ResolveTarget(%q) = %q, %v; want ErrConfinement", p, got, err)
+		}
+	}
+}
+
+func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "a", "dst")
+	kittest.WriteFile(t, filepath.Join(src, "run.sh"), "#!/bin/sh\n", 0o755)
+	kittest.WriteFile(t, filepath.Join(src, "nested", "secret"), "s", 0o600)
+	symlink(t, "run.sh", filepath.Join(src, "link"))
+	if err := os.Chmod(filepath.Join(src, "nested"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := Copy(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	kittest.CheckFile(t, filepath.Join(dst, "run.sh"), "#!/bin/sh\n", 0o755)
+	kittest.CheckFile(t, filepath.Join(dst, "nested", "secret"), "s", 0o600)
+	if fi, err := os.Stat(filepath.Join(dst, "nested")); err != nil || fi.Mode().Perm() != 0o750 {
+		t.Errorf("dir mode: %v %v", fi, err)
+	}
+	if l, err := os.Readlink(filepath.Join(dst, "link")); err != nil || l != "run.sh" {
+		t.Errorf("symlink: %q %v", l, err)
+	}
+	// A top-level symlink is followed.
+	symlink(t, filepath.Join(src, "run.sh"), filepath.Join(src, "top"))
+	if err := Copy(context.Background(), filepath.Join(src, "top"), filepath.Join(dst, "top")); err != nil {
+		t.Fatal(err)
+	}
+	kittest.CheckFile(t, filepath.Join(dst, "top"), "#!/bin/sh\n", 0o755)
+	if err := Copy(context.Background(), src, filepath.Join(src, "nested", "self")); err == nil {
+		t.Error("copy of a directory into itself accepted")
+	}
+}
+
+// Copy replaces symlinks at the destination, even inside a directory it
+// merges into, and never writes through them.
+func TestCopyNeverWritesThroughSymlinks(t *testing.T) {
+	src, outside := t.TempDir(), t.TempDir()
+	kittest.WriteFile(t, filepath.Join(src, "tree", "sub", "f"), "new", 0o644)
+	kittest.WriteFile(t, filepath.Join(outside, "victim"), "old", 0o644)
+	// Each case plants a symlink to outside at or below the destination.
+	for _, tc := range []struct{ link, target, from, to, want string }{
+		{"x", "victim", "tree/sub/f", "x", "x"},
+		{"x", "missing", "tree/sub/f", "x", "x"},
+		{"tree/sub", ".", "tree", "tree", "tree/sub/f"},
+	} {
+		dst := t.TempDir()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, tc.link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		symlink(t, filepath.Join(outside, tc.target), filepath.Join(dst, tc.link))
+		if err := Copy(context.Background(), filepath.Join(src, tc.from), filepath.Join(dst, tc.to)); err != nil {
+			t.Errorf("%+v: %v", tc, err)
+			continue
+		}
+		kittest.CheckFile(t, filepath.Join(dst, tc.want), "new", 0o644)
+	}
+	kittest.CheckFile(t, filepath.Join(outside, "victim"), "old", 0o644)
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("outside dir has %d entries, want only victim", len(entries))
+	}
+}
+
+func TestArgv(t *testing.T) {
+	if argv, err := Argv(sdk.ExecRequest{Shell: "echo hi"}, "sh"); err != nil || strings.Join(argv, " ") != "sh -c echo hi" {
+		t.Errorf("shell: %q %v", argv, err)
+	}
+	if argv, err := Argv(sdk.ExecRequest{Argv: []string{"a", "b"}}, "sh"); err != nil || strings.Join(argv, " ") != "a b" {
+		t.Errorf("argv: %q %v", argv, err)
+	}
+	for _, req := range []sdk.ExecRequest{{}, {Argv: []string{""}}, {Argv: []string{"a"}, Shell: "b"}} {
+		if _, err := Argv(req, "sh"); err == nil {
+			t.Errorf("%+v accepted", req)
+		}
+	}
+}
+
+func TestEnv(t *testing.T) {
+	t.Setenv("SANDBOXKIT_TEST_SET", "v")
+	t.Setenv("SANDBOXKIT_TEST_EMPTY", "")
+	env := MergeEnv(HostEnv("SANDBOXKIT_TEST_SET", "SANDBOXKIT_TEST_EMPTY", "SANDBOXKIT_TEST_UNSET"), map[string]string{"B": "1", "A": "1"}, map[string]string{"B": "2"})
+	if got := strings.Join(EnvList(env), " "); got != "A=1 B=2 SANDBOXKIT_TEST_SET=v" {
+		t.Errorf("env %q", got)
+	}
+}
+
+func shellCommand(script string) Command {
+	return Command{Argv: []string{"sh", "-c", script}, Env: map[string]string{"PATH": os.Getenv("PATH")}}
+}
+
+func TestRunStreamsAndExits(t *testing.T) {
+	var r Runner
+	var mu sync.Mutex
+	lines := map[sdk.Stream][]string{}
+	out := func(l sdk.OutputLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines[l.Stream] = append(lines[l.Stream], string(l.Text))
+	}
+	c := shellCommand(`cat; echo "$A" >&2; pwd; exit 3`)
+	c.Stdin, c.Env["A"], c.Dir = []byte("in\n"), "a", realTempDir(t)
+	res, err := r.Run(context.Background(), c, out)
+	if err != nil || res.ExitCode != 3 || res.TimedOut {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := strings.Join(lines[sdk.Stdout], "|"); got != "in|"+c.Dir {
+		t.Errorf("stdout %q", got)
+	}
+	if got := strings.Join(lines[sdk.Stderr], "|"); got != "a" {
+		t.Errorf("stderr %q", got)
+	}
+	if res, err := r.Run(context.Background(), shellCommand("kill -9 $$"), func(sdk.OutputLine) {}); err != nil || res.ExitCode != 137 {
+		t.Errorf("signal: %+v %v", res, err)
+	}
+	if _, err := r.Run(context.Background(), Command{Argv: []string{"sandboxkit-no-such-command"}, Env: map[string]string{"PATH": "/nonexistent"}}, func(sdk.OutputLine) {}); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("missing command: %v", err)
+	}
+}
+
+// treeScript starts a background grandchild, prints its pid and waits.
+const treeScript = "sleep 100 & echo $!; sleep 100"
+
+// pidOut returns an OutputFunc that sends the first line, a pid, to pids.
+func pidOut(pids chan<- int, then func()) sdk.OutputFunc {
+	var once sync.Once
+	return func(l sdk.OutputLine) {
+		once.Do(func() {
+			pid, _ := strconv.Atoi(string(l.Text))
+			pids <- pid
+			if then != nil {
+				then()
+			}
+		})
+	}
+}
+
+func TestRunTimeoutKillsProcessGroup(t *testing.T) {
+	var r Runner
+	c := shellCommand(treeScript)
+	c.Timeout = 300 * time.Millisecond
+	pids := make(chan int, 1)
+	res, err := r.Run(context.Background(), c, pidOut(pids, nil))
+	if err != nil || !res.TimedOut || res.ExitCode != 137 {
+		t.Errorf("%+v %v; want timed out, killed", res, err)
+	}
+	kittest.WaitGone(t, <-pids)
+}
+
+func TestRunCancelKillsProcessGroup(t *testing.T) {
+	var r Runner
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The grandchild ignores SIGTERM: the group kill ends it.
+	c := shellCommand(`(trap '' TERM; sleep 100) & echo $!; wait`)
+	c.KillGrace = 100 * time.Millisecond
+	pids := make(chan int, 1)
+	res, err := r.Run(ctx, c, pidOut(pids, cancel))
+	if !errors.Is(err, context.Canceled) || res.TimedOut {
+		t.Errorf("%+v %v; want context.Canceled", res, err)
+	}
+	kittest.WaitGone(t, <-pids)
+}
+
+func TestRunBackgroundJobEndsUnlessLinger(t *testing.T) {
+	var r Runner
+	pids := make(chan int, 1)
+	if res, err := r.Run(context.Background(), shellCommand("sleep 100 & echo $!"), pidOut(pids, nil)); err != nil || res.ExitCode != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	kittest.WaitGone(t, <-pids)
+
+	c := shellCommand("sleep 100 >/dev/null 2>&1 & echo $!")
+	c.Linger = true
+	if _, err := r.Run(context.Background(), c, pidOut(pids, nil)); err != nil {
+		t.Fatal(err)
+	}
+	pid := <-pids
+	if syscall.Kill(pid, 0) != nil {
+		t.Error("lingering job was killed")
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func TestRunnerCloseKillsRunningCommands(t *testing.T) {
+	var r Runner
+	pids := make(chan int, 1)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := r.Run(context.Background(), shellCommand(treeScript), pidOut(pids, nil))
+		errs <- err
+	}()
+	pid := <-pids
+	if r.Close() {
+		t.Error("first Close reported already closed")
+	}
+	if err := r.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; !errors.Is(err, ErrClosed) {
+		t.Errorf("interrupted Run: %v, want ErrClosed", err)
+	}
+	kittest.WaitGone(t, pid)
+	if !r.Close() || !r.Closed() {
+		t.Error("second Close did not report already closed")
+	}
+	if _, err := r.Run(context.Background(), shellCommand("true"), func(sdk.OutputLine) {}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Run after Close: %v", err)
+	}
+}
+
+func TestTempDirs(t *testing.T) {
+	t.Setenv("TMPDIR", realTempDir(t))
+	td := TempDirs{Prefix: "sandboxkit-test-", LabelsFile: "labels.json"}
+	if err := td.Check(); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := td.Create("run-", map[string]string{sdk.LabelRun: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := td.Create("", nil); err != nil { // unlabelled: not listed
+		t.Fatal(err)
+	}
+	res, err := td.List()
+	if err != nil || len(res) != 1 || res[0].ID != dir || res[0].Labels[sdk.LabelRun] != "r1" {
+		t.Fatalf("List: %+v %v", res, err)
+	}
+	ro := filepath.Join(dir, "ro")
+	kittest.WriteFile(t, filepath.Join(ro, "f"), "x", 0o444)
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{t.TempDir(), "/etc", filepath.Join(os.TempDir(), "other")} {
+		if err := td.Remove(bad); err == nil {
+			t.Errorf("Remove(%q) accepted", bad)
+		}
+	}
+	if err := td.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dir left: %v", err)
+	}
+	if err := td.Remove(dir); err != nil {
+		t.Errorf("Remove of a removed dir: %v", err)
+	}
+}
+
+func TestDecoder(t *testing.T) {
+	mb := MountBlock{SandboxPathRequired: true}
+	mount := func(host, sandbox string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"host_path": cty.StringVal(host), "sandbox_path": cty.StringVal(sandbox), "readonly": cty.True})
+	}
+	v := cty.ObjectVal(map[string]cty.Value{
+		"env":   cty.MapVal(map[string]cty.Value{"A": cty.StringVal("1"), "B=C": cty.StringVal("2")}),
+		"n":     cty.NumberFloatVal(1.5),
+		"list":  cty.NullVal(cty.List(cty.String)),
+		"mount": cty.ListVal([]cty.Value{mount("~/x", "/x"), mount("", "../up"), mount("y", "")}),
+	})
+	var d Decoder
+	env := d.Env(v, "env")
+	if _, ok := d.Int(v, "n"); ok {
+		t.Error("1.5 decoded as an int")
+	}
+	if d.StringList(v, "list") != nil || d.String(v, "missing") != "" {
+		t.Error("unset attributes decoded")
+	}
+	ms := mb.Decode(&d, v)
+	if env["A"] != "1" || len(ms) != 3 || ms[0] != (Mount{"~/x", "/x", true}) {
+		t.Errorf("decoded env %v mounts %+v", env, ms)
+	}
+	var got []string
+	for _, diag := range d.Diags {
+		got = append(got, diag.Attribute)
+	}
+	if want := "env n mount.1.host_path mount.1.sandbox_path mount.2.sandbox_path"; strings.Join(got, " ") != want {
+		t.Errorf("diagnostics on %q, want %q", got, want)
+	}
+	if s := mb.Schema(); s.TypeName != "mount" || !s.Body.Attributes[1].Required {
+		t.Errorf("schema %+v", s)
+	}
+}
+
+func TestResolveHostPath(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	for p, want := range map[string]string{"~": "/home/u", "~/a/../b": "/home/u/b", "/abs/": "/abs", "rel": "/repo/rel"} {
+		if got, err := ResolveHostPath(p, "/repo"); err != nil || got != want {
+			t.Errorf("ResolveHostPath(%q) = %q, %v; want %q", p, got, err, want)
+		}
+	}
+	if _, err := ResolveHostPath("rel", ""); err == nil {
+		t.Error("relative path without a repository accepted")
+	}
+	dir := t.TempDir()
+	if src, err := (Mount{HostPath: dir}).Source(""); err != nil || src != dir {
+		t.Errorf("Source: %q %v", src, err)
+	}
+	if _, err := (Mount{HostPath: "missing"}).Source(dir); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing source: %v", err)
+	}
+}
