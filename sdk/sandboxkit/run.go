@@ -93,7 +93,7 @@ func (r *Runner) Run(ctx context.Context, c Command, out sdk.OutputFunc) (sdk.Ex
 	if len(c.Argv) == 0 || c.Argv[0] == "" {
 		return sdk.ExecResult{}, errors.New("exec: empty command")
 	}
-	path, err := LookPath(c.Argv[0], c.Env["PATH"], c.Dir)
+	path, err := lookPath(c.Argv[0], c.Env["PATH"], c.Dir)
 	if err != nil {
 		return sdk.ExecResult{}, err
 	}
@@ -264,10 +264,10 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// LookPath finds name in pathEnv (a command's own PATH, not this
+// lookPath finds name in pathEnv (a command's own PATH, not this
 // process's); names with a slash and relative PATH entries resolve against
 // dir. The error wraps exec.ErrNotFound.
-func LookPath(name, pathEnv, dir string) (string, error) {
+func lookPath(name, pathEnv, dir string) (string, error) {
 	if strings.Contains(name, "/") {
 		if !filepath.IsAbs(name) {
 			name = filepath.Join(dir, name)
