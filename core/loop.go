@@ -44,7 +44,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 		ph := r.progress.Phase(fmt.Sprintf("Running agent (iteration %d/%d)", n, o.MaxIterations))
 		out, err := ar.invoke(ctx, n, text, resume, fork)
 		ph.Done(err)
-		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.sessionID, Usage: out.usage})
+		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.sessionID, SessionFilePath: r.captureSession(ctx, out.sessionID), Usage: out.usage})
 		if n > 1 && out.output != "" && stdout.Len() > 0 {
 			stdout.WriteString("\n")
 		}

@@ -14,7 +14,8 @@ type Result struct {
 	Name string
 	// Branch is where the commits are: the host branch (head,
 	// merge-to-head) or the named branch (branch). On a failed
-	// merge-to-head run it is the kept temporary branch.
+	// merge-to-head run it is the kept temporary branch (the host branch
+	// when there was nothing to keep).
 	Branch  string
 	Commits []Commit
 	// CompletionSignal is the signal that ended the loop, "" when none did.

@@ -217,11 +217,11 @@ func (r *runner) check(ctx context.Context) error {
 	if r.desc, err = r.agentP.Describe(ctx, o.Agent.Config); err != nil {
 		return &RunError{Run: r.name, Phase: PhasePreflight, Plugin: r.agentAddr(), Err: err}
 	}
-	if o.ResumeSession != "" && !r.desc.Resume {
-		return r.configErr(fmt.Errorf("%s cannot resume sessions", r.agentAddr()), "drop resume_session")
+	if o.ForkSession && o.ResumeSession == "" {
+		return r.configErr(errors.New("fork_session forks resume_session, which is not set"), "set resume_session, or drop fork_session")
 	}
-	if o.ForkSession && !r.desc.Fork {
-		return r.configErr(fmt.Errorf("%s cannot fork sessions", r.agentAddr()), "drop fork_session")
+	if err := r.checkResume(); err != nil {
+		return r.configErr(fmt.Errorf("%s: %w", r.agentAddr(), err), "check resume_session, or drop it to start a new session")
 	}
 	dotenv, err := env.ReadFile(repo.StateDir(".env"))
 	if err != nil {
@@ -354,6 +354,10 @@ func (r *runner) run(ctx context.Context) (_ *Result, err error) {
 	}()
 
 	if runErr = r.setup(ctx); runErr != nil {
+		return r.res, runErr
+	}
+	if err := r.prepareResume(ctx); err != nil {
+		runErr = r.fail(ctx, PhaseAgent, r.agentAddr(), 1, fmt.Errorf("copying session %s into the sandbox: %w", o.ResumeSession, err), "")
 		return r.res, runErr
 	}
 	runErr = r.iterate(ctx)

@@ -125,3 +125,39 @@ func TestMergeConflict(t *testing.T) {
 		t.Errorf("host moved")
 	}
 }
+
+// TestMergeDirtyHost: a merge-to-head that would overwrite uncommitted host
+// changes changes nothing and keeps the branch; elsewhere they are fine.
+func TestMergeDirtyHost(t *testing.T) {
+	repo := newRepo(t)
+	write(t, filepath.Join(repo, "notes.txt"), "tracked\n")
+	git(t, repo, "add", "notes.txt")
+	git(t, repo, "commit", "-q", "-m", "notes")
+	write(t, filepath.Join(repo, "README"), "host wip\n") // uncommitted
+	var term buffer
+	o := options(repo, localSandbox(t), commandAgent(t, "echo agent > README && git commit -q -am 'agent edit'"), &term)
+	_, err := core.Run(t.Context(), o)
+	var me *worktree.MergeError
+	if !asError(err, &me) || !slices.Contains(branches(t, repo), me.Branch) {
+		t.Fatalf("err = %v; want a merge error keeping the branch", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "README")); string(b) != "host wip\n" {
+		t.Errorf("host README = %q, want the uncommitted host change", b)
+	}
+	if subj := git(t, repo, "log", "-1", "--format=%s"); subj != "notes" {
+		t.Errorf("host branch moved to %q", subj)
+	}
+
+	// The agent touching another file merges fine despite the host change.
+	o = options(repo, localSandbox(t), commandAgent(t, "echo agent >> notes.txt && git commit -q -am 'agent notes'"), &term)
+	res := run(t, o)
+	if res.Branch != "main" || len(res.Commits) != 1 || git(t, repo, "log", "-1", "--format=%s") != "agent notes" {
+		t.Errorf("branch %q commits %v", res.Branch, res.Commits)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "README")); string(b) != "host wip\n" {
+		t.Errorf("host README = %q after the merge", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "notes.txt")); string(b) != "tracked\nagent\n" {
+		t.Errorf("host notes.txt = %q: the checkout did not follow the merge", b)
+	}
+}
