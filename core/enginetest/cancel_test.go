@@ -54,13 +54,7 @@ func eventually(cond func() bool) bool {
 // TestCancel cancels the run's context while the agent runs: the agent's
 // processes die, the work is kept, and the error means exit code 130.
 func TestCancel(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		sandbox func(testing.TB) core.ProviderRef
-	}{
-		{"Local", localSandbox},
-		{"Bubblewrap", bwrapSandbox},
-	} {
+	for _, c := range bothSandboxes {
 		t.Run(c.name, func(t *testing.T) {
 			sb := c.sandbox(t)
 			repo := newRepo(t)

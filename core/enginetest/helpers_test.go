@@ -93,6 +93,16 @@ func commitScript(file string) string {
 }
 
 // localSandbox is the local (isolated) sandbox over the plugin protocol.
+// bothSandboxes are the daemonless sandboxes end-to-end tests run against:
+// one isolated, one bind-mount.
+var bothSandboxes = []struct {
+	name    string
+	sandbox func(testing.TB) core.ProviderRef
+}{
+	{"Local", localSandbox},
+	{"Bubblewrap", bwrapSandbox},
+}
+
 func localSandbox(t testing.TB) core.ProviderRef {
 	return core.ProviderRef{Address: "sandbox.local.test", Plugin: "local",
 		Provider: plugintest.Sandbox(t, local.New()), Config: sdk.Config{Value: cty.EmptyObjectVal}}

@@ -76,13 +76,7 @@ func TestFakeResultJSON(t *testing.T) {
 // TestParallelRuns: runs on different branches share no state and all land
 // their commits (same repo, same plugin connections).
 func TestParallelRuns(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		sandbox func(testing.TB) core.ProviderRef
-	}{
-		{"Local", localSandbox},
-		{"Bubblewrap", bwrapSandbox},
-	} {
+	for _, c := range bothSandboxes {
 		t.Run(c.name, func(t *testing.T) {
 			sb := c.sandbox(t)
 			repo := newRepo(t)

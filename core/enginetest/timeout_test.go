@@ -13,13 +13,7 @@ import (
 // TestFakeIdleTimeout: an agent that goes silent is stopped, the run fails
 // with an idle-timeout error and its work is kept.
 func TestFakeIdleTimeout(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		sandbox func(testing.TB) core.ProviderRef
-	}{
-		{"Local", localSandbox},
-		{"Bubblewrap", bwrapSandbox},
-	} {
+	for _, c := range bothSandboxes {
 		t.Run(c.name, func(t *testing.T) {
 			sb := c.sandbox(t)
 			repo := newRepo(t)

@@ -9,28 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/missingstudio/sanddune/core/internal/gittest"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 var ctx = context.Background()
 
-func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "gitsync-test-home-")
-	if err != nil {
-		panic(err)
-	}
-	for k, v := range map[string]string{
-		"HOME": home, "GIT_CONFIG_GLOBAL": filepath.Join(home, "gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Host User", "GIT_AUTHOR_EMAIL": "host@example.com",
-		"GIT_COMMITTER_NAME": "Host User", "GIT_COMMITTER_EMAIL": "host@example.com", "LC_ALL": "C",
-	} {
-		os.Setenv(k, v)
-	}
-	code := m.Run()
-	os.RemoveAll(home)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { gittest.Main(m) }
 
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()

@@ -8,27 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/missingstudio/sanddune/core/internal/gittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// TestMain isolates git from the machine's config: tests never read or
-// write a global or system gitconfig, and identities come from env.
-func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "worktree-test-home-")
-	if err != nil {
-		panic(err)
-	}
-	for k, v := range map[string]string{
-		"HOME": home, "GIT_CONFIG_GLOBAL": filepath.Join(home, "gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Host User", "GIT_AUTHOR_EMAIL": "host@example.com",
-		"GIT_COMMITTER_NAME": "Host User", "GIT_COMMITTER_EMAIL": "host@example.com", "LC_ALL": "C",
-	} {
-		os.Setenv(k, v)
-	}
-	code := m.Run()
-	os.RemoveAll(home)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { gittest.Main(m) }
 
 // git runs git in dir and fails the test on error.
 func git(t testing.TB, dir string, args ...string) string {
