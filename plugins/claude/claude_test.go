@@ -1,13 +1,12 @@
 package claude
 
 import (
-	"context"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -15,53 +14,40 @@ const session = "3f6c2a9e-8d41-4b7e-9a53-1c0e7d2b6f48"
 
 func TestBuildCommandGolden(t *testing.T) {
 	opus := map[string]cty.Value{"model": cty.StringVal("opus"), "effort": cty.StringVal("max")}
-	cases := []cmdCase{
-		{"print default model", nil, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"print model and effort", map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6"), "effort": cty.StringVal("high")}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"print opus max in sandbox", opus, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true}},
-		{"print in sandbox as root", opus, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, SkipPermissions: true, RunsAsRoot: true}},
-		{"print root without sandbox", nil, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, RunsAsRoot: true}},
-		{"print resume", nil, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
-		{"print resume on iteration 2 is ignored", nil, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, ResumeSessionID: session}},
-		{"print fork", map[string]cty.Value{"model": cty.StringVal("sonnet")}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true}},
-		{"print custom binary and env", map[string]cty.Value{"binary": cty.StringVal("/opt/claude/bin/claude"), "env": cty.MapVal(map[string]cty.Value{"CLAUDE_CONFIG_DIR": cty.StringVal("/cfg")})}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"interactive without sandbox", opus, sdk.CommandRequest{Mode: sdk.ModeInteractive}},
-		{"interactive in sandbox as root", nil, sdk.CommandRequest{Mode: sdk.ModeInteractive, SkipPermissions: true, RunsAsRoot: true}},
-		{"interactive resume fork", nil, sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session, ForkSession: true}},
-		{"interactive no prompt", nil, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
-	}
-	checkGolden(t, "testdata/commands.golden", buildAll(t, cases))
+	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
+		{Name: "print default model", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print model and effort", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6"), "effort": cty.StringVal("high")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print opus max in sandbox", Attrs: opus, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true}},
+		{Name: "print in sandbox as root", Attrs: opus, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, SkipPermissions: true, RunsAsRoot: true}},
+		{Name: "print root without sandbox", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, RunsAsRoot: true}},
+		{Name: "print resume", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
+		{Name: "print resume on iteration 2 is ignored", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, ResumeSessionID: session}},
+		{Name: "print fork", Attrs: map[string]cty.Value{"model": cty.StringVal("sonnet")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true}},
+		{Name: "print custom binary and env", Attrs: map[string]cty.Value{"binary": cty.StringVal("/opt/claude/bin/claude"), "env": cty.MapVal(map[string]cty.Value{"CLAUDE_CONFIG_DIR": cty.StringVal("/cfg")})}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "interactive without sandbox", Attrs: opus, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
+		{Name: "interactive in sandbox as root", Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, SkipPermissions: true, RunsAsRoot: true}},
+		{Name: "interactive resume fork", Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session, ForkSession: true}},
+		{Name: "interactive no prompt", Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
+	})
 }
 
 func TestBuildCommandErrors(t *testing.T) {
-	cfg := testConfig(t, nil)
-	for name, req := range map[string]sdk.CommandRequest{
-		"fork without session": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ForkSession: true},
-		"flag-like session id": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "--help"},
-		"unknown mode":         {Config: cfg, Mode: "batch"},
-	} {
-		if _, err := New().BuildCommand(context.Background(), req); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
+	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
-	checkConfigure(t, []configureCase{
-		{"defaults", nil, nil},
-		{"opus max", map[string]cty.Value{"model": cty.StringVal("claude-opus-4-8"), "effort": cty.StringVal("max")}, nil},
-		{"sonnet max", map[string]cty.Value{"model": cty.StringVal("sonnet"), "effort": cty.StringVal("max")}, []string{"effort"}},
-		{"default model max", map[string]cty.Value{"effort": cty.StringVal("max")}, []string{"effort"}},
-		{"bad effort", map[string]cty.Value{"effort": cty.StringVal("extreme")}, []string{"effort"}},
-		{"bad env and binary", map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"BAD-KEY": cty.StringVal("")}), "binary": cty.StringVal("")}, []string{"binary", "env"}},
+	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+		{Name: "defaults"},
+		{Name: "opus max", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-opus-4-8"), "effort": cty.StringVal("max")}},
+		{Name: "sonnet max", Attrs: map[string]cty.Value{"model": cty.StringVal("sonnet"), "effort": cty.StringVal("max")}, Want: []string{"effort"}},
+		{Name: "default model max", Attrs: map[string]cty.Value{"effort": cty.StringVal("max")}, Want: []string{"effort"}},
+		{Name: "bad effort", Attrs: map[string]cty.Value{"effort": cty.StringVal("extreme")}, Want: []string{"effort"}},
+		{Name: "bad env and binary", Attrs: map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"BAD-KEY": cty.StringVal("")}), "binary": cty.StringVal("")}, Want: []string{"binary", "env"}},
 	})
 }
 
 func TestDescribe(t *testing.T) {
-	d, err := New().Describe(context.Background(), testConfig(t, map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
 		RequiredEnv: [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}},
 		Env:         map[string]string{"FOO": "bar"},
@@ -72,7 +58,7 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
-	d, _ = New().Describe(context.Background(), testConfig(t, map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"CLAUDE_CODE_USE_BEDROCK": cty.StringVal("1")})}))
+	d = agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"CLAUDE_CODE_USE_BEDROCK": cty.StringVal("1")})})
 	if d.RequiredEnv != nil {
 		t.Errorf("Bedrock still requires %v", d.RequiredEnv)
 	}
@@ -87,11 +73,7 @@ func TestRewriteSession(t *testing.T) {
 		`{"type":"assistant","cwd":"/home/me/my repo_v1.2/src","message":{"content":[]}}` + "\n" +
 		`{"type":"summary","summary":"no cwd"}` + "\n" +
 		`{"type":"user","cwd":"/home/agent/wor`
-	got, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: []byte(in), FromCwd: "/home/agent/workspace", ToCwd: "/home/me/my repo_v1.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want {
+	if got := agentkittest.Rewrite(t, New(), []byte(in), "/home/agent/workspace", "/home/me/my repo_v1.2"); string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
@@ -99,22 +81,9 @@ func TestRewriteSession(t *testing.T) {
 // TestRewriteRealSession rewrites a session written by Claude Code 2.1.197
 // itself (in /tmp) and back.
 func TestRewriteRealSession(t *testing.T) {
-	data, err := os.ReadFile("testdata/session-2.1.197.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rewrite := func(data []byte, from, to string) string {
-		out, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: data, FromCwd: from, ToCwd: to})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
-	got := rewrite(data, "/tmp", "/home/me/my repo_v1.2")
+	data := agentkittest.ReadFile(t, "testdata/session-2.1.197.jsonl")
+	got := string(agentkittest.RewriteRoundTrip(t, New(), data, "/tmp", "/home/me/my repo_v1.2"))
 	if n := strings.Count(got, `"cwd":"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"cwd":"/tmp"`) {
 		t.Errorf("%d cwd fields rewritten, want 4:\n%s", n, got)
-	}
-	if back := rewrite([]byte(got), "/home/me/my repo_v1.2", "/tmp"); back != string(data) {
-		t.Error("rewriting back does not give the original session")
 	}
 }

@@ -36,25 +36,11 @@ type block struct {
 	Input json.RawMessage `json:"input"`
 }
 
-type usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-}
-
-func decodeUsage(raw json.RawMessage) (usage, bool) {
-	var u usage
-	return u, len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &u) == nil
-}
-
-func (u usage) sdk() *sdk.Usage {
-	return &sdk.Usage{
-		InputTokens:              u.InputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens,
-		OutputTokens:             u.OutputTokens,
-	}
+// decodeUsage reads a usage object: its fields are sdk.Usage's.
+func decodeUsage(raw json.RawMessage) (sdk.Usage, bool) {
+	var u sdk.Usage
+	ok := agentkit.DecodeObject(raw, &u)
+	return u, ok
 }
 
 // errorText is the text of a result's errors: strings, or objects with a
@@ -66,13 +52,8 @@ func errorText(raw json.RawMessage) string {
 	}
 	var msgs []string
 	for _, it := range items {
-		var s string
-		var o struct{ Message string }
-		switch {
-		case json.Unmarshal(it, &s) == nil && s != "":
-			msgs = append(msgs, s)
-		case json.Unmarshal(it, &o) == nil && o.Message != "":
-			msgs = append(msgs, o.Message)
+		if m := agentkit.MessageText(it); m != "" {
+			msgs = append(msgs, m)
 		}
 	}
 	return strings.Join(msgs, "; ")
@@ -80,16 +61,16 @@ func errorText(raw json.RawMessage) string {
 
 // Parser parses one iteration of `claude --output-format stream-json`.
 type Parser struct {
-	sessionSeen bool
-	resultSeen  bool
+	session    agentkit.SessionOnce
+	resultSeen bool
 	// Per-message usage, for a stream that ends without a result line:
 	// every content-block line of a message repeats its (growing) usage.
-	msgUsage map[string]usage
+	msgUsage map[string]sdk.Usage
 	msgOrder []string
 }
 
 // NewParser returns a parser for one iteration.
-func NewParser() *Parser { return &Parser{msgUsage: map[string]usage{}} }
+func NewParser() *Parser { return &Parser{msgUsage: map[string]sdk.Usage{}} }
 
 // Parse implements sdk.Parser.
 func (p *Parser) Parse(raw []byte) []sdk.Event {
@@ -97,11 +78,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	if !agentkit.DecodeObject(raw, &l) {
 		return agentkit.TextLine(raw)
 	}
-	var evs []sdk.Event
-	if l.SessionID != "" && !p.sessionSeen {
-		p.sessionSeen = true
-		evs = append(evs, sdk.Event{Type: sdk.EventSessionID, SessionID: l.SessionID})
-	}
+	evs := p.session.Event(l.SessionID)
 	switch l.Type {
 	case "assistant":
 		var m message
@@ -139,7 +116,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	case "result":
 		p.resultSeen = true
 		if u, ok := decodeUsage(l.Usage); ok {
-			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: u.sdk()})
+			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: &u})
 		}
 		var text string
 		var isError bool
@@ -164,12 +141,12 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 // Close implements sdk.Parser: a stream cut before its result line still
 // reports the usage of the messages it carried.
 func (p *Parser) Close() []sdk.Event {
-	if p.resultSeen || len(p.msgOrder) == 0 {
+	if p.resultSeen {
 		return nil
 	}
-	var total sdk.Usage
+	var total agentkit.UsageSum
 	for _, id := range p.msgOrder {
-		total = total.Add(*p.msgUsage[id].sdk())
+		total.Add(p.msgUsage[id])
 	}
-	return []sdk.Event{{Type: sdk.EventUsage, Usage: &total}}
+	return total.Events()
 }

@@ -14,13 +14,13 @@ const (
 	fixtureFinal   = "Fixed the sign error in `src/sum.ts`; the failing test now passes.\n\n<promise>COMPLETE</promise>"
 )
 
-func parseCases(t *testing.T) []parseCase {
+func parseCases(t *testing.T) []agenttest.Case {
 	huge := strings.Repeat("x", 3<<20)
-	return []parseCase{
+	return []agenttest.Case{
 		{
-			name:  "fixture",
-			lines: agenttest.ReadLines(t, "testdata/claude-stream.jsonl"),
-			want: []sdk.Event{
+			Name:  "fixture",
+			Lines: agenttest.ReadLines(t, "testdata/claude-stream.jsonl"),
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: fixtureSession},
 				{Type: sdk.EventText, Text: "I'll start by running the test suite to see what is failing."},
 				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "npm test"},
@@ -33,13 +33,13 @@ func parseCases(t *testing.T) []parseCase {
 		},
 		{
 			// Real Claude Code 2.1.197 output without credentials.
-			name: "not logged in",
-			lines: []string{
+			Name: "not logged in",
+			Lines: []string{
 				`{"type":"system","subtype":"init","cwd":"/tmp","session_id":"db0166d8-b5cd-400f-b76e-b3a297fd78e5","model":"claude-opus-4-8","permissionMode":"default","apiKeySource":"none","claude_code_version":"2.1.197"}`,
 				`{"type":"assistant","message":{"id":"2565c095-e343-48d7-8ade-b43a8126a5c2","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"Not logged in · Please run /login"}]},"parent_tool_use_id":null,"session_id":"db0166d8-b5cd-400f-b76e-b3a297fd78e5","error":"authentication_failed"}`,
 				`{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"num_turns":1,"result":"Not logged in · Please run /login","session_id":"db0166d8-b5cd-400f-b76e-b3a297fd78e5","total_cost_usd":0,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "db0166d8-b5cd-400f-b76e-b3a297fd78e5"},
 				{Type: sdk.EventText, Text: "Not logged in · Please run /login"},
 				{Type: sdk.EventUsage, Usage: &sdk.Usage{}},
@@ -47,13 +47,13 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "error subtype without text",
-			lines: []string{
+			Name: "error subtype without text",
+			Lines: []string{
 				`{"type":"result","subtype":"error_max_turns","is_error":false,"errors":["Reached max turns (3)"],"session_id":"s1"}`,
 				`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":[{"message":"tool crashed"}],"session_id":"s1"}`,
 				`{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"s1"}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "s1"},
 				{Type: sdk.EventError, Text: "Reached max turns (3)"},
 				{Type: sdk.EventError, Text: "tool crashed"},
@@ -61,27 +61,27 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "completion signal split across messages",
-			lines: []string{
+			Name: "completion signal split across messages",
+			Lines: []string{
 				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"done <promise>COMP"}]},"session_id":"s2"}`,
 				`{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"LETE</promise>"}]},"session_id":"s2"}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "s2"},
 				{Type: sdk.EventText, Text: "done <promise>COMP"},
 				{Type: sdk.EventText, Text: "LETE</promise>"},
 			},
 		},
 		{
-			name: "subagent text is not agent text, its tools are shown",
-			lines: []string{
+			Name: "subagent text is not agent text, its tools are shown",
+			Lines: []string{
 				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"<promise>COMPLETE</promise>"},{"type":"tool_use","name":"Grep","input":{"pattern":"TODO","path":"src"}}]},"parent_tool_use_id":"toolu_1"}`,
 			},
-			want: []sdk.Event{{Type: sdk.EventToolCall, ToolName: "Grep", ToolArg: "TODO"}},
+			Want: []sdk.Event{{Type: sdk.EventToolCall, ToolName: "Grep", ToolArg: "TODO"}},
 		},
 		{
-			name: "malformed, non-JSON and huge lines",
-			lines: []string{
+			Name: "malformed, non-JSON and huge lines",
+			Lines: []string{
 				`Warning: something on stdout`,
 				`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"torn`,
 				`{"type":"assistant","message":"not an object"}`,
@@ -93,7 +93,7 @@ func parseCases(t *testing.T) []parseCase {
 				`{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"WebFetch","input":{"url":"https://example.com"}}],"usage":{"input_tokens":1,"output_tokens":5}}}`,
 				`{"type":"assistant","message":{"id":"m2","content":[],"usage":{"input_tokens":3,"cache_read_input_tokens":7,"output_tokens":1}}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventText, Text: `Warning: something on stdout`},
 				{Type: sdk.EventText, Text: `{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"torn`},
 				// A JSON event of an unexpected shape loses what does not fit.
@@ -110,7 +110,7 @@ func parseCases(t *testing.T) []parseCase {
 }
 
 func TestReplay(t *testing.T) {
-	replay(t, cty.NilVal, parseCases(t))
+	agenttest.Replay(t, New(), cty.NilVal, parseCases(t)...)
 }
 
 func TestConformance(t *testing.T) {

@@ -12,8 +12,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-const version = "0.1.0"
-
 // Efforts are the values of the model_reasoning_effort config key.
 var Efforts = []string{"low", "medium", "high", "xhigh"}
 
@@ -22,79 +20,51 @@ var Efforts = []string{"low", "medium", "high", "xhigh"}
 // globs.
 const SessionPattern = "{home}/.codex/sessions/*/*/*/rollout-*-{session_id}.jsonl"
 
-type provider struct{}
+type provider struct{ agentkit.Base }
 
 // New returns the codex agent provider.
-func New() sdk.AgentProvider { return provider{} }
-
-func (provider) Info(context.Context) (sdk.Info, error) {
-	return sdk.Info{
-		Name:             "codex",
-		Kind:             sdk.KindAgent,
-		Version:          version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "OpenAI Codex CLI (codex)",
-	}, nil
-}
-
-func (provider) ConfigSchema(context.Context) (sdk.Schema, error) {
-	return sdk.Schema{Attributes: []sdk.Attribute{
-		{Name: "model", Type: cty.String, Description: "Model passed as --model (e.g. gpt-5.4); the CLI's configured default when unset."},
-		{Name: "effort", Type: cty.String, Description: "Reasoning effort, passed as -c model_reasoning_effort: low, medium, high or xhigh."},
-		{Name: "env", Type: cty.Map(cty.String), Description: "Environment for the agent, e.g. { OPENAI_API_KEY = \"...\" }."},
-		{Name: "capture_sessions", Type: cty.Bool, Default: cty.True, Description: "Copy each iteration's session rollout to ~/.codex/sessions on the host, where `codex resume` finds it."},
-		{Name: "binary", Type: cty.String, Default: cty.StringVal("codex"), Description: "Name or path of the codex executable inside the sandbox."},
-	}}, nil
-}
-
-type config struct {
-	model, effort, binary string
-	env                   map[string]string
-}
-
-func decode(cfg sdk.Config) config {
-	c := config{
-		model:  agentkit.String(cfg, "model"),
-		effort: agentkit.String(cfg, "effort"),
-		binary: agentkit.String(cfg, "binary"),
-		env:    agentkit.StringMap(cfg, "env"),
-	}
-	if c.binary == "" {
-		c.binary = "codex"
-	}
-	return c
+func New() sdk.AgentProvider {
+	return provider{agentkit.Base{
+		Name:        "codex",
+		Version:     "0.1.0",
+		Description: "OpenAI Codex CLI (codex)",
+		Model:       "Model passed as --model (e.g. gpt-5.4); the CLI's configured default when unset.",
+		Attributes: []sdk.Attribute{
+			{Name: "effort", Type: cty.String, Description: "Reasoning effort, passed as -c model_reasoning_effort: low, medium, high or xhigh."},
+		},
+		EnvExample:      "OPENAI_API_KEY",
+		CaptureSessions: "Copy each iteration's session rollout to ~/.codex/sessions on the host, where `codex resume` finds it.",
+		// 0.169 writes the cwd in session_meta, turn_context, world_state
+		// and thread_settings payloads, and workspace roots beside it.
+		// Message text (the model's environment context) is history and
+		// stays as is.
+		SessionFields: []string{"**.cwd", "**.runtime_workspace_roots"},
+		NewParser:     func(sdk.Config) sdk.Parser { return NewParser() },
+	}}
 }
 
 func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
-	c := decode(cfg)
-	ds := agentkit.CheckOneOf(c.effort, Efforts, "effort")
-	ds = append(ds, agentkit.CheckNotEmpty(cfg, "model")...)
-	ds = append(ds, agentkit.CheckNotEmpty(cfg, "binary")...)
-	ds = append(ds, agentkit.CheckEnv(c.env, "env")...)
-	return ds, nil
+	ds := agentkit.CheckOneOf(agentkit.String(cfg, "effort"), Efforts, "effort")
+	return append(ds, agentkit.CheckCommon(cfg)...), nil
 }
 
-func (provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
 	return sdk.AgentDescription{
 		RequiredEnv: [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
-		Env:         decode(cfg).env,
+		Env:         p.Common(cfg).Env,
 		Sessions:    &sdk.SessionStorage{PathPattern: SessionPattern},
 		Resume:      true,
 		Fork:        true,
 	}, nil
 }
 
-func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
-	c := decode(req.Config)
-	if req.ForkSession && req.ResumeSessionID == "" {
-		return sdk.Command{}, fmt.Errorf("codex: fork needs a session to resume")
+func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
+	c := p.Common(req.Config)
+	session, err := agentkit.ResumeSession(req)
+	if err != nil {
+		return sdk.Command{}, fmt.Errorf("codex: %w", err)
 	}
-	resume := req.ResumeSessionID != "" && req.Iteration <= 1
-	if resume {
-		if err := agentkit.CheckSessionID(req.ResumeSessionID); err != nil {
-			return sdk.Command{}, fmt.Errorf("codex: %w", err)
-		}
-	}
+	resume := session != ""
 	sub := "resume"
 	if req.ForkSession {
 		sub = "fork"
@@ -102,9 +72,9 @@ func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Com
 	var argv []string
 	switch req.Mode {
 	case sdk.ModePrint:
-		argv = []string{c.binary, "exec"}
+		argv = []string{c.Binary, "exec"}
 		if resume {
-			argv = append(argv, sub, req.ResumeSessionID)
+			argv = append(argv, sub, session)
 		}
 		argv = append(argv, "--json", "--skip-git-repo-check")
 		if req.SkipPermissions {
@@ -115,9 +85,9 @@ func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Com
 			argv = append(argv, "-c", `approval_policy="never"`, "-c", `sandbox_mode="workspace-write"`)
 		}
 	case sdk.ModeInteractive:
-		argv = []string{c.binary}
+		argv = []string{c.Binary}
 		if resume {
-			argv = append(argv, sub, req.ResumeSessionID)
+			argv = append(argv, sub, session)
 		}
 		if req.SkipPermissions {
 			argv = append(argv, "--dangerously-bypass-approvals-and-sandbox")
@@ -125,11 +95,11 @@ func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Com
 	default:
 		return sdk.Command{}, fmt.Errorf("codex: unknown mode %q", req.Mode)
 	}
-	if c.model != "" {
-		argv = append(argv, "--model", c.model)
+	if c.Model != "" {
+		argv = append(argv, "--model", c.Model)
 	}
-	if c.effort != "" {
-		argv = append(argv, "-c", fmt.Sprintf("model_reasoning_effort=%q", c.effort))
+	if effort := agentkit.String(req.Config, "effort"); effort != "" {
+		argv = append(argv, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
 	if req.Mode == sdk.ModePrint {
 		if resume {
@@ -141,15 +111,4 @@ func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Com
 		argv = append(argv, "--", req.Prompt)
 	}
 	return sdk.Command{Argv: argv}, nil
-}
-
-func (provider) ParseStream(ctx context.Context, _ sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
-	return sdk.ParseLines(ctx, lines, emit, NewParser())
-}
-
-func (provider) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	// 0.169 writes the cwd in session_meta, turn_context, world_state and
-	// thread_settings payloads, and workspace roots beside it. Message text
-	// (the model's environment context) is history and stays as is.
-	return agentkit.RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, "**.cwd", "**.runtime_workspace_roots"), nil
 }

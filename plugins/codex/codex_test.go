@@ -1,14 +1,13 @@
 package codex
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -16,51 +15,38 @@ const session = "019e8c41-7a2b-7d13-9c55-6f0e2b8a4d17"
 
 func TestBuildCommandGolden(t *testing.T) {
 	full := map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}
-	cases := []cmdCase{
-		{"print default model", nil, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"print model and effort in sandbox", full, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
-		{"print resume", full, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
-		{"print resume without sandbox", nil, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session}},
-		{"print resume on iteration 2 is ignored", nil, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, ResumeSessionID: session, SkipPermissions: true}},
-		{"print fork", map[string]cty.Value{"effort": cty.StringVal("low")}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true, SkipPermissions: true}},
-		{"print custom binary", map[string]cty.Value{"binary": cty.StringVal("/usr/local/bin/codex")}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"interactive without sandbox", full, sdk.CommandRequest{Mode: sdk.ModeInteractive}},
-		{"interactive in sandbox", nil, sdk.CommandRequest{Mode: sdk.ModeInteractive, SkipPermissions: true}},
-		{"interactive resume", full, sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session}},
-		{"interactive fork", nil, sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session, ForkSession: true, SkipPermissions: true}},
-		{"interactive no prompt", nil, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
-	}
-	checkGolden(t, "testdata/commands.golden", buildAll(t, cases))
+	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
+		{Name: "print default model", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print model and effort in sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
+		{Name: "print resume", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
+		{Name: "print resume without sandbox", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session}},
+		{Name: "print resume on iteration 2 is ignored", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, ResumeSessionID: session, SkipPermissions: true}},
+		{Name: "print fork", Attrs: map[string]cty.Value{"effort": cty.StringVal("low")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true, SkipPermissions: true}},
+		{Name: "print custom binary", Attrs: map[string]cty.Value{"binary": cty.StringVal("/usr/local/bin/codex")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "interactive without sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
+		{Name: "interactive in sandbox", Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, SkipPermissions: true}},
+		{Name: "interactive resume", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session}},
+		{Name: "interactive fork", Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session, ForkSession: true, SkipPermissions: true}},
+		{Name: "interactive no prompt", Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
+	})
 }
 
 func TestBuildCommandErrors(t *testing.T) {
-	cfg := testConfig(t, nil)
-	for name, req := range map[string]sdk.CommandRequest{
-		"fork without session": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ForkSession: true},
-		"flag-like session id": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "-a"},
-		"unknown mode":         {Config: cfg, Mode: "batch"},
-	} {
-		if _, err := New().BuildCommand(context.Background(), req); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
+	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
-	checkConfigure(t, []configureCase{
-		{"defaults", nil, nil},
-		{"xhigh", map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}, nil},
-		{"claude's max is not codex's", map[string]cty.Value{"effort": cty.StringVal("max")}, []string{"effort"}},
-		{"empty model", map[string]cty.Value{"model": cty.StringVal("")}, []string{"model"}},
-		{"bad env", map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"9LIVES": cty.StringVal("")})}, []string{"env"}},
+	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+		{Name: "defaults"},
+		{Name: "xhigh", Attrs: map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}},
+		{Name: "claude's max is not codex's", Attrs: map[string]cty.Value{"effort": cty.StringVal("max")}, Want: []string{"effort"}},
+		{Name: "empty model", Attrs: map[string]cty.Value{"model": cty.StringVal("")}, Want: []string{"model"}},
+		{Name: "bad env", Attrs: map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"9LIVES": cty.StringVal("")})}, Want: []string{"env"}},
 	})
 }
 
 func TestDescribe(t *testing.T) {
-	d, err := New().Describe(context.Background(), testConfig(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := agentkittest.Describe(t, New(), nil)
 	want := sdk.AgentDescription{
 		RequiredEnv: [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
 		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.codex/sessions/*/*/*/rollout-*-{session_id}.jsonl"},
@@ -82,10 +68,7 @@ func TestRewriteSession(t *testing.T) {
 		`{"timestamp":"2026-07-01T10:00:03.000Z","type":"turn_context","payload":{"cwd":"/home/agent/workspace/sub dir"}}`,
 		`{"timestamp":"2026-07-01T10:00:0`,
 	}, "\n") + "\n"
-	got, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: []byte(in), FromCwd: "/home/agent/workspace", ToCwd: "/srv/My Repo_v1.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := agentkittest.Rewrite(t, New(), []byte(in), "/home/agent/workspace", "/srv/My Repo_v1.2")
 	want := strings.ReplaceAll(in, `"cwd":"/home/agent/workspace`, `"cwd":"/srv/My Repo_v1.2`)
 	if string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -95,19 +78,8 @@ func TestRewriteSession(t *testing.T) {
 // TestRewriteRealRollout rewrites a rollout written by Codex 0.169.0 itself
 // (in /tmp/agcompat/ws) and back.
 func TestRewriteRealRollout(t *testing.T) {
-	data, err := os.ReadFile("testdata/rollout-0.169.0.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const sandbox, host = "/tmp/agcompat/ws", "/srv/My Repo_v1.2"
-	rewrite := func(data []byte, from, to string) []byte {
-		out, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: data, FromCwd: from, ToCwd: to})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	got := rewrite(data, sandbox, host)
+	got := agentkittest.RewriteRoundTrip(t, New(), agentkittest.ReadFile(t, "testdata/rollout-0.169.0.jsonl"), sandbox, host)
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
 		var v any
@@ -127,9 +99,6 @@ func TestRewriteRealRollout(t *testing.T) {
 	}
 	if n != 6 {
 		t.Errorf("%d cwd and workspace root values rewritten, want 6", n)
-	}
-	if back := rewrite(got, host, sandbox); string(back) != string(data) {
-		t.Error("rewriting back does not give the original rollout")
 	}
 }
 

@@ -39,19 +39,6 @@ type usage struct {
 	OutputTokens      int64 `json:"output_tokens"`
 }
 
-// text returns a JSON string, or the message of an object holding one.
-func text(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var o struct {
-		Message string `json:"message"`
-	}
-	_ = json.Unmarshal(raw, &o)
-	return o.Message
-}
-
 // Parser parses one iteration of `codex exec --json`.
 type Parser struct {
 	shown map[string]bool // tool items already reported, by item id
@@ -87,7 +74,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		p.ended, p.lastNotice = true, ""
 		var evs []sdk.Event
 		var u usage
-		if len(l.Usage) > 0 && l.Usage[0] == '{' && json.Unmarshal(l.Usage, &u) == nil {
+		if agentkit.DecodeObject(l.Usage, &u) {
 			// cached_input_tokens is a subset of input_tokens.
 			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: &sdk.Usage{
 				InputTokens:          u.InputTokens - u.CachedInputTokens,
@@ -102,7 +89,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		return evs
 	case "turn.failed":
 		p.ended = true
-		msg := text(l.Error)
+		msg := agentkit.MessageText(l.Error)
 		if msg == "" {
 			msg = "codex: turn failed"
 		}
@@ -110,7 +97,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	case "error":
 		// Reconnect notices and other non-fatal stream errors: only a turn
 		// that never ends makes the last one the iteration's error.
-		p.lastNotice = text(l.Message)
+		p.lastNotice = agentkit.MessageText(l.Message)
 	}
 	return nil
 }
@@ -139,7 +126,7 @@ func toolCall(it *item) (name, arg string) {
 	case "command_execution":
 		// A string, or an argv in some builds.
 		var argv []string
-		cmd := text(it.Command)
+		cmd := agentkit.MessageText(it.Command)
 		if json.Unmarshal(it.Command, &argv) == nil {
 			cmd = strings.Join(argv, " ")
 		}

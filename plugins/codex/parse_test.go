@@ -11,13 +11,13 @@ import (
 
 const fixtureFinal = "Fixed the sign error in `src/sum.ts`; all tests pass.\n\n<promise>COMPLETE</promise>"
 
-func parseCases(t *testing.T) []parseCase {
+func parseCases(t *testing.T) []agenttest.Case {
 	huge := strings.Repeat("y", 2<<20)
-	return []parseCase{
+	return []agenttest.Case{
 		{
-			name:  "fixture",
-			lines: agenttest.ReadLines(t, "testdata/codex-stream.jsonl"),
-			want: []sdk.Event{
+			Name:  "fixture",
+			Lines: agenttest.ReadLines(t, "testdata/codex-stream.jsonl"),
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: session},
 				{Type: sdk.EventText, Text: "I'll run the tests first to see what is failing."},
 				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "npm test"},
@@ -30,47 +30,47 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "turn failed",
-			lines: []string{
+			Name: "turn failed",
+			Lines: []string{
 				`{"type":"thread.started","thread_id":"t1"}`,
 				`{"type":"turn.started"}`,
 				`{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}`,
 				`{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "t1"},
 				{Type: sdk.EventError, Text: "unexpected status 401 Unauthorized"},
 			},
 		},
 		{
-			name: "stream cut after reconnect notices",
-			lines: []string{
+			Name: "stream cut after reconnect notices",
+			Lines: []string{
 				`{"type":"thread.started","thread_id":"t2"}`,
 				`{"type":"turn.started"}`,
 				`{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for ` + "`gpt-5.4`" + ` not found."}}`,
 				`{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}`,
 				`{"type":"error","message":"Reconnecting... 5/5 (stream disconnected before completion)"}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "t2"},
 				{Type: sdk.EventError, Text: "Reconnecting... 5/5 (stream disconnected before completion)"},
 			},
 		},
 		{
-			name: "completion signal split across messages, stream cut before turn end",
-			lines: []string{
+			Name: "completion signal split across messages, stream cut before turn end",
+			Lines: []string{
 				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"all done <promise>COMP"}}`,
 				`{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"LETE</promise>"}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventText, Text: "all done <promise>COMP"},
 				{Type: sdk.EventText, Text: "LETE</promise>"},
 				{Type: sdk.EventResult, Text: "LETE</promise>"},
 			},
 		},
 		{
-			name: "other tools",
-			lines: []string{
+			Name: "other tools",
+			Lines: []string{
 				`{"type":"item.started","item":{"id":"item_1","type":"mcp_tool_call","server":"github","tool":"get_issue","arguments":{"url":"https://github.com/o/r/issues/1"},"status":"in_progress"}}`,
 				`{"type":"item.completed","item":{"id":"item_1","type":"mcp_tool_call","server":"github","tool":"get_issue","status":"completed"}}`,
 				`{"type":"item.completed","item":{"id":"item_2","type":"web_search","query":"go-cty object"}}`,
@@ -79,7 +79,7 @@ func parseCases(t *testing.T) []parseCase {
 				`{"type":"item.started","item":{"id":"item_5","type":"command_execution","command":"ls -la","status":"in_progress"}}`,
 				`{"type":"item.updated","item":{"id":"item_6","type":"todo_list","items":[{"text":"a","completed":false}]}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventToolCall, ToolName: "github.get_issue", ToolArg: "https://github.com/o/r/issues/1"},
 				{Type: sdk.EventToolCall, ToolName: "WebSearch", ToolArg: "go-cty object"},
 				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "echo 'hi'"},
@@ -88,8 +88,8 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "malformed, non-JSON and huge lines",
-			lines: []string{
+			Name: "malformed, non-JSON and huge lines",
+			Lines: []string{
 				`Reading prompt from stdin...`,
 				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"torn`,
 				`{"type":"item.completed","item":"not an object"}`,
@@ -101,7 +101,7 @@ func parseCases(t *testing.T) []parseCase {
 				`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"` + huge + `"}}`,
 				`{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":4,"output_tokens":2,"reasoning_output_tokens":1}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventText, Text: `Reading prompt from stdin...`},
 				{Type: sdk.EventText, Text: `{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"torn`},
 				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "make"},
@@ -117,7 +117,7 @@ func parseCases(t *testing.T) []parseCase {
 }
 
 func TestReplay(t *testing.T) {
-	replay(t, cty.NilVal, parseCases(t))
+	agenttest.Replay(t, New(), cty.NilVal, parseCases(t)...)
 }
 
 func TestConformance(t *testing.T) {

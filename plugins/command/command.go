@@ -22,23 +22,20 @@ import (
 // Version is the provider's version.
 const Version = "0.1.0"
 
-// Provider is the command agent provider.
-type Provider struct{}
+// Provider is the command agent provider. Its agentkit.Base gives Info,
+// a stream parser that makes every line text, and a RewriteSession that
+// changes nothing (the command agent has no sessions).
+type Provider struct{ agentkit.Base }
 
 var _ sdk.AgentProvider = (*Provider)(nil)
 
 // New returns the command agent provider.
-func New() sdk.AgentProvider { return &Provider{} }
-
-// Info describes the provider.
-func (*Provider) Info(context.Context) (sdk.Info, error) {
-	return sdk.Info{
-		Name:             "command",
-		Kind:             sdk.KindAgent,
-		Version:          Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "runs any command with the prompt on stdin; each stdout line is text",
-	}, nil
+func New() sdk.AgentProvider {
+	return &Provider{agentkit.Base{
+		Name:        "command",
+		Version:     Version,
+		Description: "runs any command with the prompt on stdin; each stdout line is text",
+	}}
 }
 
 // ConfigSchema declares `command` and `env`.
@@ -90,25 +87,6 @@ func (*Provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Co
 	}
 	return c, nil
 }
-
-// ParseStream turns every stdout line into a text event.
-func (*Provider) ParseStream(ctx context.Context, _ sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
-	return sdk.ParseLines(ctx, lines, emit, textParser{})
-}
-
-// RewriteSession returns data unchanged: the command agent has no sessions.
-func (*Provider) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	return req.Data, nil
-}
-
-// textParser makes one text event per line.
-type textParser struct{}
-
-func (textParser) Parse(line []byte) []sdk.Event {
-	return []sdk.Event{{Type: sdk.EventText, Text: string(line)}}
-}
-
-func (textParser) Close() []sdk.Event { return nil }
 
 // commandArgv reads the command attribute (a list or tuple of strings).
 func commandArgv(cfg sdk.Config) []string {

@@ -14,66 +14,39 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-const version = "0.1.0"
-
-type provider struct{}
+type provider struct{ agentkit.Base }
 
 // New returns the opencode agent provider.
-func New() sdk.AgentProvider { return provider{} }
-
-func (provider) Info(context.Context) (sdk.Info, error) {
-	return sdk.Info{
-		Name:             "opencode",
-		Kind:             sdk.KindAgent,
-		Version:          version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "opencode CLI (opencode)",
-	}, nil
+func New() sdk.AgentProvider {
+	return provider{agentkit.Base{
+		Name:          "opencode",
+		Version:       "0.1.0",
+		Description:   "opencode CLI (opencode)",
+		Model:         "Model as provider/model, passed as --model (e.g. anthropic/claude-sonnet-4-6, opencode/big-pickle).",
+		ModelRequired: true,
+		Attributes: []sdk.Attribute{
+			{Name: "variant", Type: cty.String, Description: "Provider-specific reasoning effort, passed as --variant (e.g. high, max, minimal); print mode only."},
+			{Name: "agent", Type: cty.String, Description: "opencode agent to use, passed as --agent."},
+		},
+		EnvExample: "ANTHROPIC_API_KEY",
+		NewParser:  func(sdk.Config) sdk.Parser { return NewParser() },
+	}}
 }
 
-func (provider) ConfigSchema(context.Context) (sdk.Schema, error) {
-	return sdk.Schema{Attributes: []sdk.Attribute{
-		{Name: "model", Type: cty.String, Required: true, Description: "Model as provider/model, passed as --model (e.g. anthropic/claude-sonnet-4-6, opencode/big-pickle)."},
-		{Name: "variant", Type: cty.String, Description: "Provider-specific reasoning effort, passed as --variant (e.g. high, max, minimal); print mode only."},
-		{Name: "agent", Type: cty.String, Description: "opencode agent to use, passed as --agent."},
-		{Name: "env", Type: cty.Map(cty.String), Description: "Environment for the agent, e.g. { ANTHROPIC_API_KEY = \"...\" }."},
-		{Name: "binary", Type: cty.String, Default: cty.StringVal("opencode"), Description: "Name or path of the opencode executable inside the sandbox."},
-	}}, nil
-}
-
-type config struct {
-	model, variant, agent, binary string
-	env                           map[string]string
-}
-
-func decode(cfg sdk.Config) config {
-	c := config{
-		model:   agentkit.String(cfg, "model"),
-		variant: agentkit.String(cfg, "variant"),
-		agent:   agentkit.String(cfg, "agent"),
-		binary:  agentkit.String(cfg, "binary"),
-		env:     agentkit.StringMap(cfg, "env"),
-	}
-	if c.binary == "" {
-		c.binary = "opencode"
-	}
-	return c
-}
-
-func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
-	c := decode(cfg)
+func (p provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+	c := p.Common(cfg)
 	var ds sdk.Diagnostics
-	if i := strings.IndexByte(c.model, '/'); i <= 0 || i == len(c.model)-1 {
+	if i := strings.IndexByte(c.Model, '/'); i <= 0 || i == len(c.Model)-1 {
 		ds = append(ds, sdk.Diagnostic{
 			Summary:   "Invalid model",
-			Detail:    fmt.Sprintf("opencode needs the model as provider/model (e.g. anthropic/claude-sonnet-4-6), got %q.", c.model),
+			Detail:    fmt.Sprintf("opencode needs the model as provider/model (e.g. anthropic/claude-sonnet-4-6), got %q.", c.Model),
 			Attribute: "model",
 		})
 	}
 	for _, a := range []string{"variant", "agent", "binary"} {
 		ds = append(ds, agentkit.CheckNotEmpty(cfg, a)...)
 	}
-	ds = append(ds, agentkit.CheckEnv(c.env, "env")...)
+	ds = append(ds, agentkit.CheckEnv(c.Env, "env")...)
 	return ds, nil
 }
 
@@ -92,11 +65,11 @@ var providerEnv = map[string][]string{
 	"mistral":    {"MISTRAL_API_KEY"},
 }
 
-func (provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
-	c := decode(cfg)
-	d := sdk.AgentDescription{Env: c.env}
-	if p, _, ok := strings.Cut(c.model, "/"); ok && providerEnv[p] != nil {
-		d.RequiredEnv = [][]string{providerEnv[p]}
+func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	c := p.Common(cfg)
+	d := sdk.AgentDescription{Env: c.Env}
+	if prov, _, ok := strings.Cut(c.Model, "/"); ok && providerEnv[prov] != nil {
+		d.RequiredEnv = [][]string{providerEnv[prov]}
 	}
 	return d, nil
 }
@@ -105,19 +78,19 @@ func (provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescriptio
 // in its SQLite database inside the sandbox.
 var ErrNoResume = fmt.Errorf("%w: opencode keeps sessions in its SQLite database; sanddune cannot resume them", sdk.ErrNotSupported)
 
-func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
-	c := decode(req.Config)
+func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
+	c, variant, agent := p.Common(req.Config), agentkit.String(req.Config, "variant"), agentkit.String(req.Config, "agent")
 	if req.ResumeSessionID != "" || req.ForkSession {
 		return sdk.Command{}, ErrNoResume
 	}
 	switch req.Mode {
 	case sdk.ModePrint:
-		argv := []string{c.binary, "run", "--format", "json", "--model", c.model}
-		if c.variant != "" {
-			argv = append(argv, "--variant", c.variant)
+		argv := []string{c.Binary, "run", "--format", "json", "--model", c.Model}
+		if variant != "" {
+			argv = append(argv, "--variant", variant)
 		}
-		if c.agent != "" {
-			argv = append(argv, "--agent", c.agent)
+		if agent != "" {
+			argv = append(argv, "--agent", agent)
 		}
 		if req.SkipPermissions {
 			argv = append(argv, "--auto")
@@ -126,9 +99,9 @@ func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Com
 		// spaces; stdin reaches the model verbatim.
 		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil
 	case sdk.ModeInteractive:
-		argv := []string{c.binary, "--model", c.model}
-		if c.agent != "" {
-			argv = append(argv, "--agent", c.agent)
+		argv := []string{c.Binary, "--model", c.Model}
+		if agent != "" {
+			argv = append(argv, "--agent", agent)
 		}
 		if req.SkipPermissions {
 			argv = append(argv, "--auto")
@@ -139,13 +112,4 @@ func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Com
 		return sdk.Command{Argv: argv}, nil
 	}
 	return sdk.Command{}, fmt.Errorf("opencode: unknown mode %q", req.Mode)
-}
-
-func (provider) ParseStream(ctx context.Context, _ sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
-	return sdk.ParseLines(ctx, lines, emit, NewParser())
-}
-
-// RewriteSession returns data unchanged: opencode has no session files.
-func (provider) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	return req.Data, nil
 }

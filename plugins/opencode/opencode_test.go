@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -15,20 +16,20 @@ import (
 func TestBuildCommandGolden(t *testing.T) {
 	model := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}
 	full := map[string]cty.Value{"model": cty.StringVal("opencode/big-pickle"), "variant": cty.StringVal("high"), "agent": cty.StringVal("build")}
-	cases := []cmdCase{
-		{"print", model, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"print variant and agent in sandbox", full, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
-		{"print custom binary", map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "binary": cty.StringVal("/opt/opencode")}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 3}},
-		{"interactive without sandbox", full, sdk.CommandRequest{Mode: sdk.ModeInteractive}},
-		{"interactive in sandbox", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, SkipPermissions: true}},
-		{"interactive prompt starting with a dash", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "--help me"}},
-		{"interactive no prompt", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
-	}
-	checkGolden(t, "testdata/commands.golden", buildAll(t, cases))
+	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
+		{Name: "print", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print variant and agent in sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
+		{Name: "print custom binary", Attrs: map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "binary": cty.StringVal("/opt/opencode")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 3}},
+		{Name: "interactive without sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
+		{Name: "interactive in sandbox", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, SkipPermissions: true}},
+		{Name: "interactive prompt starting with a dash", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "--help me"}},
+		{Name: "interactive no prompt", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
+	})
 }
 
 func TestBuildCommandRejectsResume(t *testing.T) {
-	cfg := testConfig(t, map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
+	model := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}
+	cfg := agentkittest.Config(t, New(), model)
 	for _, req := range []sdk.CommandRequest{
 		{Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "ses_1"},
 		{Config: cfg, Mode: sdk.ModeInteractive, ResumeSessionID: "ses_1", ForkSession: true},
@@ -37,17 +38,15 @@ func TestBuildCommandRejectsResume(t *testing.T) {
 			t.Errorf("err = %v, want ErrNoResume", err)
 		}
 	}
-	if _, err := New().BuildCommand(context.Background(), sdk.CommandRequest{Config: cfg, Mode: "batch"}); err == nil {
-		t.Error("unknown mode accepted")
-	}
+	agentkittest.CheckBadRequests(t, New(), model)
 }
 
 func TestConfigure(t *testing.T) {
-	checkConfigure(t, []configureCase{
-		{"provider/model", map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}, nil},
-		{"bare model", map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}, []string{"model"}},
-		{"empty variant", map[string]cty.Value{"model": cty.StringVal("a/b"), "variant": cty.StringVal("")}, []string{"variant"}},
-		{"bad env", map[string]cty.Value{"model": cty.StringVal("a/b"), "env": cty.MapVal(map[string]cty.Value{"A B": cty.StringVal("")})}, []string{"env"}},
+	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+		{Name: "provider/model", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}},
+		{Name: "bare model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}, Want: []string{"model"}},
+		{Name: "empty variant", Attrs: map[string]cty.Value{"model": cty.StringVal("a/b"), "variant": cty.StringVal("")}, Want: []string{"variant"}},
+		{Name: "bad env", Attrs: map[string]cty.Value{"model": cty.StringVal("a/b"), "env": cty.MapVal(map[string]cty.Value{"A B": cty.StringVal("")})}, Want: []string{"env"}},
 	})
 }
 
@@ -58,10 +57,7 @@ func TestDescribe(t *testing.T) {
 		"opencode/big-pickle":         nil, // free models need no key
 		"my-proxy/some-model":         nil,
 	} {
-		d, err := New().Describe(context.Background(), testConfig(t, map[string]cty.Value{"model": cty.StringVal(model)}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal(model)})
 		if !reflect.DeepEqual(d.RequiredEnv, want) {
 			t.Errorf("%s: RequiredEnv = %v, want %v", model, d.RequiredEnv, want)
 		}
@@ -73,21 +69,20 @@ func TestDescribe(t *testing.T) {
 
 func TestRewriteSessionIsIdentity(t *testing.T) {
 	in := []byte(`{"cwd":"/home/agent/workspace"}`)
-	got, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: in, FromCwd: "/home/agent/workspace", ToCwd: "/x"})
-	if err != nil || string(got) != string(in) {
-		t.Errorf("got %s, %v", got, err)
+	if got := agentkittest.Rewrite(t, New(), in, "/home/agent/workspace", "/x"); string(got) != string(in) {
+		t.Errorf("got %s", got)
 	}
 }
 
 const fixtureFinal = "Fixed the sign error in `src/sum.ts`; the failing test now passes.\n\n<promise>COMPLETE</promise>"
 
-func parseCases(t *testing.T) []parseCase {
+func parseCases(t *testing.T) []agenttest.Case {
 	huge := strings.Repeat("z", 3<<20)
-	return []parseCase{
+	return []agenttest.Case{
 		{
-			name:  "fixture",
-			lines: agenttest.ReadLines(t, "testdata/opencode-stream.jsonl"),
-			want: []sdk.Event{
+			Name:  "fixture",
+			Lines: agenttest.ReadLines(t, "testdata/opencode-stream.jsonl"),
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "ses_1a2b3c4d5ffeQw8Rt6Yu4Io2Pa"},
 				{Type: sdk.EventText, Text: "I'll run the test suite first to see what is failing."},
 				{Type: sdk.EventToolCall, ToolName: "bash", ToolArg: "npm test"},
@@ -98,14 +93,14 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "errors",
-			lines: []string{
+			Name: "errors",
+			Lines: []string{
 				`{"type":"error","timestamp":1782900002000,"sessionID":"ses_2","error":{"name":"APIError","data":{"message":"Rate limit exceeded","statusCode":429,"isRetryable":true}}}`,
 				`{"type":"error","sessionID":"ses_2","error":{"name":"ProviderAuthError","data":{"providerID":"anthropic","message":"missing API key"}}}`,
 				`{"type":"error","sessionID":"ses_2","error":{"name":"MessageAbortedError","data":{}}}`,
 				`{"type":"error","sessionID":"ses_2"}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "ses_2"},
 				{Type: sdk.EventError, Text: "Rate limit exceeded"},
 				{Type: sdk.EventError, Text: "missing API key"},
@@ -114,15 +109,15 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "completion signal split across text parts; other tools",
-			lines: []string{
+			Name: "completion signal split across text parts; other tools",
+			Lines: []string{
 				`{"type":"text","part":{"type":"text","text":"<promise>COMP"}}`,
 				`{"type":"tool_use","part":{"type":"tool","tool":"webfetch","state":{"status":"completed","input":{"url":"https://go.dev"}}}}`,
 				`{"type":"tool_use","part":{"type":"tool","tool":"task","state":{"status":"error","input":{"description":"Explore repo","prompt":"..."},"error":"boom"}}}`,
 				`{"type":"tool_use","part":{"type":"tool","tool":"todowrite","state":{"status":"completed","input":{"todos":[]}}}}`,
 				`{"type":"text","part":{"type":"text","text":"LETE</promise>"}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventText, Text: "<promise>COMP"},
 				{Type: sdk.EventToolCall, ToolName: "webfetch", ToolArg: "https://go.dev"},
 				{Type: sdk.EventToolCall, ToolName: "task", ToolArg: "Explore repo"},
@@ -132,8 +127,8 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "malformed, non-JSON and huge lines",
-			lines: []string{
+			Name: "malformed, non-JSON and huge lines",
+			Lines: []string{
 				`INFO  2026-07-01 service=server starting`,
 				`{"type":"text","part":{"type":"text","text":"torn`,
 				`{"type":"text","part":"nope"}`,
@@ -142,7 +137,7 @@ func parseCases(t *testing.T) []parseCase {
 				`{"type":"error","error":{"name":7,"data":{"message":"bad gateway"}}}`,
 				`{"type":"text","part":{"type":"text","text":"` + huge + `"}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventText, Text: `INFO  2026-07-01 service=server starting`},
 				{Type: sdk.EventText, Text: `{"type":"text","part":{"type":"text","text":"torn`},
 				{Type: sdk.EventToolCall, ToolName: "read", ToolArg: "/w/a.go"},
@@ -155,7 +150,7 @@ func parseCases(t *testing.T) []parseCase {
 }
 
 func TestReplay(t *testing.T) {
-	replay(t, cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}), parseCases(t))
+	agenttest.Replay(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}), parseCases(t)...)
 }
 
 func TestConformance(t *testing.T) {

@@ -61,11 +61,10 @@ func errorText(raw json.RawMessage) string {
 
 // Parser parses one iteration of `opencode run --format json`.
 type Parser struct {
-	sessionSeen bool
-	last        string // last text part: the result, as opencode has no result line
-	hasLast     bool
-	usage       sdk.Usage // summed over step_finish events
-	hasUsage    bool
+	session agentkit.SessionOnce
+	last    string // last text part: the result, as opencode has no result line
+	hasLast bool
+	usage   agentkit.UsageSum // over step_finish events
 }
 
 // NewParser returns a parser for one iteration.
@@ -77,11 +76,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	if !agentkit.DecodeObject(raw, &l) {
 		return agentkit.TextLine(raw)
 	}
-	var evs []sdk.Event
-	if l.SessionID != "" && !p.sessionSeen {
-		p.sessionSeen = true
-		evs = append(evs, sdk.Event{Type: sdk.EventSessionID, SessionID: l.SessionID})
-	}
+	evs := p.session.Event(l.SessionID)
 	var pt part
 	_ = json.Unmarshal(l.Part, &pt)
 	switch l.Type {
@@ -100,9 +95,8 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		}
 	case "step_finish":
 		var t tokens
-		if len(pt.Tokens) > 0 && pt.Tokens[0] == '{' && json.Unmarshal(pt.Tokens, &t) == nil {
-			p.hasUsage = true
-			p.usage = p.usage.Add(sdk.Usage{
+		if agentkit.DecodeObject(pt.Tokens, &t) {
+			p.usage.Add(sdk.Usage{
 				InputTokens:              t.Input,
 				CacheCreationInputTokens: t.Cache.Write,
 				CacheReadInputTokens:     t.Cache.Read,
@@ -118,11 +112,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 // Close implements sdk.Parser: the iteration's usage is the sum of its
 // steps, its result the last text part.
 func (p *Parser) Close() []sdk.Event {
-	var evs []sdk.Event
-	if p.hasUsage {
-		u := p.usage
-		evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: &u})
-	}
+	evs := p.usage.Events()
 	if p.hasLast {
 		evs = append(evs, sdk.Event{Type: sdk.EventResult, Text: p.last})
 	}

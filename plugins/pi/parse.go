@@ -56,9 +56,8 @@ func (m message) failed() bool { return m.StopReason == "error" || m.StopReason 
 
 // Parser parses one iteration of `pi --mode json`.
 type Parser struct {
-	usage    sdk.Usage // summed over assistant message_end events
-	hasUsage bool
-	ended    bool // agent_end seen
+	usage agentkit.UsageSum // over assistant message_end events
+	ended bool              // agent_end seen
 }
 
 // NewParser returns a parser for one iteration.
@@ -93,9 +92,8 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 			return nil
 		}
 		var u usage
-		if len(m.Usage) > 0 && m.Usage[0] == '{' && json.Unmarshal(m.Usage, &u) == nil {
-			p.hasUsage = true
-			p.usage = p.usage.Add(sdk.Usage{
+		if agentkit.DecodeObject(m.Usage, &u) {
+			p.usage.Add(sdk.Usage{
 				InputTokens:              u.Input,
 				CacheCreationInputTokens: u.CacheWrite,
 				CacheReadInputTokens:     u.CacheRead,
@@ -113,7 +111,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		}
 	case "agent_end":
 		p.ended = true
-		evs := p.usageEvent()
+		evs := p.usage.Events()
 		var msgs []json.RawMessage
 		_ = json.Unmarshal(l.Messages, &msgs)
 		for i := len(msgs) - 1; i >= 0; i-- {
@@ -130,19 +128,11 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	return nil
 }
 
-func (p *Parser) usageEvent() []sdk.Event {
-	if !p.hasUsage {
-		return nil
-	}
-	u := p.usage
-	return []sdk.Event{{Type: sdk.EventUsage, Usage: &u}}
-}
-
 // Close implements sdk.Parser: a stream cut before agent_end still reports
 // its usage.
 func (p *Parser) Close() []sdk.Event {
 	if p.ended {
 		return nil
 	}
-	return p.usageEvent()
+	return p.usage.Events()
 }

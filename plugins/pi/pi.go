@@ -14,8 +14,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-const version = "0.1.0"
-
 // ThinkingLevels are the values of `--thinking`.
 var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"}
 
@@ -23,56 +21,30 @@ var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"
 // named <timestamp>_<id>.jsonl.
 const SessionPattern = "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl"
 
-type provider struct{}
+type provider struct{ agentkit.Base }
 
 // New returns the pi agent provider.
-func New() sdk.AgentProvider { return provider{} }
-
-func (provider) Info(context.Context) (sdk.Info, error) {
-	return sdk.Info{
-		Name:             "pi",
-		Kind:             sdk.KindAgent,
-		Version:          version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "pi coding agent (pi)",
-	}, nil
-}
-
-func (provider) ConfigSchema(context.Context) (sdk.Schema, error) {
-	return sdk.Schema{Attributes: []sdk.Attribute{
-		{Name: "model", Type: cty.String, Required: true, Description: "Model passed as --model: an id or pattern, optionally provider/id (e.g. anthropic/claude-sonnet-4-6)."},
-		{Name: "thinking", Type: cty.String, Description: "Thinking level passed as --thinking: off, minimal, low, medium, high or xhigh."},
-		{Name: "env", Type: cty.Map(cty.String), Description: "Environment for the agent, e.g. { ANTHROPIC_API_KEY = \"...\" }."},
-		{Name: "capture_sessions", Type: cty.Bool, Default: cty.True, Description: "Copy each iteration's session file to ~/.pi/agent/sessions on the host, where `pi --session` finds it."},
-		{Name: "binary", Type: cty.String, Default: cty.StringVal("pi"), Description: "Name or path of the pi executable inside the sandbox."},
-	}}, nil
-}
-
-type config struct {
-	model, thinking, binary string
-	env                     map[string]string
-}
-
-func decode(cfg sdk.Config) config {
-	c := config{
-		model:    agentkit.String(cfg, "model"),
-		thinking: agentkit.String(cfg, "thinking"),
-		binary:   agentkit.String(cfg, "binary"),
-		env:      agentkit.StringMap(cfg, "env"),
-	}
-	if c.binary == "" {
-		c.binary = "pi"
-	}
-	return c
+func New() sdk.AgentProvider {
+	return provider{agentkit.Base{
+		Name:          "pi",
+		Version:       "0.1.0",
+		Description:   "pi coding agent (pi)",
+		Model:         "Model passed as --model: an id or pattern, optionally provider/id (e.g. anthropic/claude-sonnet-4-6).",
+		ModelRequired: true,
+		Attributes: []sdk.Attribute{
+			{Name: "thinking", Type: cty.String, Description: "Thinking level passed as --thinking: off, minimal, low, medium, high or xhigh."},
+		},
+		EnvExample:      "ANTHROPIC_API_KEY",
+		CaptureSessions: "Copy each iteration's session file to ~/.pi/agent/sessions on the host, where `pi --session` finds it.",
+		// The session header carries the cwd; pi runs a resumed session there.
+		SessionFields: []string{"cwd"},
+		NewParser:     func(sdk.Config) sdk.Parser { return NewParser() },
+	}}
 }
 
 func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
-	c := decode(cfg)
-	ds := agentkit.CheckOneOf(c.thinking, ThinkingLevels, "thinking")
-	ds = append(ds, agentkit.CheckNotEmpty(cfg, "model")...)
-	ds = append(ds, agentkit.CheckNotEmpty(cfg, "binary")...)
-	ds = append(ds, agentkit.CheckEnv(c.env, "env")...)
-	return ds, nil
+	ds := agentkit.CheckOneOf(agentkit.String(cfg, "thinking"), ThinkingLevels, "thinking")
+	return append(ds, agentkit.CheckCommon(cfg)...), nil
 }
 
 // providerEnv is pi's own provider -> credential variables map (pi-ai
@@ -117,69 +89,58 @@ func requiredEnv(model string) [][]string {
 	return [][]string{all}
 }
 
-func (provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
-	c := decode(cfg)
+func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	c := p.Common(cfg)
 	return sdk.AgentDescription{
-		RequiredEnv: requiredEnv(c.model),
-		Env:         c.env,
+		RequiredEnv: requiredEnv(c.Model),
+		Env:         c.Env,
 		Sessions:    &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingPi},
 		Resume:      true,
 		Fork:        true,
 	}, nil
 }
 
-func (provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
-	c := decode(req.Config)
+func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
+	c := p.Common(req.Config)
 	var argv []string
 	switch req.Mode {
 	case sdk.ModePrint:
 		// --mode json implies print mode; -p would swallow a following
 		// non-flag argument as a message.
-		argv = []string{c.binary, "--mode", "json"}
+		argv = []string{c.Binary, "--mode", "json"}
 	case sdk.ModeInteractive:
-		argv = []string{c.binary}
+		argv = []string{c.Binary}
 	default:
 		return sdk.Command{}, fmt.Errorf("pi: unknown mode %q", req.Mode)
 	}
-	if c.model != "" {
-		argv = append(argv, "--model", c.model)
+	if c.Model != "" {
+		argv = append(argv, "--model", c.Model)
 	}
-	if c.thinking != "" {
-		argv = append(argv, "--thinking", c.thinking)
+	if thinking := agentkit.String(req.Config, "thinking"); thinking != "" {
+		argv = append(argv, "--thinking", thinking)
 	}
-	if req.ForkSession && req.ResumeSessionID == "" {
-		return sdk.Command{}, fmt.Errorf("pi: fork needs a session to resume")
+	session, err := agentkit.ResumeSession(req)
+	if err != nil {
+		return sdk.Command{}, fmt.Errorf("pi: %w", err)
 	}
-	if req.ResumeSessionID != "" && req.Iteration <= 1 {
-		if err := agentkit.CheckSessionID(req.ResumeSessionID); err != nil {
-			return sdk.Command{}, fmt.Errorf("pi: %w", err)
-		}
+	if session != "" {
 		// The id is looked up in the cwd's session directory, where the
 		// host put the file; --fork copies it into a new session.
 		flag := "--session"
 		if req.ForkSession {
 			flag = "--fork"
 		}
-		argv = append(argv, flag, req.ResumeSessionID)
+		argv = append(argv, flag, session)
 	}
 	if req.Mode == sdk.ModePrint {
 		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil
 	}
-	if p := req.Prompt; p != "" {
+	if prompt := req.Prompt; prompt != "" {
 		// pi has no "--": a leading '-' reads as a flag, '@' as a file.
-		if strings.HasPrefix(p, "-") || strings.HasPrefix(p, "@") {
-			p = " " + p
+		if strings.HasPrefix(prompt, "-") || strings.HasPrefix(prompt, "@") {
+			prompt = " " + prompt
 		}
-		argv = append(argv, p)
+		argv = append(argv, prompt)
 	}
 	return sdk.Command{Argv: argv}, nil
-}
-
-func (provider) ParseStream(ctx context.Context, _ sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
-	return sdk.ParseLines(ctx, lines, emit, NewParser())
-}
-
-func (provider) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	// The session header carries the cwd; pi runs a resumed session there.
-	return agentkit.RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, "cwd"), nil
 }

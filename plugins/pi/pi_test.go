@@ -1,12 +1,12 @@
 package pi
 
 import (
-	"context"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -16,48 +16,35 @@ const session = "019e8c52-3b4c-7e25-8d66-7a1f3c9b5e28"
 func TestBuildCommandGolden(t *testing.T) {
 	model := map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}
 	full := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-opus-4-7"), "thinking": cty.StringVal("xhigh")}
-	cases := []cmdCase{
-		{"print", model, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"print thinking, sandbox is irrelevant", full, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
-		{"print resume", full, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session}},
-		{"print resume on iteration 2 is ignored", model, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, ResumeSessionID: session}},
-		{"print fork", model, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true}},
-		{"print custom binary", map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "binary": cty.StringVal("/opt/pi/bin/pi")}, sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
-		{"interactive", full, sdk.CommandRequest{Mode: sdk.ModeInteractive}},
-		{"interactive resume", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session}},
-		{"interactive prompt starting with a dash", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "--help me"}},
-		{"interactive no prompt", model, sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
-	}
-	checkGolden(t, "testdata/commands.golden", buildAll(t, cases))
+	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
+		{Name: "print", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print thinking, sandbox is irrelevant", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
+		{Name: "print resume", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session}},
+		{Name: "print resume on iteration 2 is ignored", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, ResumeSessionID: session}},
+		{Name: "print fork", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true}},
+		{Name: "print custom binary", Attrs: map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "binary": cty.StringVal("/opt/pi/bin/pi")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "interactive", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
+		{Name: "interactive resume", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, ResumeSessionID: session}},
+		{Name: "interactive prompt starting with a dash", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "--help me"}},
+		{Name: "interactive no prompt", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "-"}},
+	})
 }
 
 func TestBuildCommandErrors(t *testing.T) {
-	cfg := testConfig(t, map[string]cty.Value{"model": cty.StringVal("m")})
-	for name, req := range map[string]sdk.CommandRequest{
-		"fork without session": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ForkSession: true},
-		"path-like session id": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "../../x.jsonl"},
-		"unknown mode":         {Config: cfg, Mode: "batch"},
-	} {
-		if _, err := New().BuildCommand(context.Background(), req); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
+	agentkittest.CheckBadRequests(t, New(), map[string]cty.Value{"model": cty.StringVal("m")})
 }
 
 func TestConfigure(t *testing.T) {
-	checkConfigure(t, []configureCase{
-		{"model", map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}, nil},
-		{"thinking", map[string]cty.Value{"model": cty.StringVal("m"), "thinking": cty.StringVal("minimal")}, nil},
-		{"bad thinking", map[string]cty.Value{"model": cty.StringVal("m"), "thinking": cty.StringVal("max")}, []string{"thinking"}},
-		{"empty model", map[string]cty.Value{"model": cty.StringVal("")}, []string{"model"}},
+	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+		{Name: "model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}},
+		{Name: "thinking", Attrs: map[string]cty.Value{"model": cty.StringVal("m"), "thinking": cty.StringVal("minimal")}},
+		{Name: "bad thinking", Attrs: map[string]cty.Value{"model": cty.StringVal("m"), "thinking": cty.StringVal("max")}, Want: []string{"thinking"}},
+		{Name: "empty model", Attrs: map[string]cty.Value{"model": cty.StringVal("")}, Want: []string{"model"}},
 	})
 }
 
 func TestDescribe(t *testing.T) {
-	d, err := New().Describe(context.Background(), testConfig(t, map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
 	want := sdk.AgentDescription{
 		RequiredEnv: [][]string{{"ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"}},
 		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl", EncodeCwd: "pi"},
@@ -67,11 +54,11 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
-	d, _ = New().Describe(context.Background(), testConfig(t, map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}))
+	d = agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")})
 	if len(d.RequiredEnv) != 1 || !strings.Contains(strings.Join(d.RequiredEnv[0], " "), "ANTHROPIC_API_KEY") || !strings.Contains(strings.Join(d.RequiredEnv[0], " "), "OPENROUTER_API_KEY") {
 		t.Errorf("bare model: RequiredEnv = %v, want any known key", d.RequiredEnv)
 	}
-	d, _ = New().Describe(context.Background(), testConfig(t, map[string]cty.Value{"model": cty.StringVal("my-local/llama")}))
+	d = agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("my-local/llama")})
 	if d.RequiredEnv != nil {
 		t.Errorf("unknown provider: RequiredEnv = %v", d.RequiredEnv)
 	}
@@ -83,10 +70,7 @@ func TestRewriteSession(t *testing.T) {
 		`{"type":"model_change","id":"a1b2c3d4","parentId":null,"timestamp":"2026-07-01T10:20:00.001Z","provider":"anthropic","modelId":"claude-sonnet-4-6"}`,
 		`{"type":"message","id":"b2c3d4e5","parentId":"a1b2c3d4","message":{"role":"user","content":[{"type":"text","text":"work in /home/agent/workspace"}]}}`,
 	}, "\n") + "\n"
-	got, err := New().RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: []byte(in), FromCwd: "/home/agent/workspace", ToCwd: "/Users/me/code/my repo_v1.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := agentkittest.Rewrite(t, New(), []byte(in), "/home/agent/workspace", "/Users/me/code/my repo_v1.2")
 	want := strings.Replace(in, `"cwd":"/home/agent/workspace"`, `"cwd":"/Users/me/code/my repo_v1.2"`, 1)
 	if string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -95,13 +79,13 @@ func TestRewriteSession(t *testing.T) {
 
 const fixtureFinal = "Fixed the sign error in `src/sum.ts`; the test passes now.\n\n<promise>COMPLETE</promise>"
 
-func parseCases(t *testing.T) []parseCase {
+func parseCases(t *testing.T) []agenttest.Case {
 	huge := strings.Repeat("w", 3<<20)
-	return []parseCase{
+	return []agenttest.Case{
 		{
-			name:  "fixture",
-			lines: agenttest.ReadLines(t, "testdata/pi-stream.jsonl"),
-			want: []sdk.Event{
+			Name:  "fixture",
+			Lines: agenttest.ReadLines(t, "testdata/pi-stream.jsonl"),
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: session},
 				{Type: sdk.EventText, Text: "I'll run the tests first."},
 				{Type: sdk.EventToolCall, ToolName: "bash", ToolArg: "npm test"},
@@ -114,8 +98,8 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "model error with exit 0",
-			lines: []string{
+			Name: "model error with exit 0",
+			Lines: []string{
 				`{"type":"session","version":3,"id":"s1","timestamp":"2026-07-01T10:20:00.000Z","cwd":"/home/agent/workspace"}`,
 				`{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"overloaded"}`,
 				`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"401 invalid x-api-key"}`,
@@ -123,15 +107,15 @@ func parseCases(t *testing.T) []parseCase {
 				`{"type":"turn_end","message":{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"},"toolResults":[]}`,
 				`{"type":"agent_end","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"}]}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "s1"},
 				{Type: sdk.EventError, Text: "401 invalid x-api-key"},
 				{Type: sdk.EventUsage, Usage: &sdk.Usage{}},
 			},
 		},
 		{
-			name: "aborted, other tools, stream cut before agent_end",
-			lines: []string{
+			Name: "aborted, other tools, stream cut before agent_end",
+			Lines: []string{
 				`{"type":"tool_execution_start","toolCallId":"t1","toolName":"read","args":{"path":"README.md"}}`,
 				`{"type":"tool_execution_start","toolCallId":"t2","toolName":"grep","args":{"pattern":"TODO","path":"src"}}`,
 				`{"type":"tool_execution_start","toolCallId":"t3","toolName":"ls","args":{}}`,
@@ -140,7 +124,7 @@ func parseCases(t *testing.T) []parseCase {
 				`{"type":"message_end","message":{"role":"toolResult","content":[{"type":"text","text":"x"}]}}`,
 				`{"type":"message_end","message":{"role":"assistant","content":[],"usage":{"input":5,"output":1,"cacheRead":2,"cacheWrite":3},"stopReason":"aborted"}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventToolCall, ToolName: "read", ToolArg: "README.md"},
 				{Type: sdk.EventToolCall, ToolName: "grep", ToolArg: "TODO"},
 				{Type: sdk.EventToolCall, ToolName: "ls"},
@@ -149,8 +133,8 @@ func parseCases(t *testing.T) []parseCase {
 			},
 		},
 		{
-			name: "malformed, non-JSON and huge lines",
-			lines: []string{
+			Name: "malformed, non-JSON and huge lines",
+			Lines: []string{
 				`Session found in different project: /elsewhere`,
 				`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"torn`,
 				`{"type":"message_update","assistantMessageEvent":[]}`,
@@ -160,7 +144,7 @@ func parseCases(t *testing.T) []parseCase {
 				`{"type":"agent_end","messages":[7,{"role":"assistant","content":[5,{"type":"text","text":"ok"}],"stopReason":"stop"}]}`,
 				`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"` + huge + `"}}`,
 			},
-			want: []sdk.Event{
+			Want: []sdk.Event{
 				{Type: sdk.EventText, Text: `Session found in different project: /elsewhere`},
 				{Type: sdk.EventText, Text: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"torn`},
 				{Type: sdk.EventToolCall, ToolName: "write", ToolArg: "notes.md"},
@@ -174,7 +158,7 @@ func parseCases(t *testing.T) []parseCase {
 }
 
 func TestReplay(t *testing.T) {
-	replay(t, cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}), parseCases(t))
+	agenttest.Replay(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}), parseCases(t)...)
 }
 
 func TestConformance(t *testing.T) {

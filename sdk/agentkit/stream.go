@@ -86,3 +86,54 @@ func Short(s string) string {
 	}
 	return s
 }
+
+// MessageText returns a JSON string, or the "message" string of a JSON
+// object: the two shapes CLIs give an error. It returns "" for anything
+// else.
+func MessageText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(raw, &o)
+	return o.Message
+}
+
+// SessionOnce reports a stream's session id once, for CLIs that repeat it
+// on every line.
+type SessionOnce struct{ seen bool }
+
+// Event returns the session_id event for the first id that is not empty,
+// and nothing after it.
+func (s *SessionOnce) Event(id string) []sdk.Event {
+	if id == "" || s.seen {
+		return nil
+	}
+	s.seen = true
+	return []sdk.Event{{Type: sdk.EventSessionID, SessionID: id}}
+}
+
+// UsageSum adds up token usage over a stream, for CLIs that report it per
+// step or per message.
+type UsageSum struct {
+	total sdk.Usage
+	seen  bool
+}
+
+// Add adds u to the sum.
+func (s *UsageSum) Add(u sdk.Usage) {
+	s.total, s.seen = s.total.Add(u), true
+}
+
+// Events returns the sum as a usage event, or nothing when nothing was
+// added.
+func (s *UsageSum) Events() []sdk.Event {
+	if !s.seen {
+		return nil
+	}
+	u := s.total
+	return []sdk.Event{{Type: sdk.EventUsage, Usage: &u}}
+}

@@ -1,0 +1,245 @@
+// Package agentkittest holds test helpers for agent provider plugins:
+// configs decoded the way the host decodes them, golden files, a golden
+// matrix of built commands, Configure and BuildCommand error tables and
+// session rewrites. It complements sdk/agenttest, which checks parsing
+// through a real gRPC connection.
+//
+//	func TestBuildCommandGolden(t *testing.T) {
+//		agentkittest.CheckCommands(t, myagent.New(), "testdata/commands.golden", []agentkittest.CommandCase{
+//			{Name: "print", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+//		})
+//	}
+//
+// Importing the package registers the -update flag: `go test -update`
+// rewrites the golden files instead of comparing them.
+package agentkittest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/internal/testkit"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// Config returns attrs as the host decodes an agent block for p: every
+// schema attribute is present, with its value in attrs, its default or
+// null. It fails the test when attrs names an attribute p does not have.
+func Config(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) sdk.Config {
+	t.Helper()
+	s, err := p.ConfigSchema(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range attrs {
+		if !hasAttribute(s, k) {
+			t.Fatalf("attribute %q is not in the schema", k)
+		}
+	}
+	return testkit.Config(cty.ObjectVal(attrs), s)
+}
+
+func hasAttribute(s sdk.Schema, name string) bool {
+	for _, a := range s.Attributes {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadFile returns the content of a fixture file.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// CheckGolden compares got with the file at path; with -update it writes
+// got to path instead.
+func CheckGolden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s is stale (go test -update rewrites it); got:\n%s", path, got)
+	}
+}
+
+// Prompt is the prompt of a CommandCase that sets none: two lines, the
+// second with a completion signal.
+const Prompt = "Fix the failing test in src/sum.test.ts.\nWhen done, output <promise>COMPLETE</promise>."
+
+// CommandCase is one BuildCommand call of a golden command matrix.
+type CommandCase struct {
+	Name string
+	// Attrs is the agent block (see Config).
+	Attrs map[string]cty.Value
+	// Req is the request; its Config comes from Attrs. Its Prompt defaults
+	// to Prompt; "-" means no prompt.
+	Req sdk.CommandRequest
+}
+
+// GoldenCommand is one built command, a line of a golden command file.
+// scripts/agents-compat.sh replays these lines against the real CLIs.
+type GoldenCommand struct {
+	Name  string            `json:"name"`
+	Mode  sdk.Mode          `json:"mode"`
+	Argv  []string          `json:"argv"`
+	Stdin string            `json:"stdin"`
+	Env   map[string]string `json:"env,omitempty"`
+	// Prompt is set when the prompt is the last argv entry (interactive).
+	Prompt string `json:"prompt,omitempty"`
+	// ResumeSessionID is the session the command resumes or forks, if any.
+	ResumeSessionID string `json:"resume_session_id,omitempty"`
+	Fork            bool   `json:"fork,omitempty"`
+}
+
+// BuildCommands builds every case's command with p. Each must be argv
+// only.
+func BuildCommands(t testing.TB, p sdk.AgentProvider, cases []CommandCase) []GoldenCommand {
+	t.Helper()
+	var got []GoldenCommand
+	for _, c := range cases {
+		req := c.Req
+		req.Config = Config(t, p, c.Attrs)
+		switch req.Prompt {
+		case "":
+			req.Prompt = Prompt
+		case "-":
+			req.Prompt = ""
+		}
+		cmd, err := p.BuildCommand(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if cmd.Shell != "" || len(cmd.Argv) == 0 {
+			t.Fatalf("%s: want argv only, got %+v", c.Name, cmd)
+		}
+		g := GoldenCommand{Name: c.Name, Mode: req.Mode, Argv: cmd.Argv, Stdin: string(cmd.Stdin), Env: cmd.Env}
+		if req.Mode == sdk.ModeInteractive && req.Prompt != "" {
+			g.Prompt = req.Prompt
+		}
+		if req.Iteration <= 1 {
+			g.ResumeSessionID = req.ResumeSessionID
+			g.Fork = req.ForkSession && req.ResumeSessionID != ""
+		}
+		got = append(got, g)
+	}
+	return got
+}
+
+// CheckCommands builds the cases with p and compares the commands, one
+// JSON object a line, with the golden file at path (see CheckGolden).
+func CheckCommands(t testing.TB, p sdk.AgentProvider, path string, cases []CommandCase) {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, g := range BuildCommands(t, p, cases) {
+		if err := enc.Encode(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	CheckGolden(t, path, b.Bytes())
+}
+
+// CheckBadRequests checks that p's BuildCommand, under the agent block
+// attrs, rejects an unknown mode, a fork without a session and session ids
+// that read as flags or paths.
+func CheckBadRequests(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) {
+	t.Helper()
+	cfg := Config(t, p, attrs)
+	for name, req := range map[string]sdk.CommandRequest{
+		"unknown mode":          {Config: cfg, Mode: "batch"},
+		"fork without session":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ForkSession: true},
+		"flag-like session id":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "--help"},
+		"short-flag session id": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "-a"},
+		"path-like session id":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "../../x.jsonl"},
+	} {
+		if _, err := p.BuildCommand(context.Background(), req); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// ConfigureCase is one Configure call: the agent block and the attributes
+// of the error diagnostics it must produce, in order.
+type ConfigureCase struct {
+	Name  string
+	Attrs map[string]cty.Value
+	Want  []string
+}
+
+// CheckConfigure runs each case as a subtest.
+func CheckConfigure(t *testing.T, p sdk.AgentProvider, cases []ConfigureCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			ds, err := p.Configure(context.Background(), Config(t, p, c.Attrs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range ds {
+				if d.Severity == sdk.SeverityError {
+					got = append(got, d.Attribute)
+				}
+			}
+			if !reflect.DeepEqual(got, c.Want) {
+				t.Errorf("error attributes = %v, want %v (%v)", got, c.Want, ds)
+			}
+		})
+	}
+}
+
+// Describe returns p's description of the agent block attrs.
+func Describe(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) sdk.AgentDescription {
+	t.Helper()
+	d, err := p.Describe(context.Background(), Config(t, p, attrs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Rewrite returns p's rewrite of a session file from one cwd to another.
+func Rewrite(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
+	t.Helper()
+	out, err := p.RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: data, FromCwd: from, ToCwd: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// RewriteRoundTrip rewrites a session file from one cwd to another, checks that
+// rewriting it back gives data again, and returns the rewritten file.
+func RewriteRoundTrip(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
+	t.Helper()
+	got := Rewrite(t, p, data, from, to)
+	if back := Rewrite(t, p, got, to, from); !bytes.Equal(back, data) {
+		t.Error("rewriting back does not give the original session")
+	}
+	return got
+}

@@ -1,0 +1,119 @@
+package agentkit
+
+import (
+	"context"
+	"errors"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Base implements the sdk.AgentProvider methods that follow from what an
+// agent declares: Info, ConfigSchema, ParseStream and RewriteSession. An
+// agent provider embeds it and writes Configure, Describe and BuildCommand;
+// it may replace any of Base's methods with its own.
+//
+// The schema is the common attributes around the agent's own: model, the
+// agent's Attributes, env, capture_sessions (when the agent has session
+// files) and binary, whose default is Name.
+type Base struct {
+	Name, Version, Description string
+	// Model describes the model attribute; ModelRequired makes it required.
+	Model         string
+	ModelRequired bool
+	// Attributes are the agent's own attributes, listed after model.
+	Attributes []sdk.Attribute
+	// EnvExample is the credential variable env's description shows.
+	EnvExample string
+	// CaptureSessions describes capture_sessions (read by the host, default
+	// true); "" leaves the attribute out.
+	CaptureSessions string
+	// SessionFields are the cwd fields of the agent's JSONL session files,
+	// as RewriteJSONLCwd names them; with none, RewriteSession returns the
+	// data unchanged.
+	SessionFields []string
+	// NewParser returns the parser of one iteration's stream; nil makes
+	// every line a text event.
+	NewParser func(sdk.Config) sdk.Parser
+}
+
+// Info implements sdk.Provider.
+func (b Base) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{
+		Name:             b.Name,
+		Kind:             sdk.KindAgent,
+		Version:          b.Version,
+		ProtocolVersions: []int{sdk.ProtocolVersion},
+		Description:      b.Description,
+	}, nil
+}
+
+// ConfigSchema implements sdk.Provider.
+func (b Base) ConfigSchema(context.Context) (sdk.Schema, error) {
+	attrs := []sdk.Attribute{{Name: "model", Type: cty.String, Required: b.ModelRequired, Description: b.Model}}
+	attrs = append(attrs, b.Attributes...)
+	attrs = append(attrs, sdk.Attribute{Name: "env", Type: cty.Map(cty.String), Description: `Environment for the agent, e.g. { ` + b.EnvExample + ` = "..." }.`})
+	if b.CaptureSessions != "" {
+		attrs = append(attrs, sdk.Attribute{Name: "capture_sessions", Type: cty.Bool, Default: cty.True, Description: b.CaptureSessions})
+	}
+	attrs = append(attrs, sdk.Attribute{Name: "binary", Type: cty.String, Default: cty.StringVal(b.Name), Description: "Name or path of the " + b.Name + " executable inside the sandbox."})
+	return sdk.Schema{Attributes: attrs}, nil
+}
+
+// ParseStream implements sdk.AgentProvider with a parser from NewParser.
+func (b Base) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
+	var p sdk.Parser = textParser{}
+	if b.NewParser != nil {
+		p = b.NewParser(cfg)
+	}
+	return sdk.ParseLines(ctx, lines, emit, p)
+}
+
+// RewriteSession implements sdk.AgentProvider: it rewrites SessionFields.
+func (b Base) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
+	return RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, b.SessionFields...), nil
+}
+
+// textParser makes every line a text event.
+type textParser struct{}
+
+func (textParser) Parse(line []byte) []sdk.Event { return TextLine(line) }
+func (textParser) Close() []sdk.Event            { return nil }
+
+// Common holds the common attributes of an agent block.
+type Common struct {
+	Model, Binary string
+	Env           map[string]string
+}
+
+// Common reads the common attributes; binary is Name when unset.
+func (b Base) Common(cfg sdk.Config) Common {
+	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), Env: StringMap(cfg, "env")}
+	if c.Binary == "" {
+		c.Binary = b.Name
+	}
+	return c
+}
+
+// CheckCommon reports model or binary set to "" and invalid env names.
+func CheckCommon(cfg sdk.Config) sdk.Diagnostics {
+	ds := CheckNotEmpty(cfg, "model")
+	ds = append(ds, CheckNotEmpty(cfg, "binary")...)
+	return append(ds, CheckEnv(StringMap(cfg, "env"), "env")...)
+}
+
+// ResumeSession returns the session a command resumes or forks: the
+// request's ResumeSessionID on the first iteration, "" on later ones. It
+// rejects a fork without a session and an unsafe id (see CheckSessionID).
+func ResumeSession(req sdk.CommandRequest) (string, error) {
+	if req.ForkSession && req.ResumeSessionID == "" {
+		return "", errors.New("fork needs a session to resume")
+	}
+	if req.ResumeSessionID == "" || req.Iteration > 1 {
+		return "", nil
+	}
+	if err := CheckSessionID(req.ResumeSessionID); err != nil {
+		return "", err
+	}
+	return req.ResumeSessionID, nil
+}
