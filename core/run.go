@@ -531,6 +531,10 @@ func (r *runner) labels() map[string]string {
 	l := map[string]string{
 		sdk.LabelSandbox: r.sandboxAddr(),
 		sdk.LabelPID:     fmt.Sprint(os.Getpid()),
+		sdk.LabelRunName: r.name,
+		sdk.LabelRepo:    r.repo.Root,
+		sdk.LabelBranch:  r.ws.Branch,
+		sdk.LabelBase:    r.ws.Base,
 	}
 	if r.opts.Version != "" {
 		l[sdk.LabelVersion] = r.opts.Version

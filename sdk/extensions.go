@@ -47,9 +47,16 @@ type Resource struct {
 
 // Well-known labels set by the host on every CreateRequest.
 const (
-	LabelRun     = "sanddune.run"     // run id
-	LabelSandbox = "sanddune.sandbox" // sandbox block address, e.g. sandbox.docker.default
-	LabelVersion = "sanddune.version" // sanddune version
-	LabelPID     = "sanddune.pid"     // pid of the sanddune process that owns the run
-	LabelHost    = "sanddune.host"    // hostname of that process
+	LabelRun     = "sanddune.run"      // run id
+	LabelSandbox = "sanddune.sandbox"  // sandbox block address, e.g. sandbox.docker.default
+	LabelVersion = "sanddune.version"  // sanddune version
+	LabelPID     = "sanddune.pid"      // pid of the sanddune process that owns the run
+	LabelHost    = "sanddune.host"     // hostname of that process
+	LabelRunName = "sanddune.run-name" // the run's name
+	// Where the run's work belongs, so that `sanddune gc` can salvage an
+	// isolated sandbox whose run died: the host repo, the run's branch and
+	// the commit the sandbox started from.
+	LabelRepo   = "sanddune.repo"
+	LabelBranch = "sanddune.branch"
+	LabelBase   = "sanddune.base"
 )
