@@ -73,8 +73,8 @@ func nullable(s string) *string {
 	return &s
 }
 
-// MarshalJSON writes the documented shape; patch_path appears only when
-// uncommitted sandbox work was saved.
+// MarshalJSON writes the documented shape: every key always present,
+// null when there is no value.
 func (r Result) MarshalJSON() ([]byte, error) {
 	commits := r.Commits
 	if commits == nil {
@@ -86,26 +86,25 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	return marshal(struct {
 		Name                  string      `json:"name"`
-		Branch                string      `json:"branch"`
+		Branch                *string     `json:"branch"`
 		Commits               []Commit    `json:"commits"`
 		CompletionSignal      *string     `json:"completion_signal"`
 		Iterations            []Iteration `json:"iterations"`
 		Stdout                string      `json:"stdout"`
 		LogFile               *string     `json:"log_file"`
 		PreservedWorktreePath *string     `json:"preserved_worktree_path"`
-		PatchPath             string      `json:"patch_path,omitempty"`
-	}{r.Name, r.Branch, commits, nullable(r.CompletionSignal), its, r.Stdout, nullable(r.LogFile),
-		nullable(r.PreservedWorktreePath), r.PatchPath})
+		PatchPath             *string     `json:"patch_path"`
+	}{r.Name, nullable(r.Branch), commits, nullable(r.CompletionSignal), its, r.Stdout, nullable(r.LogFile),
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath)})
 }
 
-// MarshalJSON writes the documented shape; session_file_path appears only
-// when a session file was captured.
+// MarshalJSON writes the documented shape, null for absent values.
 func (it Iteration) MarshalJSON() ([]byte, error) {
 	return marshal(struct {
 		SessionID       *string    `json:"session_id"`
+		SessionFilePath *string    `json:"session_file_path"`
 		Usage           *sdk.Usage `json:"usage"`
-		SessionFilePath string     `json:"session_file_path,omitempty"`
-	}{nullable(it.SessionID), it.Usage, it.SessionFilePath})
+	}{nullable(it.SessionID), nullable(it.SessionFilePath), it.Usage})
 }
 
 // marshal is json.Marshal without HTML escaping: signals like

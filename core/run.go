@@ -68,7 +68,18 @@ func Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
+	}
 	return r.run(ctx)
+}
+
+// Check runs every check Run makes before it starts anything, except the
+// sandbox provider's preflight (which looks at the machine, not the
+// options): what `sanddune validate` reports. It returns a *RunError.
+func Check(ctx context.Context, opts RunOptions) error {
+	r := &runner{opts: opts, start: time.Now()}
+	return r.check(ctx)
 }
 
 // runner is the state of one run.
@@ -241,9 +252,15 @@ func (r *runner) check(ctx context.Context) error {
 		return r.configErr(err, "")
 	}
 	r.log.Debug("env resolved", "keys", env.Keys(r.env))
+	return nil
+}
 
+// preflight asks the sandbox provider whether it can create a sandbox
+// here and now.
+func (r *runner) preflight(ctx context.Context) error {
+	o := &r.opts
 	if err := r.sandboxP.Preflight(ctx, sdk.PreflightRequest{
-		Config: o.Sandbox.Config, HostRepoPath: repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Config: o.Sandbox.Config, HostRepoPath: r.repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}); err != nil {
 		if ctx.Err() != nil {
 			return &RunError{Run: r.name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}

@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/missingstudio/sanddune/core"
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/prompt"
 	"github.com/missingstudio/sanddune/core/session"
+	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -24,6 +28,7 @@ const DefaultConfigPath = ".sanddune/sanddune.hcl"
 type configFlags struct {
 	path string
 	vars []string
+	repo string // run --repo: the host repo the runs are checked against
 }
 
 func (f *configFlags) register(cmd *cobra.Command) {
@@ -52,6 +57,30 @@ func cutEq(s string) (string, string, bool) {
 	return "", "", false
 }
 
+// findDefaultConfig lets sanddune run from a repo's subdirectory: the
+// default config path is looked up at the repo root, like git does.
+func findDefaultConfig(ctx context.Context, path string) string {
+	if path != DefaultConfigPath {
+		return path
+	}
+	if fileExists(path) {
+		return path
+	}
+	repo, err := worktree.Open(ctx, ".")
+	if err != nil {
+		return path
+	}
+	if p := filepath.Join(repo.Root, DefaultConfigPath); fileExists(p) {
+		return p
+	}
+	return path
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // loaded is a config file whose provider blocks the plugins accepted.
 type loaded struct {
 	file *config.File
@@ -67,10 +96,11 @@ func loadConfig(ctx context.Context, g *globals, f *configFlags) (*loaded, error
 	if err != nil {
 		return nil, err
 	}
+	f.path = findDefaultConfig(ctx, f.path)
 	if _, err := os.Stat(f.path); err != nil {
 		hint := ""
 		if f.path == DefaultConfigPath {
-			hint = " (create one, or pass -c FILE; see examples/quickstart/sanddune.hcl)"
+			hint = " (create one, or pass -c FILE; the README's quick start has an example)"
 		}
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("config file %s: %w%s", f.path, errors.Unwrap(err), hint)}
 	}
@@ -78,7 +108,7 @@ func loadConfig(ctx context.Context, g *globals, f *configFlags) (*loaded, error
 	host := g.newHost(filepath.Dir(abs))
 	file, diags := config.Load(ctx, f.path, vars, os.Environ(), schemaSource{host})
 	if !diags.HasErrors() {
-		diags = append(diags, configure(ctx, file, host)...)
+		diags = append(diags, configure(ctx, file, host, f.repo)...)
 	}
 	if len(diags) > 0 {
 		file.WriteDiagnostics(os.Stderr, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
@@ -92,7 +122,7 @@ func loadConfig(ctx context.Context, g *globals, f *configFlags) (*loaded, error
 
 // configure hands each provider block to its plugin and checks that every
 // run asks only for what its sandbox provider can do.
-func configure(ctx context.Context, file *config.File, host *pluginhost.Host) hcl.Diagnostics {
+func configure(ctx context.Context, file *config.File, host *pluginhost.Host, repo string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, blocks := range [][]*config.ProviderBlock{file.Sandboxes, file.Agents} {
 		for _, b := range blocks {
@@ -115,7 +145,11 @@ func configure(ctx context.Context, file *config.File, host *pluginhost.Host) hc
 			diags = append(diags, b.MapDiagnostics(ds)...)
 		}
 	}
+	if diags.HasErrors() {
+		return diags
+	}
 	for _, r := range file.Runs {
+		diags = append(diags, checkRun(ctx, host, r, repo)...)
 		diags = append(diags, checkResume(ctx, host, r)...)
 		caps := r.Sandbox.Info.Sandbox
 		if caps == nil || caps.Sudo {
@@ -187,4 +221,60 @@ func checkResume(ctx context.Context, host *pluginhost.Host, r *config.RunBlock)
 		Detail:   fmt.Sprintf("Run %q: %s (%s): %v.", r.Label, r.Agent.Address, c.Source, err),
 		Subject:  &rng,
 	}}
+}
+
+// checkRun makes the engine's own pre-start checks (prompt template and its
+// arguments, branch strategy, env layers, credentials) and reports a
+// failure as a diagnostic on the run block.
+func checkRun(ctx context.Context, host *pluginhost.Host, r *config.RunBlock, repo string) hcl.Diagnostics {
+	o := r.Options
+	var err error
+	if o.Sandbox.Provider, err = resolve(ctx, host, r.Sandbox); err != nil {
+		return nil // reported with the provider block
+	}
+	if o.Agent.Provider, err = resolve(ctx, host, r.Agent); err != nil {
+		return nil
+	}
+	if repo != "" {
+		o.Repo = repo
+	}
+	err = core.Check(ctx, o)
+	if err == nil {
+		return nil
+	}
+	attr := ""
+	var pe *worktree.PlanError
+	var prErr *prompt.Error
+	switch {
+	case errors.As(err, &pe):
+		attr = strings.SplitN(pe.Attribute, ".", 2)[0]
+	case errors.As(err, &prErr):
+		attr = "prompt_file"
+	}
+	rng := r.DeclRange
+	if attr != "" {
+		rng = r.AttrRange(attr)
+	}
+	detail := err.Error()
+	var re *core.RunError
+	if errors.As(err, &re) {
+		detail = re.Err.Error()
+		if re.Hint != "" {
+			detail += " (" + re.Hint + ")"
+		}
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Run %q cannot start", r.Label),
+		Detail:   detail,
+		Subject:  &rng,
+	}}
+}
+
+func resolve(ctx context.Context, host *pluginhost.Host, b *config.ProviderBlock) (sdk.Provider, error) {
+	if b == nil {
+		return nil, errors.New("no provider block")
+	}
+	c, err := host.Resolve(ctx, b.Kind, b.Plugin)
+	return c.Provider, err
 }

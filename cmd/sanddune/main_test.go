@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -305,5 +306,126 @@ run "resume" {
 	r := run(t, dir, "validate", "-c", "cfg.hcl")
 	if r.code != 1 || !strings.Contains(r.stderr, "cfg.hcl:7:") || !strings.Contains(r.stderr, "Cannot resume") {
 		t.Fatalf("exit %d, want 1 with a diagnostic on resume_session\n%s", r.code, r.stderr)
+	}
+}
+
+// TestValidateRunsTheEnginesChecks: problems core.Run would refuse before
+// starting (prompt keys, branch names, env overlap) are diagnostics of
+// validate, with the position of the run.
+func TestValidateRunsTheEnginesChecks(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "p.md"), "Fix {{ISSUE}} and {{NOPE}}\n")
+	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "bubblewrap" "b" {
+  env = { FOO = "1" }
+}
+agent "command" "a" {
+  command = ["true"]
+  env     = { FOO = "2" }
+}
+run "keys" {
+  prompt_file = "p.md"
+  prompt_args = { ISSUE = "7" }
+}
+run "branch" {
+  prompt          = "x"
+  branch_strategy = { type = "branch", branch = "bad name" }
+}
+run "env" {
+  prompt = "x"
+}
+`)
+	r := run(t, dir, "validate", "-c", "cfg.hcl")
+	for _, want := range []string{"cfg.hcl:9:", "{{NOPE}}", "cfg.hcl:14:", `invalid branch name "bad name"`, "cfg.hcl:16:", "both set FOO"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+}
+
+func TestParallelRunsOnOneBranchAreRefused(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "a" {
+  prompt          = "x"
+  branch_strategy = { type = "branch", branch = "same" }
+}
+run "b" {
+  prompt          = "y"
+  branch_strategy = { type = "branch", branch = "same" }
+}
+`)
+	r := run(t, dir, "run", "-p", "2")
+	if r.code != 2 || !strings.Contains(r.stderr, `runs "a" and "b" both work on branch same`) {
+		t.Fatalf("exit %d, want 2 naming both runs\n%s", r.code, r.stderr)
+	}
+}
+
+func TestRunFromRepoSubdirectoryFindsTheConfig(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = `+commitAgent+`
+}
+run "sub" {
+  prompt = "from a subdirectory"
+}
+`)
+	sub := filepath.Join(dir, "deep", "er")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, sub, "run"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if got := gitOut(t, dir, "show", "main:prompt.txt"); got != "from a subdirectory" {
+		t.Fatalf("main:prompt.txt = %q", got)
+	}
+}
+
+// TestJSONOfAFailedRunHasTheSameShape: a failed run's entry has every key
+// of a successful one, in the same order, plus "error".
+func TestJSONOfAFailedRunHasTheSameShape(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "ok" {
+  command = ["sh", "-c", "echo fine"]
+}
+agent "command" "fail" {
+  command = ["sh", "-c", "echo '<b>broken</b>'; exit 3"]
+}
+run "ok" {
+  agent  = agent.command.ok
+  prompt = "x"
+}
+run "fail" {
+  agent  = agent.command.fail
+  prompt = "x"
+}
+`)
+	r := run(t, dir, "run", "--json")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	keys := regexp.MustCompile(`(?m)^      "([a-z_]+)":`)
+	var shapes []string
+	for _, entry := range strings.Split(r.stdout, "\n    },\n")[0:2] {
+		var ks []string
+		for _, m := range keys.FindAllStringSubmatch(entry, -1) {
+			ks = append(ks, m[1])
+		}
+		shapes = append(shapes, strings.Join(ks, ","))
+	}
+	want := "name,branch,commits,completion_signal,iterations,stdout,log_file,preserved_worktree_path,patch_path,error"
+	if shapes[0] != want || shapes[1] != want {
+		t.Fatalf("key order:\n ok:   %s\n fail: %s\n want: %s\n%s", shapes[0], shapes[1], want, r.stdout)
+	}
+	if !strings.Contains(r.stdout, `"error": null`) || !strings.Contains(r.stdout, "<b>broken</b>") {
+		t.Fatalf("want error null for the good run and unescaped output:\n%s", r.stdout)
 	}
 }

@@ -33,7 +33,8 @@ overrides a built-in of the same name).`,
 			for _, r := range rows {
 				if r.Err != nil {
 					failed = true
-					fmt.Fprintf(w, "%s\t-\t-\t-\t%s (error: %v)\n", r.Source.Name, r.Source, r.Err)
+					fmt.Fprintf(w, "%s\t-\t-\t-\t%s (error: %s)\n", r.Source.Name, r.Source, firstLine(r.Err.Error()))
+					g.logger().Error("plugin failed to start", "plugin", r.Source.Name, "error", r.Err)
 					continue
 				}
 				src := "built-in"
@@ -61,4 +62,12 @@ func joinInts(vs []int) string {
 		s[i] = fmt.Sprint(v)
 	}
 	return strings.Join(s, ",")
+}
+
+// firstLine keeps a table row on one line.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i]) + " …"
+	}
+	return s
 }

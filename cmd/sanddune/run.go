@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,6 @@ type runFlags struct {
 	json     bool
 	log      string
 	events   string
-	repo     string
 	parallel int
 }
 
@@ -47,7 +47,7 @@ where uncommitted work is preserved.`,
 	cmd.Flags().BoolVar(&f.json, "json", false, `print the results as JSON on stdout ({"runs":[...]}); progress goes to stderr`)
 	cmd.Flags().StringVar(&f.log, "log", "", "where progress goes: file (default; .sanddune/logs) or stdout; overrides the runs' logging blocks")
 	cmd.Flags().StringVar(&f.events, "events", "", "write every agent event as a JSON line to this file")
-	cmd.Flags().StringVar(&f.repo, "repo", "", "host git repository (default: the repo containing the working directory); overrides the runs' repo")
+	cmd.Flags().StringVar(&f.configFlags.repo, "repo", "", "host git repository (default: the repo containing the working directory); overrides the runs' repo")
 	cmd.Flags().IntVarP(&f.parallel, "parallel", "p", 1, "how many runs to run at once")
 	return cmd
 }
@@ -68,6 +68,9 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		stop()
 	}()
 
+	if f.configFlags.repo != "" {
+		f.configFlags.repo, _ = filepath.Abs(f.configFlags.repo)
+	}
 	l, err := loadConfig(ctx, g, &f.configFlags)
 	if err != nil {
 		return err
@@ -76,6 +79,11 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	runs, err := selectRuns(l.file, names)
 	if err != nil {
 		return err
+	}
+	if f.parallel > 1 {
+		if err := checkParallel(runs, f.configFlags.repo); err != nil {
+			return err
+		}
 	}
 
 	term := runlog.Stdio()
@@ -97,8 +105,8 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		o := r.Options
 		o.Sandbox.Provider = mustResolve(ctx, l, r.Sandbox)
 		o.Agent.Provider = mustResolve(ctx, l, r.Agent)
-		if f.repo != "" {
-			o.Repo, _ = filepath.Abs(f.repo)
+		if f.configFlags.repo != "" {
+			o.Repo = f.configFlags.repo
 		}
 		if f.log != "" {
 			o.Logging.Mode = core.LogMode(f.log)
@@ -132,6 +140,33 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	return worstExit(errs)
 }
 
+// checkParallel refuses to start at once two runs that would work on the
+// same branch: the second would only fail on the first one's lock.
+func checkParallel(runs []*config.RunBlock, repoFlag string) error {
+	seen := map[string]string{}
+	for _, r := range runs {
+		o := r.Options
+		repo := o.Repo
+		if repoFlag != "" {
+			repo = repoFlag
+		}
+		var key string
+		switch t := o.BranchStrategy.Type; {
+		case t == core.StrategyBranch:
+			key = "branch " + o.BranchStrategy.Branch
+		case t == core.StrategyHead, t == "" && r.Sandbox.Info.Sandbox != nil && r.Sandbox.Info.Sandbox.Contract == sdk.ContractBindMount:
+			key = "the checked-out branch (head strategy)"
+		default:
+			continue // merge-to-head: a temp branch of its own
+		}
+		if other, ok := seen[repo+"\x00"+key]; ok {
+			return &exitError{code: exitUsage, err: fmt.Errorf("runs %q and %q both work on %s, so they cannot run at the same time: run them one after the other (without --parallel) or give them different branches", other, o.Name, key)}
+		}
+		seen[repo+"\x00"+key] = o.Name
+	}
+	return nil
+}
+
 // mustResolve returns the provider of a block loadConfig already resolved.
 func mustResolve(ctx context.Context, l *loaded, b *config.ProviderBlock) sdk.Provider {
 	c, err := l.host.Resolve(ctx, b.Kind, b.Plugin)
@@ -163,24 +198,31 @@ func selectRuns(file *config.File, names []string) ([]*config.RunBlock, error) {
 	return out, nil
 }
 
-// jsonRun is one entry of the --json document: the result, or the error
-// with whatever the failed run left.
+// jsonRun is one entry of the --json document: the run's result (what a
+// failed run left, too) followed by "error", null on success.
 type jsonRun struct {
 	*core.Result
-	Error string `json:"error,omitempty"`
+	Error error
 }
 
 func (j jsonRun) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(j.Result)
-	if err != nil || j.Error == "" {
-		return b, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	b, err := j.Result.MarshalJSON()
+	if err != nil {
 		return nil, err
 	}
-	m["error"] = j.Error
-	return json.Marshal(m)
+	var msg *string
+	if j.Error != nil {
+		s := j.Error.Error()
+		msg = &s
+	}
+	var e bytes.Buffer
+	enc := json.NewEncoder(&e)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"error":`...)
+	return append(append(b, bytes.TrimSpace(e.Bytes())...), '}'), nil
 }
 
 func printJSON(cmd *cobra.Command, opts []core.RunOptions, results []*core.Result, errs []error) {
@@ -191,14 +233,11 @@ func printJSON(cmd *cobra.Command, opts []core.RunOptions, results []*core.Resul
 		if r == nil {
 			r = &core.Result{Name: opts[i].Name}
 		}
-		j := jsonRun{Result: r}
-		if errs[i] != nil {
-			j.Error = errs[i].Error()
-		}
-		doc.Runs = append(doc.Runs, j)
+		doc.Runs = append(doc.Runs, jsonRun{Result: r, Error: errs[i]})
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	enc.Encode(doc)
 	for _, err := range errs {
 		if err != nil {

@@ -32,12 +32,12 @@ func TestFakeResultJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"branch", "commits", "completion_signal", "iterations", "log_file", "name", "preserved_worktree_path", "stdout"}
+	want := []string{"branch", "commits", "completion_signal", "iterations", "log_file", "name", "patch_path", "preserved_worktree_path", "stdout"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys %v, want %v\n%s", keys, want, b)
 	}
-	if doc["completion_signal"] != nil || doc["preserved_worktree_path"] != nil {
-		t.Errorf("completion_signal and preserved_worktree_path must be null:\n%s", b)
+	if doc["completion_signal"] != nil || doc["preserved_worktree_path"] != nil || doc["patch_path"] != nil {
+		t.Errorf("completion_signal, preserved_worktree_path and patch_path must be null:\n%s", b)
 	}
 	if doc["name"] != "test" || doc["branch"] != "agent/json" || doc["log_file"] != res.LogFile || !strings.Contains(doc["stdout"].(string), "iteration 2 done") {
 		t.Errorf("document:\n%s", b)

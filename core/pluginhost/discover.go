@@ -60,11 +60,12 @@ func dataHome(getenv func(string) string) string {
 	return ""
 }
 
-// findBinary returns the first executable sanddune-plugin-<name> in dirs.
+// findBinary returns the first sanddune-plugin-<name> file in dirs,
+// executable or not (starting a non-executable one says how to fix it).
 func findBinary(dirs []string, name string) string {
 	for _, d := range dirs {
 		p := filepath.Join(d, BinaryPrefix+name)
-		if isExecutable(p) {
+		if isFile(p) {
 			return p
 		}
 	}
@@ -87,7 +88,7 @@ func listBinaries(dirs []string) []Source {
 				continue
 			}
 			p := filepath.Join(d, e.Name())
-			if !isExecutable(p) {
+			if !isFile(p) {
 				continue
 			}
 			seen[name] = true
@@ -98,9 +99,14 @@ func listBinaries(dirs []string) []Source {
 	return out
 }
 
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	return err == nil && fi.Mode().Perm()&0o111 != 0
 }
 
 // candidates lists the plugin names that may serve a type label, most

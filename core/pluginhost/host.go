@@ -34,6 +34,8 @@ type Options struct {
 	Getenv func(string) string
 	// Logger receives host logs and the plugins' own hclog output.
 	Logger hclog.Logger
+	// StartTimeout bounds a plugin's start-up handshake (default 30s).
+	StartTimeout time.Duration
 }
 
 // Host launches plugin processes on demand, one per source, and shares them.
@@ -47,6 +49,7 @@ type Host struct {
 type process struct {
 	ready   chan struct{}
 	src     Source
+	cmd     *exec.Cmd
 	client  *plugin.Client
 	rpc     plugin.ClientProtocol
 	catalog []sdk.Info
@@ -60,6 +63,9 @@ func New(opts Options) *Host {
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 30 * time.Second
 	}
 	return &Host{
 		opts:  opts,
@@ -216,6 +222,10 @@ var pluginVersionRE = regexp.MustCompile(`Plugin version: (\d+)`)
 
 func (p *process) launch(ctx context.Context, h *Host) {
 	src := p.src
+	if !src.Builtin() && !isExecutable(src.Path) {
+		p.err = fmt.Errorf("plugin %q: %s is not executable (chmod +x %s)", src.Name, src.Path, src.Path)
+		return
+	}
 	var cmd *exec.Cmd
 	if src.Builtin() {
 		args := append(append([]string{}, h.opts.ServeArgs...), src.Name)
@@ -231,6 +241,10 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	// plugin if sanddune itself dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = os.Environ()
+	// A wrapper script's children may hold the output pipes after the
+	// plugin is killed; don't wait for them forever.
+	cmd.WaitDelay = 2 * time.Second
+	p.cmd = cmd
 	logName := "plugin." + src.Name
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
@@ -238,11 +252,12 @@ func (p *process) launch(ctx context.Context, h *Host) {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           h.opts.Logger.Named(logName),
-		StartTimeout:     30 * time.Second,
+		StartTimeout:     h.opts.StartTimeout,
 		SyncStderr:       stderrTo(h.opts.Logger.Named(logName)),
 	})
 	rpc, err := p.client.Client()
 	if err != nil {
+		killGroup(cmd)
 		p.client.Kill()
 		if m := pluginVersionRE.FindStringSubmatch(err.Error()); m != nil {
 			p.err = &VersionError{Plugin: src.Name, Path: src.String(), PluginVer: m[1], SupportedVer: supportedVersions()}
@@ -331,6 +346,7 @@ func (h *Host) Close() {
 			<-p.ready
 			if p.client != nil {
 				p.client.Kill()
+				killGroup(p.cmd)
 			}
 		}()
 	}
@@ -339,3 +355,11 @@ func (h *Host) Close() {
 
 // IsShutdown reports whether err says a plugin process went away.
 func IsShutdown(err error) bool { return errors.Is(err, sdk.ErrPluginShutdown) }
+
+// killGroup kills what is left of a plugin's process group (the children of
+// a wrapper script, say) once the plugin itself is gone or failed to start.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}

@@ -274,3 +274,60 @@ func TestListShowsBuiltinsAndBinaries(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// TestHungPluginStartTimesOut: a wrapper script whose real plugin never
+// answers the handshake fails after StartTimeout, and none of its
+// processes is left behind.
+func TestHungPluginStartTimesOut(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	script := "#!/bin/sh\nsleep 1000 &\necho $! > " + pidFile + "\nwait\n"
+	if err := os.WriteFile(filepath.Join(dir, BinaryPrefix+"hang"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newHost(t, dir)
+	h.opts.StartTimeout = time.Second
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := h.Sandbox(context.Background(), "hang")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), `"hang"`) {
+			t.Fatalf("err = %v, want a start error naming the plugin", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("resolving a hung plugin did not return")
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("child pid: %v", err)
+	}
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the plugin's child %d outlived the failed start", pid)
+	}
+}
+
+// TestNonExecutablePluginIsReported: a plugin file without its execute bit
+// is an error that says how to fix it, not "not installed".
+func TestNonExecutablePluginIsReported(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, BinaryPrefix+"noexec"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newHost(t, dir)
+	_, _, err := h.Sandbox(context.Background(), "noexec")
+	if err == nil || !strings.Contains(err.Error(), "chmod +x") {
+		t.Fatalf("err = %v, want a hint to chmod +x", err)
+	}
+	var listed bool
+	for _, r := range h.List(context.Background()) {
+		listed = listed || (r.Source.Name == "noexec" && r.Err != nil)
+	}
+	if !listed {
+		t.Fatal("plugins list does not show the non-executable plugin with its error")
+	}
+}
