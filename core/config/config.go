@@ -10,9 +10,9 @@
 //
 // After Load, the caller configures each provider (Configure) and maps the
 // plugin's sdk.Diagnostics back to source with ProviderBlock.MapDiagnostics.
-// Branch strategies are checked against the sandbox contract by Load when the
-// SchemaSource reports sandbox capabilities, or by the caller through
-// RunBlock.ResolveBranchStrategy.
+// What depends on the providers and the repository (the branch strategy
+// against the sandbox's contract and the host branch, the prompt template,
+// env layers) is checked by core.Check.
 package config
 
 import (
@@ -139,12 +139,6 @@ func Load(ctx context.Context, path string, vars map[string]string, env []string
 	rd := &runDecoder{file: f, evalCtx: evalCtx}
 	f.Runs = rd.decode(byType["run"])
 	diags = append(diags, rd.diags...)
-
-	for _, r := range f.Runs {
-		if r.Sandbox != nil && r.Sandbox.Info.Sandbox != nil {
-			diags = append(diags, r.ResolveBranchStrategy(r.Sandbox.Info.Sandbox.Contract)...)
-		}
-	}
 	return f, diags
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/missingstudio/sanddune/core"
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 func TestFakeIssueExampleRun(t *testing.T) {
@@ -113,8 +112,8 @@ func TestFakeRunDefaults(t *testing.T) {
 	if o.Sandbox.Address != "sandbox.fakebox.dev" || o.Agent.Address != "agent.fakeagent.script" {
 		t.Fatalf("single blocks not used by default: %+v %+v", o.Sandbox, o.Agent)
 	}
-	if o.BranchStrategy.Type != core.StrategyHead {
-		t.Fatalf("bind-mount default strategy %q", o.BranchStrategy.Type)
+	if o.BranchStrategy.Type != "" {
+		t.Fatalf("strategy %q: the default is the engine's, by sandbox contract", o.BranchStrategy.Type)
 	}
 	if !filepath.IsAbs(o.BaseDir) {
 		t.Fatalf("BaseDir %q not absolute", o.BaseDir)
@@ -283,15 +282,10 @@ func TestFakeBranchStrategyRules(t *testing.T) {
 		want                core.BranchStrategy
 		summary             string
 	}{
-		{"bind-mount default", "fakebox", ``, core.BranchStrategy{Type: core.StrategyHead}, ""},
-		{"isolated default", "fakeiso", ``, core.BranchStrategy{Type: core.StrategyMergeToHead}, ""},
+		{"default left to the engine", "fakeiso", ``, core.BranchStrategy{}, ""},
 		{"string shorthand", "fakebox", `branch_strategy = "merge-to-head"`, core.BranchStrategy{Type: core.StrategyMergeToHead}, ""},
 		{"branch", "fakeiso", `branch_strategy = { type = "branch", branch = "agent/x", base_branch = "dev" }`,
 			core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/x", BaseBranch: "dev"}, ""},
-		{"head on isolated", "fakeiso", `branch_strategy = { type = "head" }`, core.BranchStrategy{}, "head strategy needs a bind-mount sandbox"},
-		{"head with copy", "fakebox", `branch_strategy = { type = "head" }
-  copy_to_worktree = [".env"]`, core.BranchStrategy{}, "copy_to_worktree is not supported with the head strategy"},
-		{"default head with copy", "fakebox", `copy_to_worktree = [".env"]`, core.BranchStrategy{}, "copy_to_worktree is not supported with the head strategy"},
 		{"merge with copy", "fakebox", `branch_strategy = { type = "merge-to-head" }
   copy_to_worktree = [".env"]`, core.BranchStrategy{Type: core.StrategyMergeToHead}, ""},
 		{"branch without name", "fakebox", `branch_strategy = { type = "branch" }`, core.BranchStrategy{}, "Missing branch"},
@@ -335,32 +329,6 @@ run "r" {
 }`)
 	if d := wantError(t, f, diags, "Unsupported branch_strategy key"); !strings.Contains(d.Detail, `Did you mean "branch"?`) {
 		t.Fatalf("no suggestion: %q", d.Detail)
-	}
-}
-
-func TestFakeResolveBranchStrategyByCaller(t *testing.T) {
-	f := mustLoad(t, `sandbox "fakenocap" "s" {
-  image = "x"
-}
-agent "fakeagent" "a" {
-  command = ["x"]
-}
-run "r" {
-  prompt          = "x"
-  branch_strategy = { type = "head" }
-}
-run "d" { prompt = "x" }`)
-	r, d := f.Runs[0], f.Runs[1]
-	if r.Options.BranchStrategy.Type != core.StrategyHead || d.Options.BranchStrategy.Type != "" {
-		t.Fatal("strategy resolved without a known contract")
-	}
-	diags := r.ResolveBranchStrategy(sdk.ContractIsolated)
-	wantAt(t, wantError(t, f, diags, "head strategy needs a bind-mount sandbox"), "sanddune.hcl", 9, 21)
-	if diags := d.ResolveBranchStrategy(sdk.ContractIsolated); diags.HasErrors() || d.Options.BranchStrategy.Type != core.StrategyMergeToHead {
-		t.Fatalf("isolated default not filled: %v", diags)
-	}
-	if diags := d.ResolveBranchStrategy("teleport"); !diags.HasErrors() {
-		t.Fatal("unknown contract accepted")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +49,7 @@ type Host struct {
 
 type process struct {
 	ready   chan struct{}
+	killed  chan struct{} // closed once the plugin is killed
 	src     Source
 	cmd     *exec.Cmd
 	client  *plugin.Client
@@ -206,16 +208,29 @@ func (h *Host) start(ctx context.Context, src Source) *process {
 	h.mu.Lock()
 	p, ok := h.procs[key]
 	if !ok {
-		p = &process{ready: make(chan struct{}), src: src}
+		p = &process{ready: make(chan struct{}), killed: make(chan struct{}), src: src}
 		h.procs[key] = p
 	}
 	h.mu.Unlock()
 	if !ok {
-		p.launch(ctx, h)
-		close(p.ready)
+		go p.run(ctx, h)
 	}
 	<-p.ready
 	return p
+}
+
+// run launches the plugin from a goroutine locked to its OS thread until
+// the plugin is killed: the kernel sends the parent-death signal when the
+// *thread* that started a child exits, and the Go runtime may retire
+// threads.
+func (p *process) run(ctx context.Context, h *Host) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p.launch(ctx, h)
+	close(p.ready)
+	if p.err == nil {
+		<-p.killed
+	}
 }
 
 var pluginVersionRE = regexp.MustCompile(`Plugin version: (\d+)`)
@@ -348,6 +363,7 @@ func (h *Host) Close() {
 				p.client.Kill()
 				killGroup(p.cmd)
 			}
+			close(p.killed)
 		}()
 	}
 	wg.Wait()

@@ -101,6 +101,11 @@ func Resolve(s Strategy, contract sdk.Contract, hostBranch string, copyToWorktre
 				Summary: "copy_to_worktree is not supported with branch strategy head",
 				Detail:  "with head the agent works in the host repo itself; there is no worktree to copy into"}
 		}
+		if hostBranch == "" {
+			return Plan{}, &PlanError{Attribute: "branch_strategy.type",
+				Summary: "branch strategy head needs a branch checked out in the host repo",
+				Detail:  "HEAD is detached, so the agent's commits would land on no branch; check out a branch, or use branch strategy branch"}
+		}
 		p.Branch, p.TargetBranch = hostBranch, hostBranch
 	case StrategyMergeToHead:
 		if hostBranch == "" {

@@ -6,7 +6,8 @@
 //
 // What the agent can reach: every host file its user can read (read-only)
 // except the paths in `hide` (credential stores and the docker socket by
-// default); it can write only the worktree, the git metadata the worktree
+// default; checked at every Exec, so a socket created later is hidden
+// too); it can write only the worktree, the git metadata the worktree
 // needs, the sandbox's own home and /tmp, and rw `mount` blocks.
 package bubblewrap
 
@@ -95,20 +96,27 @@ func probe(ctx context.Context, bwrap string, networkNone bool) error {
 	args := append(append(nsArgs, namespaceArgs(networkNone)...), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true")
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bwrap, args...)
-	cmd.ExtraFiles = files
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	// Like an Exec, try again when bwrap's setup fails (it races with host
+	// mount changes).
+	for attempt := 1; ; attempt++ {
+		cmd := exec.CommandContext(ctx, bwrap, args...)
+		cmd.ExtraFiles = files
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if attempt == setupAttempts || ctx.Err() != nil {
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
 	}
-	return nil
 }
 
 // namespaceArgs isolate every Exec: its own mount, IPC and UTS namespaces,
-// no capabilities (even when sanddune runs as root), killed with its
-// parent, and without network when asked. (The PID namespace is the
-// keeper's.)
+// no capabilities (even when sanddune runs as root), and without network
+// when asked. The PID namespace is the keeper's, and so is the lifetime:
+// no --die-with-parent (see Exec).
 func namespaceArgs(networkNone bool) []string {
-	args := []string{"--die-with-parent", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"}
+	args := []string{"--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"}
 	if networkNone {
 		args = append(args, "--unshare-net")
 	}

@@ -29,7 +29,7 @@ func schema() sdk.Schema {
 			{Name: "network", Type: cty.String, Default: cty.StringVal("host"),
 				Description: `"host" shares the host network; "none" gives the sandbox only its own loopback.`},
 			{Name: "hide", Type: cty.List(cty.String), Default: cty.ListVal(hide),
-				Description: "Host paths hidden from the sandbox (empty dir or file put over them); ~ is the host home."},
+				Description: "Host paths hidden from the sandbox (empty dir or file put over those that exist when a command starts); ~ is the host home."},
 		},
 		Blocks: []sdk.NestedBlock{mountBlock.Schema()},
 	}

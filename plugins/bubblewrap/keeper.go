@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +24,8 @@ const keeperStartTimeout = 20 * time.Second
 
 // keeper is a `bwrap --unshare-pid ... sleep infinity` whose PID namespace
 // every Exec of a sandbox joins (bwrap is its init and reaps orphans).
-// Killing it kills every process in the sandbox.
+// Killing it kills every process in the sandbox, and it dies with this
+// process (parent-death signals all the way down to its init).
 type keeper struct {
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -46,13 +48,14 @@ func startKeeper(bwrap string) (*keeper, error) {
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		w.Close()
+	k := &keeper{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go k.run(started)
+	err = <-started
+	w.Close()
+	if err != nil {
 		return nil, fmt.Errorf("start bwrap: %w", err)
 	}
-	w.Close()
-	k := &keeper{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(k.done) }()
 
 	var info struct {
 		ChildPID int `json:"child-pid"`
@@ -73,6 +76,22 @@ func startKeeper(bwrap string) (*keeper, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// run starts the keeper and waits for it on one locked OS thread: the
+// kernel sends the parent-death signal when the thread that forked the
+// keeper ends, which must be when this process does, not when the Go
+// runtime ends an idle thread.
+func (k *keeper) run(started chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := k.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	_ = k.cmd.Wait()
+	close(k.done)
 }
 
 // openNamespaces opens the namespaces of the keeper's command (the child

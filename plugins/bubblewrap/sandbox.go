@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
@@ -114,25 +113,14 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 		s.roots = append(s.roots, root{filepath.Clean(dst), src, m.ReadOnly})
 	}
 
-	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
-	for _, h := range cfg.Hide {
-		hidden, isDir, ok := s.hidden(h)
-		switch {
-		case !ok:
-		case isDir:
-			args = append(args, "--tmpfs", hidden)
-		default:
-			args = append(args, "--ro-bind", "/dev/null", hidden)
-		}
-	}
+	s.hide = cfg.Hide
 	for _, r := range s.roots {
 		flag := "--bind"
 		if r.readOnly {
 			flag = "--ro-bind"
 		}
-		args = append(args, flag, r.host, r.sandbox)
+		s.binds = append(s.binds, flag, r.host, r.sandbox)
 	}
-	s.mounts = args
 
 	env := sandboxkit.MergeEnv(sandboxkit.HostEnv(hostEnv...), req.Env, cfg.Env)
 	env["HOME"] = s.home
@@ -166,12 +154,14 @@ func (s *sandbox) hidden(h string) (p string, isDir, ok bool) {
 }
 
 // sandbox is one bwrap sandbox: a directory, a keeper holding the PID
-// namespace every Exec joins, and the mount arguments every Exec shares.
+// namespace every Exec joins, and what every Exec mounts: the bind
+// arguments of its roots and the hide entries (resolved at each Exec).
 type sandbox struct {
 	dir, bwrap string
 	repo, home string
 	roots      []root
-	mounts     []string
+	binds      []string
+	hide       []string
 	netNone    bool
 	env        map[string]string
 	info       sdk.SandboxInfo
@@ -180,50 +170,6 @@ type sandbox struct {
 }
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
-
-// Exec runs argv (or `sh -c shell`) in a fresh bwrap (own mount, IPC and
-// UTS namespaces) that joins the sandbox's PID namespace, so processes
-// outlive their Exec like in a container and pids mean the same in every
-// Exec. Cancellation and timeouts SIGKILL bwrap's process group and then
-// every process carrying the Exec's marker variable, however detached.
-func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
-	argv, err := sandboxkit.Argv(req, "sh")
-	if err != nil {
-		return sdk.ExecResult{}, err
-	}
-	if req.Sudo {
-		return sdk.ExecResult{}, fmt.Errorf("bubblewrap: sudo: %w", sdk.ErrNotSupported)
-	}
-	cwd, err := s.resolveCwd(req.Cwd)
-	if err != nil {
-		return sdk.ExecResult{}, fmt.Errorf("exec: cwd: %w", err)
-	}
-	if s.runner.Closed() {
-		return sdk.ExecResult{}, sandboxkit.ErrClosed
-	}
-	if !s.keeper.alive() {
-		return sdk.ExecResult{}, errors.New("exec: the sandbox's keeper process died")
-	}
-	nsArgs, files := s.keeper.joinArgs()
-	args := append([]string{s.bwrap}, nsArgs...)
-	args = append(append(args, namespaceArgs(s.netNone)...), s.mounts...)
-	args = append(append(args, "--chdir", cwd, "--"), argv...)
-	mark := randomHex()
-	res, err := s.runner.Run(ctx, sandboxkit.Command{
-		Argv:        args,
-		Env:         sandboxkit.MergeEnv(s.env, req.Env, map[string]string{execMarker: mark}),
-		Stdin:       req.Stdin,
-		Timeout:     req.Timeout,
-		ExtraFiles:  files,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
-		Kill:        func(pgid int) { killTree(pgid, execMarker+"="+mark) },
-		Linger:      true,
-	}, out)
-	if err != nil && !errors.Is(err, ctx.Err()) {
-		err = fmt.Errorf("exec: %w", err)
-	}
-	return res, err
-}
 
 // Close kills every process of the sandbox (the keeper is the PID
 // namespace's init: the kernel kills the rest) and removes the sandbox
