@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,7 +55,8 @@ type Command struct {
 	Timeout time.Duration
 	// ExtraFiles are passed from fd 3 on.
 	ExtraFiles []*os.File
-	// SysProcAttr, when set, is used with Setpgid forced unless it sets
+	// SysProcAttr, when set, replaces the default (own process group, and
+	// SIGKILL when the plugin dies); it is used with Setpgid forced unless it sets
 	// Setsid: either way the command leads a new process group.
 	SysProcAttr *syscall.SysProcAttr
 	// KillGrace, when positive, makes cancellation and timeouts send
@@ -97,7 +99,13 @@ func (r *Runner) Run(ctx context.Context, c Command, out sdk.OutputFunc) (sdk.Ex
 	if err != nil {
 		return sdk.ExecResult{}, err
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true}
+	// By default the command dies with the plugin (its parent-death signal),
+	// so an agent does not run on when sanddune and its plugins are killed.
+	// The kernel sends that signal when the *thread* that started the child
+	// exits, so this goroutine keeps its thread until the command ends.
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if c.SysProcAttr != nil {
 		a := *c.SysProcAttr
 		a.Setpgid = !a.Setsid
