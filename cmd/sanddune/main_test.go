@@ -429,3 +429,28 @@ run "fail" {
 		t.Fatalf("want error null for the good run and unescaped output:\n%s", r.stdout)
 	}
 }
+
+// TestCopyToWorktreeKeepsSymlinks: an ignored symlink pointing out of the
+// repo is copied into an isolated sandbox as a symlink, not as the content
+// of the host file it points to.
+func TestCopyToWorktreeKeepsSymlinks(t *testing.T) {
+	dir := gitRepo(t)
+	secret := filepath.Join(t.TempDir(), "credentials")
+	writeFile(t, secret, "s3cr3t\n")
+	if err := os.Symlink(secret, filepath.Join(dir, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["sh", "-c", "if test -L .env; then echo kind=symlink; else echo kind=file; fi"]
+}
+run "copy" {
+  prompt           = "x"
+  copy_to_worktree = [".env"]
+}
+`)
+	r := run(t, dir, "run", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, "kind=symlink") {
+		t.Fatalf("exit %d, want the agent to see a symlink\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -31,7 +31,7 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 	if dst == "/" {
 		return fmt.Errorf("copy in: refusing to write the container root")
 	}
-	if _, err := os.Stat(hostPath); err != nil {
+	if _, err := os.Lstat(hostPath); err != nil {
 		return fmt.Errorf("copy in: %w", err)
 	}
 	// Extract into the deepest existing ancestor, creating the rest.
@@ -73,8 +73,9 @@ func (s *sandbox) writeTar(w io.Writer, hostPath string, dirs []string, name str
 		}
 	}
 	root := filepath.Clean(hostPath)
-	if fi, err := os.Stat(root); err == nil && !fi.IsDir() {
-		// A top-level symlink to a file is copied as the file.
+	if fi, err := os.Lstat(root); err == nil && !fi.IsDir() {
+		// A file, or a symlink copied as a symlink (never followed, like
+		// sandboxkit.Copy, so it cannot bring in a host file from elsewhere).
 		if err := s.addFile(tw, root, prefix+name, fi); err != nil {
 			return err
 		}

@@ -11,9 +11,10 @@ import (
 	"syscall"
 )
 
-// Copy copies src to dst: a file, a directory tree, or what src points to
-// when it is a symlink. Permission bits are kept and symlinks inside a tree
-// are copied as symlinks; sockets, devices and pipes are skipped. dst's
+// Copy copies src to dst: a file, a directory tree or a symlink (copied as
+// a symlink, never followed, so a link to a file outside the copied tree
+// does not smuggle that file in). Permission bits are kept; sockets,
+// devices and pipes are skipped. dst's
 // parent directories are created. An existing directory at dst is merged
 // into; any other existing entry, a symlink included, is replaced, never
 // followed or written through. Copying a directory into itself fails.
@@ -21,7 +22,7 @@ import (
 // Copy does not confine anything: resolve dst (CopyIn) or src (CopyOut)
 // with ResolveTarget or Resolve first.
 func Copy(ctx context.Context, src, dst string) error {
-	fi, err := os.Stat(src)
+	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
