@@ -188,6 +188,9 @@ func (r *runner) check(ctx context.Context) error {
 		return r.configErr(err, "run sanddune inside a git repository, or set repo")
 	}
 	r.repo = repo
+	if _, err := repo.Head(ctx); err != nil {
+		return r.configErr(fmt.Errorf("the repository %s has no commits yet", repo.Root), "make a first commit, then run again")
+	}
 
 	if r.tpl, err = prompt.Load(prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs}); err != nil {
 		return r.configErr(err, "")

@@ -454,3 +454,22 @@ run "copy" {
 		t.Fatalf("exit %d, want the agent to see a symlink\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+func TestRepoWithoutCommitsIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "x" {
+  prompt = "x"
+}
+`)
+	r := run(t, dir, "run")
+	if r.code != 2 || !strings.Contains(r.stderr, "has no commits yet") || !strings.Contains(r.stderr, "make a first commit") {
+		t.Fatalf("exit %d, want 2 with a hint\n%s", r.code, r.stderr)
+	}
+}
