@@ -83,8 +83,12 @@ func (e *RunError) Error() string {
 	if e.LogFile != "" {
 		fmt.Fprintf(&b, "\n  log: %s", e.LogFile)
 	}
-	if e.Hint != "" {
-		fmt.Fprintf(&b, "\n  next: %s", e.Hint)
+	hint := e.Hint
+	if e.Cancelled && hint == "" {
+		hint = "nothing was lost (see above); run again to continue"
+	}
+	if hint != "" {
+		fmt.Fprintf(&b, "\n  next: %s", hint)
 	}
 	return b.String()
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -64,7 +65,7 @@ func (e *Error) Error() string {
 		msg = fmt.Sprintf("%s hook %q exited with code %d", e.Where, e.Command, e.ExitCode)
 	}
 	if t := bytes.TrimSpace([]byte(e.Tail)); len(t) > 0 {
-		msg += "\n" + string(t)
+		msg += ":\n    output:\n    " + strings.ReplaceAll(string(t), "\n", "\n    ")
 	}
 	return msg
 }
