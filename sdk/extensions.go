@@ -39,6 +39,20 @@ type ResourceLister interface {
 	RemoveResource(ctx context.Context, id string) error
 }
 
+// SandboxRecoverer lets `sanddune gc` reattach to a resource that
+// ListResources returned, to salvage the work in it before RemoveResource.
+// Isolated providers implement it: their sandboxes may hold commits and
+// changes of a run that died before syncing them out.
+type SandboxRecoverer interface {
+	// Recover returns a handle on the live sandbox resourceID. Exec, CopyIn
+	// and CopyOut work as on the sandbox Create returned, with the
+	// provider's base environment (CreateRequest.Env is not kept). Close
+	// stops what the handle started and releases it, but leaves the
+	// resource in place: RemoveResource removes it. An unknown or foreign
+	// resourceID is an error.
+	Recover(ctx context.Context, resourceID string) (Sandbox, error)
+}
+
 // Resource is one provider resource labelled by sanddune.
 type Resource struct {
 	ID     string

@@ -58,8 +58,8 @@ func (c *providerClient) Configure(ctx context.Context, cfg Config) (Diagnostics
 	return fromDiagnostics(resp.Diagnostics), nil
 }
 
-// sandboxProviderClient implements SandboxProvider, CommandProvider and
-// ResourceLister over gRPC.
+// sandboxProviderClient implements SandboxProvider, CommandProvider,
+// ResourceLister and SandboxRecoverer over gRPC.
 type sandboxProviderClient struct {
 	providerClient
 }
@@ -133,6 +133,14 @@ func (c *sandboxProviderClient) ListResources(ctx context.Context) ([]Resource, 
 func (c *sandboxProviderClient) RemoveResource(ctx context.Context, id string) error {
 	_, err := c.sandbox.RemoveResource(ctx, &pluginpb.RemoveResourceRequest{Component: c.ref.Name, Id: id}, callOpts...)
 	return c.fromStatus(ctx, "RemoveResource", err)
+}
+
+func (c *sandboxProviderClient) Recover(ctx context.Context, id string) (Sandbox, error) {
+	resp, err := c.sandbox.Recover(ctx, &pluginpb.RecoverRequest{Component: c.ref.Name, Id: id}, callOpts...)
+	if err != nil {
+		return nil, c.fromStatus(ctx, "Recover", err)
+	}
+	return &sandboxClient{conn: c.conn, handle: resp.Handle, info: fromSandboxInfo(resp.Info)}, nil
 }
 
 // sandboxClient is a live sandbox, addressed by its handle.

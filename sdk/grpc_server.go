@@ -65,8 +65,9 @@ func (s *server) Catalog(ctx context.Context, _ *pluginpb.CatalogRequest) (*plug
 		info.Name = name
 		_, commands := p.(CommandProvider)
 		_, resources := p.(ResourceLister)
+		_, recovers := p.(SandboxRecoverer)
 		out.Components = append(out.Components, &pluginpb.Component{
-			Info: toInfo(info), Commands: commands, Resources: resources,
+			Info: toInfo(info), Commands: commands, Resources: resources, Recover: recovers,
 		})
 		return nil
 	}
@@ -177,12 +178,17 @@ func (s sandboxServer) Create(ctx context.Context, req *pluginpb.CreateRequest) 
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	return s.register(sb), nil
+}
+
+// register keeps sb under a new handle.
+func (s sandboxServer) register(sb Sandbox) *pluginpb.CreateResponse {
 	s.mu.Lock()
 	s.next++
 	h := strconv.FormatUint(s.next, 10)
 	s.handles[h] = sb
 	s.mu.Unlock()
-	return &pluginpb.CreateResponse{Handle: h, Info: toSandboxInfo(sb.Info())}, nil
+	return &pluginpb.CreateResponse{Handle: h, Info: toSandboxInfo(sb.Info())}
 }
 
 var errClosed = status.Error(codes.FailedPrecondition, "sandbox is closed")
@@ -360,6 +366,22 @@ func (s sandboxServer) RemoveResource(ctx context.Context, req *pluginpb.RemoveR
 		return nil, err
 	}
 	return &pluginpb.Empty{}, toStatus(rl.RemoveResource(ctx, req.Id))
+}
+
+func (s sandboxServer) Recover(ctx context.Context, req *pluginpb.RecoverRequest) (*pluginpb.CreateResponse, error) {
+	p, err := s.sandbox(req.Component)
+	if err != nil {
+		return nil, err
+	}
+	rec, ok := p.(SandboxRecoverer)
+	if !ok {
+		return nil, status.Errorf(codes.Unimplemented, "sandbox provider %q cannot recover sandboxes", req.Component)
+	}
+	sb, err := rec.Recover(ctx, req.Id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return s.register(sb), nil
 }
 
 // agentServer serves the Agent service.

@@ -64,10 +64,11 @@ func ClientPluginSets() map[int]plugin.PluginSet {
 // Component is one entry of a plugin's catalog.
 type Component struct {
 	Info Info
-	// Commands, Resources: the component implements CommandProvider,
-	// ResourceLister.
+	// Commands, Resources, Recover: the component implements
+	// CommandProvider, ResourceLister, SandboxRecoverer.
 	Commands  bool
 	Resources bool
+	Recover   bool
 }
 
 // Catalog lists the components a plugin serves.
@@ -96,14 +97,17 @@ func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]Compone
 	}
 	var out []Component
 	for _, comp := range resp.Components {
-		out = append(out, Component{Info: fromInfo(comp.Info), Commands: comp.Commands, Resources: comp.Resources})
+		out = append(out, Component{
+			Info: fromInfo(comp.Info), Commands: comp.Commands, Resources: comp.Resources, Recover: comp.Recover,
+		})
 	}
 	return out, nil
 }
 
 // DispenseSandbox returns the sandbox provider name served by the plugin.
-// It also implements CommandProvider and ResourceLister; their methods
-// return an error wrapping ErrNotSupported when the plugin lacks them.
+// It also implements CommandProvider, ResourceLister and SandboxRecoverer;
+// their methods return an error wrapping ErrNotSupported when the plugin
+// lacks them.
 func DispenseSandbox(cp plugin.ClientProtocol, name string) (SandboxProvider, error) {
 	c, err := dispense(cp)
 	if err != nil {

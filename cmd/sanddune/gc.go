@@ -1,43 +1,61 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"syscall"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/missingstudio/sanddune/core/gc"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 func newGCCommand(g *globals) *cobra.Command {
-	var dryRun bool
+	var opts gc.Options
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove what dead runs left behind: sandboxes and clean worktrees",
-		Long: `Remove sandbox resources (containers...) labelled by runs whose sanddune process is gone,
-and clean worktrees in .sanddune/worktrees that no live run holds. A worktree with uncommitted
-work is always kept. --dry-run shows what would be removed.`,
+		Short: "Clean up what dead runs left behind, salvaging their work first",
+		Long: `Remove sandbox resources (containers, sandbox directories...) labelled by runs whose
+sanddune process is gone, clean worktrees in .sanddune/worktrees that no live run holds, lock
+files of dead processes, and temporary run branches that hold nothing.
+
+An isolated sandbox (e.g. local) may hold commits and uncommitted changes that its run never
+synced out: gc first brings the commits onto the run's branch (or a rescue branch if that branch
+moved) and saves the uncommitted work as a patch under .sanddune/patches, and removes the sandbox
+only then. A sandbox whose work cannot be salvaged is kept, with the reason; --force removes it
+anyway. A worktree with uncommitted work is always kept. --dry-run changes nothing and shows what
+would be salvaged and removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
 			wd, _ := os.Getwd()
-			failed := gcResources(ctx, g, wd, out, dryRun)
-			if repo, err := worktree.Open(ctx, wd); err == nil {
-				swept, err := repo.Sweep(ctx, dryRun)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "worktrees: %v\n", err)
-					failed = true
+			host := g.newHost(wd)
+			defer host.Close()
+			var providers []gc.Provider
+			for _, l := range host.List(ctx) {
+				if l.Err != nil || l.Info.Kind != sdk.KindSandbox {
+					continue
 				}
-				for _, s := range swept {
-					fmt.Fprintf(out, "worktree %s: %s\n", s.Path, s.Action)
+				if c, err := host.Resolve(ctx, sdk.KindSandbox, l.Info.Name); err == nil {
+					if p, ok := c.Provider.(sdk.SandboxProvider); ok {
+						providers = append(providers, gc.Provider{Name: l.Info.Name, Provider: p})
+					}
 				}
+			}
+			repo, err := worktree.Open(ctx, wd)
+			if err != nil {
+				repo = nil // outside a repository: sandboxes only
+			}
+			rep := gc.Run(ctx, repo, providers, opts)
+			failed := printGC(out, rep, opts.DryRun)
+			for _, err := range rep.Errors {
+				fmt.Fprintln(os.Stderr, err)
+				failed = true
 			}
 			if failed {
 				return &exitError{code: exitFailure, err: errors.New("some resources could not be listed or removed (see above)")}
@@ -45,65 +63,75 @@ work is always kept. --dry-run shows what would be removed.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what would be removed")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "only show what would be salvaged and removed")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "also remove isolated sandboxes whose work cannot be salvaged (it is lost)")
 	return cmd
 }
 
-// gcResources asks every sandbox plugin for the resources it holds and
-// removes those whose run's sanddune process is gone.
-func gcResources(ctx context.Context, g *globals, wd string, out io.Writer, dryRun bool) (failed bool) {
-	host := g.newHost(wd)
-	defer host.Close()
-	for _, l := range host.List(ctx) {
-		if l.Err != nil || l.Info.Kind != sdk.KindSandbox {
-			continue
+// printGC prints what gc did; it reports whether a removal failed.
+func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
+	for _, l := range rep.Locks {
+		fmt.Fprintf(w, "lock %s: %s (run %s, pid %d is gone)\n", l.Info.Key, l.Action, l.Info.Run, l.Info.PID)
+	}
+	for _, s := range rep.Sandboxes {
+		prefix := "sandbox " + s.Provider + ": "
+		what := fmt.Sprintf("%s (run %s)", s.Resource.ID, s.Run())
+		if s.Salvage != nil {
+			printSalvage(w, prefix, what, s.Salvage, dryRun)
 		}
-		c, err := host.Resolve(ctx, sdk.KindSandbox, l.Info.Name)
-		if err != nil {
-			continue
-		}
-		rl, ok := c.Provider.(sdk.ResourceLister)
-		if !ok {
-			continue
-		}
-		res, err := rl.ListResources(ctx)
-		if errors.Is(err, sdk.ErrNotSupported) {
-			continue
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "sandbox %s: listing resources: %v\n", l.Info.Name, err)
+		switch s.Action {
+		case gc.Removed, gc.WouldRemove:
+			line := prefix + string(s.Action) + " " + what
+			if s.Reason != "" {
+				line += ": " + s.Reason
+			}
+			fmt.Fprintln(w, line)
+		case gc.Kept:
+			fmt.Fprintf(w, "%skept %s: %s\n", prefix, what, s.Reason)
+			if s.Inspect != "" {
+				fmt.Fprintf(w, "  %s\n", s.Inspect)
+			}
+		case gc.Failed:
+			fmt.Fprintf(os.Stderr, "%sremoving %s: %s\n", prefix, what, s.Reason)
 			failed = true
-			continue
 		}
-		for _, r := range res {
-			if !orphaned(r.Labels) {
-				continue
-			}
-			if dryRun {
-				fmt.Fprintf(out, "sandbox %s: would remove %s (run %s)\n", l.Info.Name, r.ID, r.Labels[sdk.LabelRun])
-				continue
-			}
-			if err := rl.RemoveResource(ctx, r.ID); err != nil {
-				fmt.Fprintf(os.Stderr, "sandbox %s: removing %s: %v\n", l.Info.Name, r.ID, err)
-				failed = true
-				continue
-			}
-			fmt.Fprintf(out, "sandbox %s: removed %s (run %s)\n", l.Info.Name, r.ID, r.Labels[sdk.LabelRun])
-		}
+	}
+	for _, s := range rep.Worktrees {
+		fmt.Fprintf(w, "worktree %s: %s\n", s.Path, s.Action)
+	}
+	for _, b := range rep.Branches {
+		fmt.Fprintf(w, "branch %s: %s\n", b.Branch, b.Action)
 	}
 	return failed
 }
 
-// orphaned reports whether a resource's run is certainly dead: it was made
-// on this host by a sanddune process that no longer exists.
-func orphaned(labels map[string]string) bool {
-	host, _ := os.Hostname()
-	if labels[sdk.LabelHost] != host {
-		return false
+// printSalvage says what unsynced work came (or would come) out of a
+// sandbox and where it is now.
+func printSalvage(w io.Writer, prefix, what string, s *gc.Salvage, dryRun bool) {
+	var parts []string
+	if n := len(s.Commits); n > 0 {
+		onto := "onto branch " + s.Branch
+		switch {
+		case s.RescueBranch != "":
+			onto = "onto the new branch " + s.RescueBranch + " (the run's branch moved meanwhile; merge it with `git merge " + s.RescueBranch + "`)"
+		case worktree.IsTempBranch(s.Branch) && !dryRun:
+			onto += " (merge it with `git merge " + s.Branch + "`)"
+		}
+		parts = append(parts, fmt.Sprintf("%d commit(s) %s", n, onto))
 	}
-	pid, err := strconv.Atoi(labels[sdk.LabelPID])
-	if err != nil || pid <= 0 {
-		return false
+	if s.Dirty {
+		if s.PatchPath != "" {
+			parts = append(parts, "uncommitted work as the patch "+s.PatchPath+" (`git apply` it on that branch)")
+		} else {
+			parts = append(parts, "uncommitted work as a patch under "+s.Repo+"/"+worktree.StateDirName+"/patches")
+		}
 	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	verb := "salvaged"
+	if dryRun {
+		verb = "would salvage"
+	}
+	fmt.Fprintf(w, "%s%s from %s: %s\n", prefix, verb, what, strings.Join(parts, "; "))
+	for _, c := range s.Commits {
+		fmt.Fprintf(w, "  %s %s\n", c.Short(), c.Subject)
+	}
 }

@@ -29,6 +29,11 @@
 // sanddune/rescue/<run>/<ts> named in the *RescueError. SyncOut is
 // idempotent: calling it again syncs Base..HEAD again.
 //
+// Inspect reports what SyncOut would bring back (commits Base..HEAD,
+// uncommitted work) without changing anything, and whether the sandbox
+// holds a synced clone at all; `sanddune gc` uses it before salvaging the
+// sandbox of a run that died (package core/gc).
+//
 // Every sandbox command is argv (git, plus cp and rm for temporary files in
 // the sandbox's git dir) with LC_ALL=C and GIT_TERMINAL_PROMPT=0.
 package gitsync

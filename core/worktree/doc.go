@@ -104,6 +104,15 @@
 // parallel `git worktree add` calls otherwise read each other's
 // half-written metadata and fail.
 //
+// # Cleanup after dead runs
+//
+// For `sanddune gc` (package core/gc): Sweep removes clean worktrees under
+// .sanddune/worktrees that no live run holds; SweepLocks removes lock files
+// whose process is gone; SweepBranches deletes temporary branches
+// (IsTempBranch) that no live run locks, no worktree has checked out and
+// whose tip is in another local branch, so nothing is lost. Holder looks
+// at a lock without breaking it (dry runs).
+//
 // # merge-to-head without a mid-merge host
 //
 // Merge computes the merge with `git merge-tree --write-tree` (objects only)

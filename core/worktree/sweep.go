@@ -46,15 +46,22 @@ func (r *Repo) Sweep(ctx context.Context, dryRun bool) ([]Swept, error) {
 }
 
 func (r *Repo) sweepOne(ctx context.Context, dir string, dryRun bool) string {
-	lock, err := r.Lock("worktree "+dir, "sanddune gc")
-	var held *LockedError
-	if errors.As(err, &held) {
-		return "kept (in use by " + held.Holder.holder() + ")"
+	key := "worktree " + dir
+	if dryRun { // look only: Lock would break a stale lock
+		if h, err := r.Holder(key); err != nil || h != nil {
+			return "kept (" + lockProblem(h, err) + ")"
+		}
+	} else {
+		lock, err := r.Lock(key, "sanddune gc")
+		var held *LockedError
+		if errors.As(err, &held) {
+			return "kept (" + lockProblem(&held.Holder, nil) + ")"
+		}
+		if err != nil {
+			return "kept (" + err.Error() + ")"
+		}
+		defer lock.Release()
 	}
-	if err != nil {
-		return "kept (" + err.Error() + ")"
-	}
-	defer lock.Release()
 	dirty, err := Dirty(ctx, dir)
 	if err != nil {
 		return "kept (" + err.Error() + ")"

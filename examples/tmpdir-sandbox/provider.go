@@ -14,10 +14,14 @@ import (
 
 // provider is the tmpdir sandbox provider. Like the built-in local
 // provider it is not a security boundary: commands run as the user running
-// sanddune, on this machine. It lists its directories for `sanddune gc`.
+// sanddune, on this machine. It lists its directories for `sanddune gc`,
+// and reattaches to one so that gc can salvage the work in it.
 type provider struct{}
 
-var _ sdk.ResourceLister = provider{}
+var (
+	_ sdk.ResourceLister   = provider{}
+	_ sdk.SandboxRecoverer = provider{}
+)
 
 func newProvider() sdk.SandboxProvider { return provider{} }
 
@@ -92,3 +96,12 @@ func (provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, e
 func (provider) ListResources(context.Context) ([]sdk.Resource, error) { return dirs.List() }
 
 func (provider) RemoveResource(_ context.Context, id string) error { return dirs.Remove(id) }
+
+// Recover reattaches to a listed directory; closing it leaves the directory.
+func (provider) Recover(_ context.Context, id string) (sdk.Sandbox, error) {
+	root, err := dirs.Open(id)
+	if err != nil {
+		return nil, fmt.Errorf("tmpdir: %w", err)
+	}
+	return &sandbox{root: root, recovered: true}, nil
+}

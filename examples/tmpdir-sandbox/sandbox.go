@@ -17,6 +17,8 @@ type sandbox struct {
 	root   string
 	env    map[string]string
 	runner sandboxkit.Runner
+	// recovered: reattached by Recover; Close leaves the directory.
+	recovered bool
 }
 
 func (s *sandbox) Info() sdk.SandboxInfo {
@@ -71,10 +73,11 @@ func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) err
 	return sandboxkit.Copy(ctx, src, hostPath)
 }
 
-// Close kills what still runs and removes the directory; it is idempotent.
+// Close kills what still runs and removes the directory (a recovered
+// sandbox's stays); it is idempotent.
 func (s *sandbox) Close(ctx context.Context) error {
 	s.runner.Close()
-	if err := s.runner.Wait(ctx); err != nil {
+	if err := s.runner.Wait(ctx); err != nil || s.recovered {
 		return err
 	}
 	return sandboxkit.RemoveAll(s.root)

@@ -8,7 +8,10 @@
 // directory confined to the sandbox directory. A timeout or cancellation
 // kills the whole process group, and so does the end of the command:
 // background jobs do not outlive the Exec that started them. Close kills
-// what is still running and removes the directory.
+// what is still running and removes the directory. For `sanddune gc`,
+// ListResources lists the directories by their labels file, Recover
+// reattaches to one (so the host can sync its work out; closing that handle
+// leaves the directory) and RemoveResource removes it.
 //
 // The local provider is NOT a security boundary. The agent runs as you, on
 // your machine, with your network and everything your user can read and
@@ -33,13 +36,14 @@ const Version = "0.1.0"
 var dirs = sandboxkit.TempDirs{Prefix: "sanddune-local-", LabelsFile: "sanddune-labels.json"}
 
 // Provider is the local sandbox provider. It also implements
-// sdk.ResourceLister, so `sanddune gc` can remove directories left behind
-// by a sanddune process that died.
+// sdk.ResourceLister and sdk.SandboxRecoverer, so `sanddune gc` can salvage
+// and remove directories left behind by a sanddune process that died.
 type Provider struct{}
 
 var (
-	_ sdk.SandboxProvider = (*Provider)(nil)
-	_ sdk.ResourceLister  = (*Provider)(nil)
+	_ sdk.SandboxProvider  = (*Provider)(nil)
+	_ sdk.ResourceLister   = (*Provider)(nil)
+	_ sdk.SandboxRecoverer = (*Provider)(nil)
 )
 
 // New returns the local sandbox provider.
@@ -97,6 +101,19 @@ func (*Provider) RemoveResource(_ context.Context, id string) error {
 		return fmt.Errorf("local sandbox: %w", err)
 	}
 	return nil
+}
+
+// Recover reattaches to a sandbox directory listed by ListResources, with
+// the base environment only. Closing it leaves the directory.
+func (*Provider) Recover(_ context.Context, id string) (sdk.Sandbox, error) {
+	dir, err := dirs.Open(id)
+	if err == nil {
+		var s *sandbox
+		if s, err = recoverSandbox(dir); err == nil {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("local sandbox: %w", err)
 }
 
 // safeName keeps a run id usable in a directory name.

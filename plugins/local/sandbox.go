@@ -21,6 +21,8 @@ type sandbox struct {
 	info   sdk.SandboxInfo
 	env    map[string]string // base env of every command
 	runner sandboxkit.Runner
+	// recovered: reattached by Recover; Close leaves the directory.
+	recovered bool
 }
 
 func newSandbox(root string, req sdk.CreateRequest) (*sandbox, error) {
@@ -29,6 +31,25 @@ func newSandbox(root string, req sdk.CreateRequest) (*sandbox, error) {
 			return nil, err
 		}
 	}
+	return openSandbox(root, sandboxkit.MergeEnv(baseEnv(root), req.Env))
+}
+
+// recoverSandbox reattaches to an existing sandbox directory. Closing it
+// leaves the directory.
+func recoverSandbox(root string) (*sandbox, error) {
+	for _, sub := range []string{"repo", "home", "tmp"} {
+		if fi, err := os.Stat(filepath.Join(root, sub)); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%s has no %s directory", root, sub)
+		}
+	}
+	s, err := openSandbox(root, baseEnv(root))
+	if s != nil {
+		s.recovered = true
+	}
+	return s, err
+}
+
+func openSandbox(root string, env map[string]string) (*sandbox, error) {
 	state, err := json.Marshal(map[string]string{"dir": root})
 	if err != nil {
 		return nil, err
@@ -41,7 +62,7 @@ func newSandbox(root string, req sdk.CreateRequest) (*sandbox, error) {
 			HomePath: filepath.Join(root, "home"),
 			State:    state,
 		},
-		env: sandboxkit.MergeEnv(baseEnv(root), req.Env),
+		env: env,
 	}, nil
 }
 
@@ -58,11 +79,14 @@ func baseEnv(root string) map[string]string {
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
 
 // Close kills the commands still running and removes the sandbox
-// directory. It is idempotent.
+// directory (a recovered sandbox's stays). It is idempotent.
 func (s *sandbox) Close(ctx context.Context) error {
 	s.runner.Close()
 	if err := s.runner.Wait(ctx); err != nil {
 		return err
+	}
+	if s.recovered {
+		return nil
 	}
 	if err := sandboxkit.RemoveAll(s.root); err != nil {
 		return fmt.Errorf("local sandbox: remove %s: %w", s.root, err)

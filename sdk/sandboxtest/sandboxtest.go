@@ -8,7 +8,8 @@
 // Run serves the provider over a real gRPC connection (sdk/plugintest) and
 // checks the contract: exit codes, streaming, stdin, env, argv vs shell,
 // cwd confinement, timeouts, cancellation, copy in/out with traversal and
-// symlink escapes, long lines and idempotent close. Commands run inside the
+// symlink escapes, long lines, idempotent close and, for providers that
+// implement sdk.SandboxRecoverer, reattaching to a listed resource. Commands run inside the
 // sandbox need only POSIX sh and coreutils.
 package sandboxtest
 
@@ -90,7 +91,7 @@ func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
 	}
 
 	s := &suite{p: c, caps: *info.Sandbox, name: info.Name, cfg: cfg, opts: opts}
-	s.sb, s.worktree = s.create(t)
+	s.sb, s.worktree, _ = s.create(t)
 	t.Cleanup(func() {
 		if err := s.sb.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
@@ -126,6 +127,7 @@ func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
 		{"SymlinkEscape", s.testSymlinkEscape},
 		{"Sudo", s.testSudo},
 		{"Close", s.testClose},
+		{"Recover", s.testRecover},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
@@ -147,8 +149,9 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// create makes a sandbox the way the host does for one run.
-func (s *suite) create(t *testing.T) (sdk.Sandbox, string) {
+// create makes a sandbox the way the host does for one run and returns it,
+// its host worktree (bind-mount contract) and its run id.
+func (s *suite) create(t *testing.T) (sdk.Sandbox, string, string) {
 	t.Helper()
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
@@ -190,7 +193,7 @@ func (s *suite) create(t *testing.T) (sdk.Sandbox, string) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	return sb, worktree
+	return sb, worktree, runID
 }
 
 // result is one Exec: its result, error and output lines (pieces joined).
@@ -731,7 +734,7 @@ func (s *suite) testSudo(t *testing.T) {
 }
 
 func (s *suite) testClose(t *testing.T) {
-	sb, _ := s.create(t)
+	sb, _, _ := s.create(t)
 	ctx := context.Background()
 	if err := sb.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -746,5 +749,59 @@ func (s *suite) testClose(t *testing.T) {
 	writeFile(t, src, "x\n", 0o644)
 	if err := sb.CopyIn(ctx, src, "x.txt"); err == nil {
 		t.Error("CopyIn after Close did not fail")
+	}
+}
+
+// testRecover reattaches to a listed sandbox (sdk.SandboxRecoverer): the
+// handle sees the sandbox's files, and closing it leaves the sandbox.
+func (s *suite) testRecover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	sb, _, runID := s.create(t)
+	defer sb.Close(context.Background())
+	run := func(sb sdk.Sandbox, req sdk.ExecRequest) string {
+		t.Helper()
+		var out bytes.Buffer
+		res, err := sb.Exec(ctx, req, func(l sdk.OutputLine) {
+			if l.Stream == sdk.Stdout {
+				out.Write(l.Text)
+			}
+		})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("Exec %q: %+v, %v", req.Argv, res, err)
+		}
+		return out.String()
+	}
+	run(sb, sh(`echo unsynced > sandboxtest-recover.txt`))
+
+	res, err := s.p.(sdk.ResourceLister).ListResources(ctx)
+	skipUnsupported(t, "ListResources", err)
+	if err != nil {
+		t.Fatalf("ListResources: %v", err)
+	}
+	i := slices.IndexFunc(res, func(r sdk.Resource) bool { return r.Labels[sdk.LabelRun] == runID })
+	if i < 0 {
+		t.Fatalf("ListResources does not list the sandbox of run %s: %+v", runID, res)
+	}
+	rec := s.p.(sdk.SandboxRecoverer)
+	got, err := rec.Recover(ctx, res[i].ID)
+	skipUnsupported(t, "Recover", err)
+	if err != nil {
+		t.Fatalf("Recover(%q): %v", res[i].ID, err)
+	}
+	if info := got.Info(); info.RepoPath != sb.Info().RepoPath {
+		t.Errorf("recovered RepoPath %q, want %q", info.RepoPath, sb.Info().RepoPath)
+	}
+	if out := run(got, sdk.ExecRequest{Argv: []string{"cat", "sandboxtest-recover.txt"}}); out != "unsynced" {
+		t.Errorf("the recovered sandbox reads %q, want the file written before", out)
+	}
+	if err := got.Close(ctx); err != nil {
+		t.Fatalf("Close of the recovered sandbox: %v", err)
+	}
+	if out := run(sb, sdk.ExecRequest{Argv: []string{"cat", "sandboxtest-recover.txt"}}); out != "unsynced" {
+		t.Errorf("after closing the recovered handle the sandbox reads %q: Close must leave the resource", out)
+	}
+	if _, err := rec.Recover(ctx, t.TempDir()); err == nil {
+		t.Error("Recover of a directory that is no sandbox did not fail")
 	}
 }

@@ -342,6 +342,7 @@ type Component struct {
 	// Optional interfaces the component implements.
 	Commands      bool `protobuf:"varint,2,opt,name=commands,proto3" json:"commands,omitempty"`
 	Resources     bool `protobuf:"varint,3,opt,name=resources,proto3" json:"resources,omitempty"`
+	Recover       bool `protobuf:"varint,4,opt,name=recover,proto3" json:"recover,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -393,6 +394,13 @@ func (x *Component) GetCommands() bool {
 func (x *Component) GetResources() bool {
 	if x != nil {
 		return x.Resources
+	}
+	return false
+}
+
+func (x *Component) GetRecover() bool {
+	if x != nil {
+		return x.Recover
 	}
 	return false
 }
@@ -2083,6 +2091,58 @@ func (x *RemoveResourceRequest) GetId() string {
 	return ""
 }
 
+type RecoverRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverRequest) Reset() {
+	*x = RecoverRequest{}
+	mi := &file_plugin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverRequest) ProtoMessage() {}
+
+func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverRequest.ProtoReflect.Descriptor instead.
+func (*RecoverRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RecoverRequest) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *RecoverRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type ConfigRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
@@ -2093,7 +2153,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2165,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2178,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{31}
+	return file_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ConfigRequest) GetComponent() string {
@@ -2144,7 +2204,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2216,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2229,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{32}
+	return file_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StringList) GetValues() []string {
@@ -2189,7 +2249,7 @@ type SessionStorage struct {
 
 func (x *SessionStorage) Reset() {
 	*x = SessionStorage{}
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2261,7 @@ func (x *SessionStorage) String() string {
 func (*SessionStorage) ProtoMessage() {}
 
 func (x *SessionStorage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2274,7 @@ func (x *SessionStorage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStorage.ProtoReflect.Descriptor instead.
 func (*SessionStorage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{33}
+	return file_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SessionStorage) GetPathPattern() string {
@@ -2244,7 +2304,7 @@ type AgentDescription struct {
 
 func (x *AgentDescription) Reset() {
 	*x = AgentDescription{}
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2316,7 @@ func (x *AgentDescription) String() string {
 func (*AgentDescription) ProtoMessage() {}
 
 func (x *AgentDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2329,7 @@ func (x *AgentDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentDescription.ProtoReflect.Descriptor instead.
 func (*AgentDescription) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{34}
+	return file_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AgentDescription) GetRequiredEnv() []*StringList {
@@ -2324,7 +2384,7 @@ type BuildCommandRequest struct {
 
 func (x *BuildCommandRequest) Reset() {
 	*x = BuildCommandRequest{}
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2396,7 @@ func (x *BuildCommandRequest) String() string {
 func (*BuildCommandRequest) ProtoMessage() {}
 
 func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2409,7 @@ func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildCommandRequest.ProtoReflect.Descriptor instead.
 func (*BuildCommandRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{35}
+	return file_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BuildCommandRequest) GetComponent() string {
@@ -2427,7 +2487,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2499,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2512,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{36}
+	return file_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Command) GetArgv() [][]byte {
@@ -2495,7 +2555,7 @@ type ParseStreamRequest struct {
 
 func (x *ParseStreamRequest) Reset() {
 	*x = ParseStreamRequest{}
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +2567,7 @@ func (x *ParseStreamRequest) String() string {
 func (*ParseStreamRequest) ProtoMessage() {}
 
 func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +2580,7 @@ func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamRequest.ProtoReflect.Descriptor instead.
 func (*ParseStreamRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{37}
+	return file_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ParseStreamRequest) GetStart() *ConfigRequest {
@@ -2549,7 +2609,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2621,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2634,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{38}
+	return file_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2619,7 +2679,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2631,7 +2691,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2644,7 +2704,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{39}
+	return file_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Event) GetType() string {
@@ -2698,7 +2758,7 @@ type ParseStreamResponse struct {
 
 func (x *ParseStreamResponse) Reset() {
 	*x = ParseStreamResponse{}
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2770,7 @@ func (x *ParseStreamResponse) String() string {
 func (*ParseStreamResponse) ProtoMessage() {}
 
 func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2783,7 @@ func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamResponse.ProtoReflect.Descriptor instead.
 func (*ParseStreamResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{40}
+	return file_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ParseStreamResponse) GetEvents() []*Event {
@@ -2746,7 +2806,7 @@ type RewriteSessionRequest struct {
 
 func (x *RewriteSessionRequest) Reset() {
 	*x = RewriteSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +2818,7 @@ func (x *RewriteSessionRequest) String() string {
 func (*RewriteSessionRequest) ProtoMessage() {}
 
 func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +2831,7 @@ func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionRequest.ProtoReflect.Descriptor instead.
 func (*RewriteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{41}
+	return file_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RewriteSessionRequest) GetComponent() string {
@@ -2818,7 +2878,7 @@ type RewriteSessionResponse struct {
 
 func (x *RewriteSessionResponse) Reset() {
 	*x = RewriteSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +2890,7 @@ func (x *RewriteSessionResponse) String() string {
 func (*RewriteSessionResponse) ProtoMessage() {}
 
 func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +2903,7 @@ func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionResponse.ProtoReflect.Descriptor instead.
 func (*RewriteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{42}
+	return file_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RewriteSessionResponse) GetData() []byte {
@@ -2866,11 +2926,12 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0fCatalogResponse\x12=\n" +
 	"\n" +
 	"components\x18\x01 \x03(\v2\x1d.sanddune.plugin.v1.ComponentR\n" +
-	"components\"|\n" +
+	"components\"\x96\x01\n" +
 	"\tComponent\x125\n" +
 	"\x04info\x18\x01 \x01(\v2!.sanddune.plugin.v1.ComponentInfoR\x04info\x12\x1a\n" +
 	"\bcommands\x18\x02 \x01(\bR\bcommands\x12\x1c\n" +
-	"\tresources\x18\x03 \x01(\bR\tresources\"\xfd\x01\n" +
+	"\tresources\x18\x03 \x01(\bR\tresources\x12\x18\n" +
+	"\arecover\x18\x04 \x01(\bR\arecover\"\xfd\x01\n" +
 	"\rComponentInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x18.sanddune.plugin.v1.KindR\x04kind\x12\x18\n" +
@@ -3014,6 +3075,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\tresources\x18\x01 \x03(\v2\x1c.sanddune.plugin.v1.ResourceR\tresources\"E\n" +
 	"\x15RemoveResourceRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\">\n" +
+	"\x0eRecoverRequest\x12\x1c\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"g\n" +
 	"\rConfigRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x128\n" +
@@ -3088,7 +3152,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\aCatalog\x12\".sanddune.plugin.v1.CatalogRequest\x1a#.sanddune.plugin.v1.CatalogResponse\x12K\n" +
 	"\x04Info\x12 .sanddune.plugin.v1.ComponentRef\x1a!.sanddune.plugin.v1.ComponentInfo\x12L\n" +
 	"\fConfigSchema\x12 .sanddune.plugin.v1.ComponentRef\x1a\x1a.sanddune.plugin.v1.Schema\x12X\n" +
-	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xa5\x06\n" +
+	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xf8\x06\n" +
 	"\aSandbox\x12L\n" +
 	"\tPreflight\x12$.sanddune.plugin.v1.PreflightRequest\x1a\x19.sanddune.plugin.v1.Empty\x12O\n" +
 	"\x06Create\x12!.sanddune.plugin.v1.CreateRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12K\n" +
@@ -3100,7 +3164,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"RunCommand\x12%.sanddune.plugin.v1.RunCommandRequest\x1a .sanddune.plugin.v1.ExecResponse0\x01\x12\\\n" +
 	"\rListResources\x12 .sanddune.plugin.v1.ComponentRef\x1a).sanddune.plugin.v1.ListResourcesResponse\x12V\n" +
-	"\x0eRemoveResource\x12).sanddune.plugin.v1.RemoveResourceRequest\x1a\x19.sanddune.plugin.v1.Empty2\xff\x02\n" +
+	"\x0eRemoveResource\x12).sanddune.plugin.v1.RemoveResourceRequest\x1a\x19.sanddune.plugin.v1.Empty\x12Q\n" +
+	"\aRecover\x12\".sanddune.plugin.v1.RecoverRequest\x1a\".sanddune.plugin.v1.CreateResponse2\xff\x02\n" +
 	"\x05Agent\x12S\n" +
 	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a$.sanddune.plugin.v1.AgentDescription\x12T\n" +
 	"\fBuildCommand\x12'.sanddune.plugin.v1.BuildCommandRequest\x1a\x1b.sanddune.plugin.v1.Command\x12b\n" +
@@ -3120,7 +3185,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_plugin_proto_goTypes = []any{
 	(Kind)(0),                      // 0: sanddune.plugin.v1.Kind
 	(NestedBlock_Nesting)(0),       // 1: sanddune.plugin.v1.NestedBlock.Nesting
@@ -3156,24 +3221,25 @@ var file_plugin_proto_goTypes = []any{
 	(*Resource)(nil),               // 31: sanddune.plugin.v1.Resource
 	(*ListResourcesResponse)(nil),  // 32: sanddune.plugin.v1.ListResourcesResponse
 	(*RemoveResourceRequest)(nil),  // 33: sanddune.plugin.v1.RemoveResourceRequest
-	(*ConfigRequest)(nil),          // 34: sanddune.plugin.v1.ConfigRequest
-	(*StringList)(nil),             // 35: sanddune.plugin.v1.StringList
-	(*SessionStorage)(nil),         // 36: sanddune.plugin.v1.SessionStorage
-	(*AgentDescription)(nil),       // 37: sanddune.plugin.v1.AgentDescription
-	(*BuildCommandRequest)(nil),    // 38: sanddune.plugin.v1.BuildCommandRequest
-	(*Command)(nil),                // 39: sanddune.plugin.v1.Command
-	(*ParseStreamRequest)(nil),     // 40: sanddune.plugin.v1.ParseStreamRequest
-	(*Usage)(nil),                  // 41: sanddune.plugin.v1.Usage
-	(*Event)(nil),                  // 42: sanddune.plugin.v1.Event
-	(*ParseStreamResponse)(nil),    // 43: sanddune.plugin.v1.ParseStreamResponse
-	(*RewriteSessionRequest)(nil),  // 44: sanddune.plugin.v1.RewriteSessionRequest
-	(*RewriteSessionResponse)(nil), // 45: sanddune.plugin.v1.RewriteSessionResponse
-	nil,                            // 46: sanddune.plugin.v1.CreateRequest.EnvEntry
-	nil,                            // 47: sanddune.plugin.v1.CreateRequest.LabelsEntry
-	nil,                            // 48: sanddune.plugin.v1.ExecRequest.EnvEntry
-	nil,                            // 49: sanddune.plugin.v1.Resource.LabelsEntry
-	nil,                            // 50: sanddune.plugin.v1.AgentDescription.EnvEntry
-	nil,                            // 51: sanddune.plugin.v1.Command.EnvEntry
+	(*RecoverRequest)(nil),         // 34: sanddune.plugin.v1.RecoverRequest
+	(*ConfigRequest)(nil),          // 35: sanddune.plugin.v1.ConfigRequest
+	(*StringList)(nil),             // 36: sanddune.plugin.v1.StringList
+	(*SessionStorage)(nil),         // 37: sanddune.plugin.v1.SessionStorage
+	(*AgentDescription)(nil),       // 38: sanddune.plugin.v1.AgentDescription
+	(*BuildCommandRequest)(nil),    // 39: sanddune.plugin.v1.BuildCommandRequest
+	(*Command)(nil),                // 40: sanddune.plugin.v1.Command
+	(*ParseStreamRequest)(nil),     // 41: sanddune.plugin.v1.ParseStreamRequest
+	(*Usage)(nil),                  // 42: sanddune.plugin.v1.Usage
+	(*Event)(nil),                  // 43: sanddune.plugin.v1.Event
+	(*ParseStreamResponse)(nil),    // 44: sanddune.plugin.v1.ParseStreamResponse
+	(*RewriteSessionRequest)(nil),  // 45: sanddune.plugin.v1.RewriteSessionRequest
+	(*RewriteSessionResponse)(nil), // 46: sanddune.plugin.v1.RewriteSessionResponse
+	nil,                            // 47: sanddune.plugin.v1.CreateRequest.EnvEntry
+	nil,                            // 48: sanddune.plugin.v1.CreateRequest.LabelsEntry
+	nil,                            // 49: sanddune.plugin.v1.ExecRequest.EnvEntry
+	nil,                            // 50: sanddune.plugin.v1.Resource.LabelsEntry
+	nil,                            // 51: sanddune.plugin.v1.AgentDescription.EnvEntry
+	nil,                            // 52: sanddune.plugin.v1.Command.EnvEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	0,  // 0: sanddune.plugin.v1.ComponentRef.kind:type_name -> sanddune.plugin.v1.Kind
@@ -3193,25 +3259,25 @@ var file_plugin_proto_depIdxs = []int32{
 	10, // 14: sanddune.plugin.v1.PreflightRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	10, // 15: sanddune.plugin.v1.CreateRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	18, // 16: sanddune.plugin.v1.CreateRequest.git_mounts:type_name -> sanddune.plugin.v1.Mount
-	46, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
-	47, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
+	47, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
+	48, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
 	21, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
-	48, // 20: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	49, // 20: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
 	24, // 21: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
 	25, // 22: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
 	28, // 23: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	49, // 24: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	50, // 24: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
 	31, // 25: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
 	10, // 26: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	35, // 27: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	50, // 28: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
-	36, // 29: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
+	36, // 27: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
+	51, // 28: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	37, // 29: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
 	10, // 30: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	51, // 31: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
-	34, // 32: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
+	52, // 31: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	35, // 32: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
 	24, // 33: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
-	41, // 34: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
-	42, // 35: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
+	42, // 34: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
+	43, // 35: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
 	10, // 36: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	5,  // 37: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
 	4,  // 38: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
@@ -3227,30 +3293,32 @@ var file_plugin_proto_depIdxs = []int32{
 	30, // 48: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
 	4,  // 49: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
 	33, // 50: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
-	34, // 51: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	38, // 52: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
-	40, // 53: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	44, // 54: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	6,  // 55: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 56: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 57: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 58: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	3,  // 59: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	20, // 60: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	26, // 61: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 62: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 63: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 64: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	29, // 65: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	26, // 66: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	32, // 67: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 68: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	37, // 69: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	39, // 70: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	43, // 71: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	45, // 72: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	55, // [55:73] is the sub-list for method output_type
-	37, // [37:55] is the sub-list for method input_type
+	34, // 51: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
+	35, // 52: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	39, // 53: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
+	41, // 54: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
+	45, // 55: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	6,  // 56: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 57: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 58: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 59: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	3,  // 60: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	20, // 61: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	26, // 62: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 63: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 64: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 65: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	29, // 66: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	26, // 67: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	32, // 68: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 69: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	20, // 70: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	38, // 71: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	40, // 72: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	44, // 73: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	46, // 74: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	56, // [56:75] is the sub-list for method output_type
+	37, // [37:56] is the sub-list for method input_type
 	37, // [37:37] is the sub-list for extension type_name
 	37, // [37:37] is the sub-list for extension extendee
 	0,  // [0:37] is the sub-list for field type_name
@@ -3267,7 +3335,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -256,6 +256,7 @@ const (
 	Sandbox_RunCommand_FullMethodName     = "/sanddune.plugin.v1.Sandbox/RunCommand"
 	Sandbox_ListResources_FullMethodName  = "/sanddune.plugin.v1.Sandbox/ListResources"
 	Sandbox_RemoveResource_FullMethodName = "/sanddune.plugin.v1.Sandbox/RemoveResource"
+	Sandbox_Recover_FullMethodName        = "/sanddune.plugin.v1.Sandbox/Recover"
 )
 
 // SandboxClient is the client API for Sandbox service.
@@ -276,6 +277,9 @@ type SandboxClient interface {
 	// Optional (sdk.ResourceLister); UNIMPLEMENTED when the component lacks it.
 	ListResources(ctx context.Context, in *ComponentRef, opts ...grpc.CallOption) (*ListResourcesResponse, error)
 	RemoveResource(ctx context.Context, in *RemoveResourceRequest, opts ...grpc.CallOption) (*Empty, error)
+	// Optional (sdk.SandboxRecoverer); UNIMPLEMENTED when the component lacks
+	// it. The handle's Close leaves the resource in place.
+	Recover(ctx context.Context, in *RecoverRequest, opts ...grpc.CallOption) (*CreateResponse, error)
 }
 
 type sandboxClient struct {
@@ -404,6 +408,16 @@ func (c *sandboxClient) RemoveResource(ctx context.Context, in *RemoveResourceRe
 	return out, nil
 }
 
+func (c *sandboxClient) Recover(ctx context.Context, in *RecoverRequest, opts ...grpc.CallOption) (*CreateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateResponse)
+	err := c.cc.Invoke(ctx, Sandbox_Recover_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServer is the server API for Sandbox service.
 // All implementations must embed UnimplementedSandboxServer
 // for forward compatibility.
@@ -422,6 +436,9 @@ type SandboxServer interface {
 	// Optional (sdk.ResourceLister); UNIMPLEMENTED when the component lacks it.
 	ListResources(context.Context, *ComponentRef) (*ListResourcesResponse, error)
 	RemoveResource(context.Context, *RemoveResourceRequest) (*Empty, error)
+	// Optional (sdk.SandboxRecoverer); UNIMPLEMENTED when the component lacks
+	// it. The handle's Close leaves the resource in place.
+	Recover(context.Context, *RecoverRequest) (*CreateResponse, error)
 	mustEmbedUnimplementedSandboxServer()
 }
 
@@ -461,6 +478,9 @@ func (UnimplementedSandboxServer) ListResources(context.Context, *ComponentRef) 
 }
 func (UnimplementedSandboxServer) RemoveResource(context.Context, *RemoveResourceRequest) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveResource not implemented")
+}
+func (UnimplementedSandboxServer) Recover(context.Context, *RecoverRequest) (*CreateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Recover not implemented")
 }
 func (UnimplementedSandboxServer) mustEmbedUnimplementedSandboxServer() {}
 func (UnimplementedSandboxServer) testEmbeddedByValue()                 {}
@@ -649,6 +669,24 @@ func _Sandbox_RemoveResource_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sandbox_Recover_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecoverRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServer).Recover(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sandbox_Recover_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServer).Recover(ctx, req.(*RecoverRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sandbox_ServiceDesc is the grpc.ServiceDesc for Sandbox service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -687,6 +725,10 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveResource",
 			Handler:    _Sandbox_RemoveResource_Handler,
+		},
+		{
+			MethodName: "Recover",
+			Handler:    _Sandbox_Recover_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// killedRun starts run "orphan" with agent script in dir, waits until the
+// agent prints "started", and kills sanddune outright (no cleanup at all).
+// The agent writes its pid to the sandbox directory; its process group is
+// killed when the test ends. It returns the orphaned sandbox directory.
+func killedRun(t *testing.T, dir, tmp, script string) string {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo $$ > ../agent.pid; `+script+` echo started; exec sleep 1000"]
+}
+run "orphan" {
+  prompt  = "wait"
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	started := false
+	for !started && sc.Scan() {
+		started = strings.Contains(sc.Text(), "started")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !started {
+		t.Fatalf("the agent did not start:\n%s", stderr.String())
+	}
+	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
+	if len(sandboxes) != 1 {
+		t.Fatalf("want the killed run's sandbox dir left in %s, found %v", tmp, sandboxes)
+	}
+	// The agent may outlive sanddune; stop it so that nothing leaks.
+	data, err := os.ReadFile(filepath.Join(sandboxes[0], "agent.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return sandboxes[0]
+}
+
+func gcIn(dir, tmp string, args ...string) result {
+	c := sandduneCmd(dir, append([]string{"gc"}, args...)...)
+	c.Env = append(c.Env, "TMPDIR="+tmp)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if errors.As(err, new(*exec.ExitError)) {
+		code = c.ProcessState.ExitCode()
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// locks lists the run lock files of the repo in dir.
+func locks(t *testing.T, dir string) []string {
+	t.Helper()
+	l, _ := filepath.Glob(filepath.Join(dir, ".git", "sanddune", "locks", "*.lock"))
+	return l
+}
+
+// tempBranches lists the temporary branches of run "orphan".
+func tempBranches(t *testing.T, dir string) []string {
+	t.Helper()
+	return strings.Fields(gitOut(t, dir, "for-each-ref", "--format=%(refname:short)", "refs/heads/sanddune/orphan/"))
+}
+
+// TestGCSalvagesWhatAKilledRunLeft kills sanddune outright while the
+// agent of a local (isolated) sandbox has committed and left an
+// uncommitted file, then checks that `sanddune gc --dry-run` reports the
+// unsynced work and changes nothing, and that `sanddune gc` brings the
+// commit onto the run's branch, saves the uncommitted file as a patch, and
+// only then removes the sandbox, its stale lock and nothing else.
+func TestGCSalvagesWhatAKilledRunLeft(t *testing.T) {
+	dir := gitRepo(t)
+	tmp := t.TempDir()
+	base := gitOut(t, dir, "rev-parse", "main")
+	sandbox := killedRun(t, dir, tmp, "echo work > work.txt && git add work.txt && "+
+		"git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: work' && echo wip > wip.txt &&")
+	branches := tempBranches(t, dir)
+	if len(branches) != 1 || gitOut(t, dir, "rev-parse", branches[0]) != base {
+		t.Fatalf("want the run's temp branch at the base, got %v", branches)
+	}
+	branch := branches[0]
+	lockFiles := locks(t, dir)
+	if len(lockFiles) == 0 {
+		t.Fatal("the killed run left no lock file")
+	}
+
+	r := gcIn(dir, tmp, "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "would salvage from "+sandbox+" (run orphan): 1 commit(s) onto branch "+branch) ||
+		!strings.Contains(r.stdout, "uncommitted work as a patch") || !strings.Contains(r.stdout, "would remove "+sandbox) ||
+		!strings.Contains(r.stdout, "agent: work") {
+		t.Fatalf("gc --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(sandbox); err != nil {
+		t.Fatalf("--dry-run removed the sandbox: %v", err)
+	}
+	if got := gitOut(t, dir, "rev-parse", branch); got != base {
+		t.Errorf("--dry-run moved %s to %s", branch, got)
+	}
+	if got := locks(t, dir); strings.Join(got, " ") != strings.Join(lockFiles, " ") {
+		t.Errorf("--dry-run changed the locks: %v, then %v", lockFiles, got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sanddune", "patches")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--dry-run wrote patches (%v)", err)
+	}
+
+	r = gcIn(dir, tmp)
+	if r.code != 0 || !strings.Contains(r.stdout, "salvaged from "+sandbox) || !strings.Contains(r.stdout, "removed "+sandbox) {
+		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := gitOut(t, dir, "show", branch+":work.txt"); got != "work" {
+		t.Errorf("%s:work.txt = %q", branch, got)
+	}
+	if got := gitOut(t, dir, "log", "--format=%s%x09%an", base+".."+branch); got != "agent: work\tagent" {
+		t.Errorf("%s holds %q beyond the base, want the agent's commit", branch, got)
+	}
+	patches, _ := filepath.Glob(filepath.Join(dir, ".sanddune", "patches", "orphan-*.patch"))
+	if len(patches) != 1 || !strings.Contains(r.stdout, patches[0]) {
+		t.Fatalf("patches %v, output:\n%s", patches, r.stdout)
+	}
+	if data, _ := os.ReadFile(patches[0]); !strings.Contains(string(data), "+++ b/wip.txt") {
+		t.Errorf("the patch does not hold wip.txt:\n%s", data)
+	}
+	if _, err := os.Stat(sandbox); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("gc left the salvaged sandbox %s (%v)", sandbox, err)
+	}
+	if got := locks(t, dir); len(got) != 0 {
+		t.Errorf("gc left lock files %v", got)
+	}
+	if got := tempBranches(t, dir); len(got) != 1 {
+		t.Errorf("temp branches after gc: %v, want the salvaged one kept", got)
+	}
+	// The patch applies on the salvaged branch.
+	gitOut(t, dir, "switch", "--quiet", branch)
+	gitOut(t, dir, "apply", patches[0])
+	if data, err := os.ReadFile(filepath.Join(dir, "wip.txt")); err != nil || string(data) != "wip\n" {
+		t.Errorf("wip.txt after git apply: %q, %v", data, err)
+	}
+}
+
+// TestGCRemovesWhatAKilledRunLeft: a killed run whose agent did nothing
+// leaves a sandbox with nothing to salvage, a lock and an empty temp
+// branch; gc removes all three.
+func TestGCRemovesWhatAKilledRunLeft(t *testing.T) {
+	dir := gitRepo(t)
+	tmp := t.TempDir()
+	sandbox := killedRun(t, dir, tmp, "")
+	branches := tempBranches(t, dir)
+	if len(branches) != 1 || len(locks(t, dir)) == 0 {
+		t.Fatalf("want a temp branch and a lock left, got %v, %v", branches, locks(t, dir))
+	}
+	r := gcIn(dir, tmp, "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "would remove "+sandbox) || strings.Contains(r.stdout, "salvage") ||
+		!strings.Contains(r.stdout, "branch "+branches[0]+": would delete") {
+		t.Fatalf("gc --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = gcIn(dir, tmp)
+	if r.code != 0 || !strings.Contains(r.stdout, "removed "+sandbox) || !strings.Contains(r.stdout, "branch "+branches[0]+": deleted") {
+		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(sandbox); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("gc left the orphaned sandbox %s (%v)", sandbox, err)
+	}
+	if got := tempBranches(t, dir); len(got) != 0 {
+		t.Errorf("gc left the empty temp branch: %v", got)
+	}
+	if got := locks(t, dir); len(got) != 0 {
+		t.Errorf("gc left lock files %v", got)
+	}
+}

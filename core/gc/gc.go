@@ -1,0 +1,263 @@
+// Package gc cleans up what runs whose sanddune process died (kill -9, a
+// crash, a reboot) left behind, without losing their work: `sanddune gc`
+// is a thin layer over Run.
+//
+//	rep := gc.Run(ctx, repo, []gc.Provider{{Name: "local", Provider: p}}, gc.Options{DryRun: dry})
+//	// rep.Sandboxes, rep.Worktrees, rep.Locks, rep.Branches, rep.Errors
+//
+// A provider resource (sdk.ResourceLister) is orphaned when its labels say
+// it was made on this host by a sanddune process that is gone (Orphaned).
+// Resources of bind-mount providers are removed: the work lives in the
+// host worktree. A resource of an isolated provider can hold the agent's
+// commits and uncommitted changes that were never synced out, so before it
+// is removed gc salvages them:
+//
+//  1. the labels sdk.LabelRepo, LabelBranch, LabelBase and LabelRunName say
+//     where the work belongs;
+//  2. the provider reattaches to the resource (sdk.SandboxRecoverer) and
+//     gitsync.Inspect looks for commits Base..HEAD and uncommitted files;
+//  3. with the run's branch locked, gitsync.SyncOut brings the commits onto
+//     the branch (or a rescue branch when the branch moved) and saves the
+//     uncommitted work as a patch under .sanddune/patches;
+//  4. only then is the resource removed.
+//
+// A resource whose work cannot be salvaged is kept with the reason: the
+// provider cannot reattach, its labels are incomplete (older sanddune),
+// its repository is gone, or the salvage failed. Options.Force removes
+// those anyway, losing what they hold. With Options.DryRun gc inspects
+// and reports, and changes nothing.
+//
+// In the current repository gc also removes lock files of dead processes
+// (worktree.Repo.SweepLocks), clean worktrees no live run holds (Sweep),
+// and temporary merge-to-head branches that hold nothing (SweepBranches;
+// the branches of kept sandboxes stay).
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Options tune a collection.
+type Options struct {
+	// DryRun reports what would be done and changes nothing.
+	DryRun bool
+	// Force removes isolated sandboxes whose work cannot be salvaged, with
+	// that work.
+	Force bool
+}
+
+// Provider is a sandbox provider to collect from.
+type Provider struct {
+	// Name names the provider in reports (the plugin name).
+	Name     string
+	Provider sdk.SandboxProvider
+}
+
+// Action is what happened to an orphaned sandbox.
+type Action string
+
+const (
+	Removed     Action = "removed"
+	WouldRemove Action = "would remove"
+	Kept        Action = "kept"
+	// Failed: the provider could not remove it (Sandbox.Reason says why).
+	Failed Action = "failed"
+)
+
+// Sandbox is what gc did (or would do) with one orphaned resource.
+type Sandbox struct {
+	Provider string
+	Resource sdk.Resource
+	// Isolated: the provider's contract is not sdk.ContractBindMount, so
+	// the sandbox may hold work of its own.
+	Isolated bool
+	Action   Action
+	// Reason says why it was kept or removing it failed, or, when Force
+	// removed a sandbox that could not be salvaged, why.
+	Reason string
+	// Salvage is the unsynced work found in the sandbox: brought back to
+	// the host, or to be with DryRun. Nil when there was none.
+	Salvage *Salvage
+	// Inspect, for a kept sandbox that gc reattached to, says where its
+	// repository is and how to look at the unsynced work.
+	Inspect string
+}
+
+// Run is the run name from the resource's labels (its id for older runs).
+func (s Sandbox) Run() string {
+	if n := s.Resource.Labels[sdk.LabelRunName]; n != "" {
+		return n
+	}
+	return s.Resource.Labels[sdk.LabelRun]
+}
+
+// Salvage is the unsynced work of one sandbox.
+type Salvage struct {
+	// Repo is the host repository the work went (or goes) to.
+	Repo string
+	// Branch holds Commits: the run's branch, or RescueBranch.
+	Branch string
+	// Commits are the sandbox's commits beyond the run's base, oldest first.
+	Commits []worktree.Commit
+	// RescueBranch is set when the run's branch moved on the host and the
+	// commits went to this new branch instead.
+	RescueBranch string
+	// Dirty: the sandbox had uncommitted work; PatchPath is where it was
+	// saved (empty with DryRun).
+	Dirty     bool
+	PatchPath string
+}
+
+// Report is what Run did.
+type Report struct {
+	Sandboxes []Sandbox
+	Worktrees []worktree.Swept
+	Locks     []worktree.SweptLock
+	Branches  []worktree.SweptBranch
+	// Errors are failures that did not stop the rest (a provider that could
+	// not list its resources, a sweep that failed).
+	Errors []error
+}
+
+// Run collects the orphaned sandboxes of providers, salvaging isolated
+// ones first, and, when repo is not nil, sweeps its stale locks, worktrees
+// and empty temporary branches.
+func Run(ctx context.Context, repo *worktree.Repo, providers []Provider, opts Options) Report {
+	var rep Report
+	if repo != nil { // first, so the report names the locks the salvage would break
+		var err error
+		if rep.Locks, err = repo.SweepLocks(opts.DryRun); err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("locks: %w", err))
+		}
+	}
+	for _, p := range providers {
+		sbs, err := Sandboxes(ctx, p.Name, p.Provider, opts)
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("sandbox %s: %w", p.Name, err))
+		}
+		rep.Sandboxes = append(rep.Sandboxes, sbs...)
+	}
+	if repo == nil {
+		return rep
+	}
+	var err error
+	if rep.Worktrees, err = repo.Sweep(ctx, opts.DryRun); err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("worktrees: %w", err))
+	}
+	if rep.Branches, err = repo.SweepBranches(ctx, opts.DryRun, keepBranches(repo, rep.Sandboxes)); err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("branches: %w", err))
+	}
+	return rep
+}
+
+// keepBranches are the branches of repo that sandboxes still need, with
+// the reason: those of kept sandboxes, and with a dry run those that would
+// receive salvaged commits.
+func keepBranches(repo *worktree.Repo, sbs []Sandbox) map[string]string {
+	keep := map[string]string{}
+	for _, s := range sbs {
+		l := s.Resource.Labels
+		if !s.Isolated || l[sdk.LabelBranch] == "" || !sameDir(l[sdk.LabelRepo], repo.Root) {
+			continue
+		}
+		switch {
+		case s.Action == Kept || s.Action == Failed:
+			keep[l[sdk.LabelBranch]] = "its run's sandbox " + s.Resource.ID + " is kept"
+		case s.Action == WouldRemove && s.Salvage != nil && len(s.Salvage.Commits) > 0:
+			keep[l[sdk.LabelBranch]] = "would receive the salvaged commits of " + s.Resource.ID
+		}
+	}
+	return keep
+}
+
+func sameDir(a, b string) bool {
+	if a == "" {
+		return false
+	}
+	if ra, err := filepath.EvalSymlinks(a); err == nil {
+		a = ra
+	}
+	if rb, err := filepath.EvalSymlinks(b); err == nil {
+		b = rb
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
+}
+
+// Sandboxes collects the orphaned resources of one sandbox provider. A
+// provider that does not list resources has none.
+func Sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, opts Options) ([]Sandbox, error) {
+	rl, ok := p.(sdk.ResourceLister)
+	if !ok {
+		return nil, nil
+	}
+	res, err := rl.ListResources(ctx)
+	if errors.Is(err, sdk.ErrNotSupported) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing resources: %w", err)
+	}
+	var out []Sandbox
+	var contract sdk.Contract
+	for _, r := range res {
+		if !Orphaned(r.Labels) {
+			continue
+		}
+		if contract == "" {
+			info, err := p.Info(ctx)
+			if err != nil {
+				return out, err
+			}
+			contract = "unknown"
+			if info.Sandbox != nil && info.Sandbox.Contract != "" {
+				contract = info.Sandbox.Contract
+			}
+		}
+		// Anything but bind-mount may hold work of its own.
+		isolated := contract != sdk.ContractBindMount
+		s := Sandbox{Provider: name, Resource: r, Isolated: isolated}
+		if isolated {
+			salvage(ctx, p, rl, &s, opts)
+		} else {
+			remove(ctx, rl, &s, opts)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Orphaned reports whether a resource's run is certainly dead: it was made
+// on this host by a sanddune process that no longer exists.
+func Orphaned(labels map[string]string) bool {
+	host, _ := os.Hostname()
+	if labels[sdk.LabelHost] != host {
+		return false
+	}
+	pid, err := strconv.Atoi(labels[sdk.LabelPID])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// remove removes the resource (or says it would).
+func remove(ctx context.Context, rl sdk.ResourceLister, s *Sandbox, opts Options) {
+	if opts.DryRun {
+		s.Action = WouldRemove
+		return
+	}
+	if err := rl.RemoveResource(ctx, s.Resource.ID); err != nil {
+		s.Action, s.Reason = Failed, err.Error()
+		return
+	}
+	s.Action = Removed
+}

@@ -1,0 +1,111 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// fakeProvider lists fixed resources and records removals; it cannot
+// recover sandboxes.
+type fakeProvider struct {
+	sdk.SandboxProvider // unused methods panic
+	caps                *sdk.SandboxCapabilities
+	resources           []sdk.Resource
+	listErr             error
+	removed             []string
+}
+
+func (f *fakeProvider) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{Name: "fake", Kind: sdk.KindSandbox, Sandbox: f.caps}, nil
+}
+
+func (f *fakeProvider) ListResources(context.Context) ([]sdk.Resource, error) {
+	return f.resources, f.listErr
+}
+
+func (f *fakeProvider) RemoveResource(_ context.Context, id string) error {
+	f.removed = append(f.removed, id)
+	return nil
+}
+
+func labels(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	host, _ := os.Hostname()
+	return map[string]string{sdk.LabelRun: "r", sdk.LabelPID: strconv.Itoa(pid), sdk.LabelHost: host}
+}
+
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func TestOrphaned(t *testing.T) {
+	dead := deadPID(t)
+	for name, tc := range map[string]struct {
+		labels map[string]string
+		want   bool
+	}{
+		"dead pid":     {labels(t, dead), true},
+		"live pid":     {labels(t, os.Getpid()), false},
+		"other host":   {map[string]string{sdk.LabelPID: strconv.Itoa(dead), sdk.LabelHost: "elsewhere"}, false},
+		"no pid label": {map[string]string{sdk.LabelHost: labels(t, dead)[sdk.LabelHost]}, false},
+	} {
+		if got := Orphaned(tc.labels); got != tc.want {
+			t.Errorf("%s: Orphaned = %v", name, got)
+		}
+	}
+}
+
+func TestFakeBindMountOrphansAreRemoved(t *testing.T) {
+	ctx := context.Background()
+	p := &fakeProvider{caps: &sdk.SandboxCapabilities{Contract: sdk.ContractBindMount}, resources: []sdk.Resource{
+		{ID: "dead", Labels: labels(t, deadPID(t))}, {ID: "live", Labels: labels(t, os.Getpid())},
+	}}
+	sbs, err := Sandboxes(ctx, "fake", p, Options{DryRun: true})
+	if err != nil || len(sbs) != 1 || sbs[0].Action != WouldRemove || sbs[0].Isolated || len(p.removed) != 0 {
+		t.Fatalf("dry run: %+v, %v, removed %v", sbs, err, p.removed)
+	}
+	sbs, err = Sandboxes(ctx, "fake", p, Options{})
+	if err != nil || len(sbs) != 1 || sbs[0].Action != Removed || !slices.Equal(p.removed, []string{"dead"}) {
+		t.Fatalf("gc: %+v, %v, removed %v", sbs, err, p.removed)
+	}
+}
+
+// A provider that does not say its contract may hold work: it is treated
+// as isolated, and kept since it cannot recover its sandboxes.
+func TestFakeUnknownContractIsKept(t *testing.T) {
+	p := &fakeProvider{resources: []sdk.Resource{{ID: "dead", Labels: labels(t, deadPID(t))}}}
+	sbs, err := Sandboxes(context.Background(), "fake", p, Options{})
+	if err != nil || len(sbs) != 1 || !sbs[0].Isolated || sbs[0].Action != Kept || len(p.removed) != 0 ||
+		!strings.Contains(sbs[0].Reason, "--force") {
+		t.Fatalf("gc: %+v, %v, removed %v", sbs, err, p.removed)
+	}
+}
+
+func TestFakeListingErrors(t *testing.T) {
+	ctx := context.Background()
+	p := &fakeProvider{listErr: errors.New("daemon down")}
+	if _, err := Sandboxes(ctx, "fake", p, Options{}); err == nil || !strings.Contains(err.Error(), "daemon down") {
+		t.Errorf("listing error: %v", err)
+	}
+	p.listErr = &sdk.PluginError{Op: "ListResources", Err: sdk.ErrNotSupported}
+	if sbs, err := Sandboxes(ctx, "fake", p, Options{}); err != nil || sbs != nil {
+		t.Errorf("a provider without resources: %+v, %v", sbs, err)
+	}
+	rep := Run(ctx, nil, []Provider{{Name: "fake", Provider: &fakeProvider{listErr: errors.New("daemon down")}}}, Options{})
+	if len(rep.Errors) != 1 || !strings.HasPrefix(rep.Errors[0].Error(), "sandbox fake: ") {
+		t.Errorf("Run errors %v", rep.Errors)
+	}
+}
