@@ -106,6 +106,8 @@ type runner struct {
 	sb       sdk.Sandbox
 	res      *Result
 	syncedIn bool
+	// refsBefore are the host's branches and tags when the sandbox started.
+	refsBefore map[string]string
 }
 
 func (r *runner) sandboxAddr() string { return addr(r.opts.Sandbox, "sandbox") }
@@ -354,6 +356,7 @@ func (r *runner) run(ctx context.Context) (_ *Result, err error) {
 		if e := r.teardown(ctx, runErr); runErr == nil {
 			runErr = e
 		}
+		r.checkRefs(ctx)
 		r.res.Elapsed = time.Since(r.start)
 		var summaryErr error
 		if runErr != nil {
@@ -425,6 +428,7 @@ func (r *runner) setup(ctx context.Context) *RunError {
 		return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
 
+	r.snapshotRefs(ctx)
 	ph = r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
 		Config: o.Sandbox.Config, RunID: worktree.SanitizeName(r.name) + "-" + r.stamp, RunName: r.name,

@@ -1,0 +1,76 @@
+package core
+
+import (
+	"context"
+	"strings"
+
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// A bind-mount sandbox has the host repo's refs mounted read-write (git
+// needs them to commit), so an agent can move or delete branches and tags
+// that are not the run's. The ref guard notes every branch and tag before
+// the sandbox starts and, at the end, warns about each one that changed,
+// with the command that puts it back. It cannot tell the agent from a user
+// working in the repo meanwhile, so it only warns.
+
+// snapshotRefs records the host's branches and tags (bind-mount only).
+func (r *runner) snapshotRefs(ctx context.Context) {
+	if r.caps.Contract != sdk.ContractBindMount {
+		return
+	}
+	refs, err := r.refs(ctx)
+	if err != nil {
+		r.log.Debug("ref snapshot failed", "error", err)
+		return
+	}
+	r.refsBefore = refs
+}
+
+func (r *runner) refs(ctx context.Context) (map[string]string, error) {
+	out, err := r.repo.Git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if name, sha, ok := strings.Cut(line, " "); ok {
+			refs[name] = sha
+		}
+	}
+	return refs, nil
+}
+
+// checkRefs warns about branches and tags other than the run's own that
+// were moved or deleted while the sandbox was up.
+func (r *runner) checkRefs(ctx context.Context) {
+	if r.refsBefore == nil || r.ws == nil {
+		return
+	}
+	now, err := r.refs(context.WithoutCancel(ctx))
+	if err != nil {
+		return
+	}
+	own := map[string]bool{}
+	for _, b := range []string{r.hostBranch, r.ws.Branch, r.ws.TargetBranch} {
+		own["refs/heads/"+b] = true
+	}
+	for name, was := range r.refsBefore {
+		if own[name] || worktree.IsTempBranch(strings.TrimPrefix(name, "refs/heads/")) {
+			continue
+		}
+		short, kind, restore := strings.TrimPrefix(name, "refs/heads/"), "branch", "git branch -f"
+		if strings.HasPrefix(name, "refs/tags/") {
+			short, kind, restore = strings.TrimPrefix(name, "refs/tags/"), "tag", "git tag -f"
+		}
+		switch is, ok := now[name]; {
+		case !ok:
+			r.progress.Warn("%s %s was deleted while the sandbox ran (by the agent, or by someone working in the repo); it pointed at %s: `%s %s %s` restores it",
+				kind, short, was, restore, short, was)
+		case is != was:
+			r.progress.Warn("%s %s moved from %s to %s while the sandbox ran (by the agent, or by someone working in the repo): `%s %s %s` puts it back",
+				kind, short, was, is, restore, short, was)
+		}
+	}
+}
