@@ -79,6 +79,10 @@ func runPluginCommand(name string, args []string) (code int, ok bool) {
 		if ctx.Err() != nil {
 			return exitCancelled, true
 		}
+		var pe *sdk.PluginError
+		if errors.As(err, &pe) && !errors.Is(err, sdk.ErrPluginShutdown) {
+			err = pe.Err // the plugin's own message; the command line names the plugin
+		}
 		fmt.Fprintf(os.Stderr, "Error: sanddune %s %s: %v\n", name, args[0], err)
 		return exitFailure, true
 	}
