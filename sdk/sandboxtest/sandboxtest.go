@@ -498,6 +498,10 @@ func (s *suite) testCancel(t *testing.T) {
 		t.Errorf("Exec after cancel: %v, want context.Canceled", r)
 	}
 	s.checkGone(t, file)
+	// Cancelling one command leaves the sandbox usable.
+	if r := s.exec(context.Background(), sh(`echo still usable`), nil); r.err != nil || r.ExitCode != 0 || !slices.Equal(r.stdout, []string{"still usable"}) {
+		t.Errorf("Exec after a cancelled one: %v, want the sandbox still usable", r)
+	}
 }
 
 func (s *suite) testConcurrent(t *testing.T) {
