@@ -179,7 +179,7 @@ func (s schemaSource) Schema(ctx context.Context, kind sdk.Kind, plugin string) 
 	if err != nil {
 		var nf *pluginhost.NotFoundError
 		if errors.As(err, &nf) {
-			return sdk.Schema{}, sdk.Info{}, fmt.Errorf("%w: %v", config.ErrUnknownPlugin, err)
+			return sdk.Schema{}, sdk.Info{}, fmt.Errorf("%w: %w", config.ErrUnknownPlugin, err)
 		}
 		return sdk.Schema{}, sdk.Info{}, err
 	}

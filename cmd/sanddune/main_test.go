@@ -473,3 +473,19 @@ run "x" {
 		t.Fatalf("exit %d, want 2 with a hint\n%s", r.code, r.stderr)
 	}
 }
+
+func TestUnknownPluginSuggestsTheClosestName(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "dokker" "d" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "x" {
+  prompt = "x"
+}
+`)
+	r := run(t, dir, "validate", "-c", "cfg.hcl")
+	if r.code != 1 || !strings.Contains(r.stderr, "cfg.hcl:1:9") || !strings.Contains(r.stderr, `Did you mean "docker"?`) {
+		t.Fatalf("exit %d, want a diagnostic suggesting docker\n%s", r.code, r.stderr)
+	}
+}

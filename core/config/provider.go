@@ -103,10 +103,17 @@ func (d *providerDecoder) validLabels(b *hcl.Block) bool {
 
 func unknownPluginDiag(kind sdk.Kind, plugin string, rng hcl.Range, err error) *hcl.Diagnostic {
 	if errors.Is(err, ErrUnknownPlugin) {
+		didYouMean := ""
+		var k interface{ KnownPlugins() []string }
+		if errors.As(err, &k) {
+			if s := suggest(plugin, k.KnownPlugins()); s != "" {
+				didYouMean = fmt.Sprintf("Did you mean %q? ", s)
+			}
+		}
 		return errorDiag(rng, fmt.Sprintf("Unknown %s plugin %q", kind, plugin),
-			"No %s plugin named %q is installed. Install an executable named sanddune-plugin-%s in a directory listed in SANDDUNE_PLUGIN_PATH, "+
+			"%sNo %s plugin named %q is installed. Install an executable named sanddune-plugin-%s in a directory listed in SANDDUNE_PLUGIN_PATH, "+
 				"in .sanddune/plugins/ of the repository, in $XDG_DATA_HOME/sanddune/plugins or next to the sanddune executable. "+
-				"`sanddune plugins list` shows the plugins found.", kind, plugin, plugin)
+				"`sanddune plugins list` shows the plugins found.", didYouMean, kind, plugin, plugin)
 	}
 	return errorDiag(rng, fmt.Sprintf("Failed to load %s plugin %q", kind, plugin), "%s", err)
 }

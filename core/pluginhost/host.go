@@ -84,7 +84,12 @@ type NotFoundError struct {
 	Kind  sdk.Kind
 	Label string
 	Dirs  []string
+	// Known are the plugin names that do exist (built-ins and binaries).
+	Known []string
 }
+
+// KnownPlugins lets a caller suggest a name the user may have meant.
+func (e *NotFoundError) KnownPlugins() []string { return e.Known }
 
 func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("no %s plugin named %q: it is not built in, and no %s%s was found in %s (set SANDDUNE_PLUGIN_PATH or drop the binary in .sanddune/plugins)",
@@ -156,7 +161,11 @@ func (h *Host) Resolve(ctx context.Context, kind sdk.Kind, label string) (Compon
 				name, src, kind, label, describeCatalog(p.catalog))
 		}
 	}
-	return Component{}, &NotFoundError{Kind: kind, Label: label, Dirs: h.dirs}
+	known := append([]string{}, h.opts.Builtins...)
+	for _, b := range listBinaries(h.dirs) {
+		known = append(known, b.Name)
+	}
+	return Component{}, &NotFoundError{Kind: kind, Label: label, Dirs: h.dirs, Known: known}
 }
 
 func dispense(rpc plugin.ClientProtocol, kind sdk.Kind, name string) (sdk.Provider, error) {
