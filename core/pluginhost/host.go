@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -52,6 +53,7 @@ type process struct {
 	killed  chan struct{} // closed once the plugin is killed
 	src     Source
 	cmd     *exec.Cmd
+	stderr  io.WriteCloser
 	client  *plugin.Client
 	rpc     plugin.ClientProtocol
 	catalog []sdk.Info
@@ -270,6 +272,7 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	cmd.WaitDelay = 2 * time.Second
 	p.cmd = cmd
 	logName := "plugin." + src.Name
+	p.stderr = stderrTo(h.opts.Logger.Named(logName))
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.ClientPluginSets(),
@@ -277,12 +280,13 @@ func (p *process) launch(ctx context.Context, h *Host) {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           h.opts.Logger.Named(logName),
 		StartTimeout:     h.opts.StartTimeout,
-		SyncStderr:       stderrTo(h.opts.Logger.Named(logName)),
+		SyncStderr:       p.stderr,
 	})
 	rpc, err := p.client.Client()
 	if err != nil {
 		killGroup(cmd)
 		p.client.Kill()
+		p.stderr.Close()
 		if m := pluginVersionRE.FindStringSubmatch(err.Error()); m != nil {
 			p.err = &VersionError{Plugin: src.Name, Path: src.String(), PluginVer: m[1], SupportedVer: supportedVersions()}
 			return
@@ -371,6 +375,7 @@ func (h *Host) Close() {
 			if p.client != nil {
 				p.client.Kill()
 				killGroup(p.cmd)
+				p.stderr.Close()
 			}
 			close(p.killed)
 		}()

@@ -8,8 +8,9 @@ import (
 )
 
 // stderrTo returns a writer that logs each line a plugin writes to its
-// synced stderr (non-hclog output) at debug level.
-func stderrTo(l hclog.Logger) io.Writer {
+// synced stderr (non-hclog output) at debug level; closing it ends the
+// logging goroutine.
+func stderrTo(l hclog.Logger) io.WriteCloser {
 	r, w := io.Pipe()
 	go func() {
 		s := bufio.NewScanner(r)
