@@ -13,6 +13,7 @@ import (
 	"github.com/missingstudio/sanddune/plugins/local"
 	"github.com/missingstudio/sanddune/plugins/opencode"
 	"github.com/missingstudio/sanddune/plugins/pi"
+	"github.com/missingstudio/sanddune/plugins/vercel"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -27,6 +28,7 @@ var builtins = map[string]func() sdk.ServeOpts{
 	"local":      sandbox("local", local.New),
 	"docker":     sandbox("docker", docker.New),
 	"bubblewrap": sandbox("bubblewrap", bubblewrap.New),
+	"vercel":     sandbox("vercel", vercel.New),
 	"command":    agent("command", command.New),
 	"claude":     agent("claude", claude.New),
 	"codex":      agent("codex", codex.New),

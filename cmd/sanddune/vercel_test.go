@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/plugins/vercel/vercelfake"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+)
+
+// The vercel sandbox end to end: the real sanddune binary and its vercel
+// plugin against the fake Vercel API (vercelfake), whose commands really
+// run, so git bundles really go in and out.
+
+// fakeVercel starts the fake API and returns it with the env that points
+// sanddune at it.
+func fakeVercel(t *testing.T) (*vercelfake.Server, []string) {
+	t.Helper()
+	kittest.RequireEngine(t, "bubblewrap (the fake Vercel API runs commands with it)", vercelfake.Available())
+	srv, err := vercelfake.New(vercelfake.Options{Token: "tok-e2e", TeamID: "team_e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv, []string{"VERCEL_TOKEN=tok-e2e", "VERCEL_TEAM_ID=team_e2e", "VERCEL_PROJECT_ID=prj_e2e",
+		"VERCEL_OIDC_TOKEN=", "SANDDUNE_VERCEL_BASE_URL=" + srv.URL}
+}
+
+func runEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := sandduneCmd(dir, args...)
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// vercelAgent reads the prompt from stdin, commits it with a fixed author
+// date (so the SHA is the agent's own), prints the commit's SHA, leaves an
+// uncommitted file and signals completion.
+const vercelAgent = `["sh", "-c", "cat > prompt.txt && git add prompt.txt && GIT_AUTHOR_DATE='2001-02-03T04:05:06Z' GIT_COMMITTER_DATE='2001-02-03T04:05:06Z' git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: save prompt' && echo sha=$(git rev-parse HEAD) && echo wip > wip.txt && echo '<promise>COMPLETE</promise>'"]`
+
+type runDoc struct {
+	Runs []struct {
+		Branch    string
+		Commits   []struct{ SHA string }
+		Stdout    string
+		PatchPath *string `json:"patch_path"`
+		Error     *string
+	}
+}
+
+func TestVercelRunAgainstFakeAPILandsAgentCommits(t *testing.T) {
+	srv, env := fakeVercel(t)
+	for name, strategy := range map[string]string{
+		"Branch":      `{ type = "branch", branch = "agent/vercel" }`,
+		"MergeToHead": `{ type = "merge-to-head" }`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := gitRepo(t)
+			writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "vm" {
+  vcpus   = 2
+  timeout = "10m"
+  env     = { FROM_BLOCK = "yes" }
+}
+agent "command" "script" {
+  command = `+vercelAgent+`
+}
+run "remote" {
+  prompt          = "hello from the host"
+  branch_strategy = `+strategy+`
+}
+`)
+			// Injected rate limits and server errors are retried.
+			srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCreate, Status: 429, RetryAfter: "1"})
+			srv.Inject(vercelfake.Fault{Route: vercelfake.RouteWrite, Status: 503})
+			srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCmdLogs, Status: 500})
+			r := runEnv(t, dir, env, "run", "--json")
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			var doc runDoc
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Runs) != 1 {
+				t.Fatalf("stdout: %v\n%s", err, r.stdout)
+			}
+			res := doc.Runs[0]
+			i := strings.Index(res.Stdout, "sha=")
+			if i < 0 || len(res.Commits) != 1 {
+				t.Fatalf("run result %+v", res)
+			}
+			agentSHA := strings.Fields(res.Stdout[i+4:])[0]
+			branch := res.Branch
+			if strings.Contains(strategy, "merge-to-head") {
+				branch = "main"
+			}
+			if got := gitOut(t, dir, "rev-parse", branch); got != agentSHA || res.Commits[0].SHA != agentSHA {
+				t.Errorf("%s is at %s, result commit %s; want the agent's own commit %s", branch, got, res.Commits[0].SHA, agentSHA)
+			}
+			if got := gitOut(t, dir, "show", agentSHA+":prompt.txt"); got != "hello from the host" {
+				t.Errorf("prompt.txt = %q: the prompt did not reach the agent's stdin", got)
+			}
+			if res.PatchPath == nil {
+				t.Fatalf("no patch for the uncommitted wip.txt: %+v", res)
+			}
+			if data, err := os.ReadFile(*res.PatchPath); err != nil || !strings.Contains(string(data), "+++ b/wip.txt") {
+				t.Errorf("patch %s: %v\n%s", *res.PatchPath, err, data)
+			}
+			if len(srv.Sandboxes()) != 0 || srv.RunningSessions() != 0 {
+				t.Errorf("sandboxes left after the run: %v", srv.Sandboxes())
+			}
+		})
+	}
+	retried := map[vercelfake.Route]int{}
+	for _, req := range srv.Requests() {
+		if req.Status == 429 || req.Status >= 500 {
+			retried[req.Route]++
+		}
+		if req.TeamID != "team_e2e" {
+			t.Errorf("%s %s without the team id", req.Method, req.Path)
+		}
+	}
+	for _, r := range []vercelfake.Route{vercelfake.RouteCreate, vercelfake.RouteWrite, vercelfake.RouteCmdLogs} {
+		if retried[r] != 2 {
+			t.Errorf("%s: %d failed attempts, want the 2 injected (then retried)", r, retried[r])
+		}
+	}
+	for _, req := range srv.Requests() {
+		if req.Route == vercelfake.RouteCreate && req.Status == 200 && !strings.Contains(string(req.Body), `"persistent":false`) {
+			t.Errorf("create without persistent:false: %s", req.Body)
+		}
+	}
+}
+
+// TestVercelDroppedLogStreamAgainstFakeAPIKeepsWork: the log stream of the
+// agent breaks off after the agent committed; the run fails saying so, and
+// the commit is still synced out onto the branch.
+func TestVercelDroppedLogStreamAgainstFakeAPIKeepsWork(t *testing.T) {
+	srv, env := fakeVercel(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "vm" {}
+agent "command" "script" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: work' && echo committed && sleep 30 && echo late"]
+}
+run "dropped" {
+  prompt          = "x"
+  branch_strategy = { type = "branch", branch = "agent/dropped" }
+}
+`)
+	srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCmdLogs, Command: "agent: work", DropAfterLines: 1})
+	r := runEnv(t, dir, env, "run", "--json")
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "log stream broke off") {
+		t.Fatalf("exit %d, want 1 with the broken stream named\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := gitOut(t, dir, "log", "-1", "--format=%s", "agent/dropped"); got != "agent: work" {
+		t.Errorf("agent/dropped is at %q, want the agent's commit kept", got)
+	}
+	if len(srv.Sandboxes()) != 0 {
+		t.Errorf("sandboxes left: %v", srv.Sandboxes())
+	}
+}
+
+// TestVercelKilledRunAgainstFakeAPIIsSalvagedByGC kills sanddune outright
+// while the agent in a vercel sandbox has committed and left an
+// uncommitted file; `sanddune gc` brings the commit onto the run's branch,
+// the file as a patch, and deletes the sandbox.
+func TestVercelKilledRunAgainstFakeAPIIsSalvagedByGC(t *testing.T) {
+	srv, env := fakeVercel(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "vm" {}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: work' && echo wip > wip.txt && echo started && exec sleep 1000"]
+}
+run "orphan" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/orphan" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	base := gitOut(t, dir, "rev-parse", "main")
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, env...)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	started := false
+	for !started && sc.Scan() {
+		started = strings.Contains(sc.Text(), "started")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !started {
+		t.Fatalf("the agent did not start:\n%s", stderr.String())
+	}
+	if n := len(srv.Sandboxes()); n != 1 {
+		t.Fatalf("want the killed run's sandbox left, found %d", n)
+	}
+
+	r := runEnv(t, dir, env, "gc")
+	if r.code != 0 || !strings.Contains(r.stdout, "salvaged from sanddune-") {
+		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := gitOut(t, dir, "log", "--format=%s%x09%an", base+"..agent/orphan"); got != "agent: work\tagent" {
+		t.Errorf("agent/orphan holds %q beyond the base, want the agent's commit", got)
+	}
+	patches, _ := filepath.Glob(filepath.Join(dir, ".sanddune", "patches", "orphan-*.patch"))
+	if len(patches) != 1 {
+		t.Fatalf("patches %v\n%s", patches, r.stdout)
+	}
+	if data, _ := os.ReadFile(patches[0]); !strings.Contains(string(data), "+++ b/wip.txt") {
+		t.Errorf("the patch does not hold wip.txt:\n%s", data)
+	}
+	if got := srv.Sandboxes(); len(got) != 0 {
+		t.Errorf("gc left the salvaged sandbox: %v", got)
+	}
+}
