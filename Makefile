@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help install build test test-unit proto agents-compat bench
+.PHONY: help install build test test-unit proto agents-compat vercel-compat bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ proto: ## regenerate the plugin protocol's Go code
 
 agents-compat: ## check built agent command lines against the real CLIs (npm)
 	@bash scripts/agents-compat.sh
+
+vercel-compat: ## drive the fake Vercel API with the official @vercel/sandbox SDK (npm)
+	@bash scripts/vercel-compat.sh
 
 bench: ## run the benchmarks in bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./core/...

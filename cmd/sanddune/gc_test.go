@@ -30,8 +30,29 @@ run "orphan" {
   }
 }
 `)
+	killWhenStarted(t, dir, "TMPDIR="+tmp)
+	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
+	if len(sandboxes) != 1 {
+		t.Fatalf("want the killed run's sandbox dir left in %s, found %v", tmp, sandboxes)
+	}
+	// The agent may outlive sanddune; stop it so that nothing leaks.
+	data, err := os.ReadFile(filepath.Join(sandboxes[0], "agent.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return sandboxes[0]
+}
+
+// killWhenStarted runs sanddune in dir with env added, waits until its
+// agent prints "started", and kills sanddune outright.
+func killWhenStarted(t *testing.T, dir string, env ...string) {
+	t.Helper()
 	cmd := sandduneCmd(dir, "run")
-	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -48,20 +69,6 @@ run "orphan" {
 	if !started {
 		t.Fatalf("the agent did not start:\n%s", stderr.String())
 	}
-	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
-	if len(sandboxes) != 1 {
-		t.Fatalf("want the killed run's sandbox dir left in %s, found %v", tmp, sandboxes)
-	}
-	// The agent may outlive sanddune; stop it so that nothing leaks.
-	data, err := os.ReadFile(filepath.Join(sandboxes[0], "agent.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-		syscall.Kill(-pid, syscall.SIGKILL)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	return sandboxes[0]
 }
 
 func gcIn(dir, tmp string, args ...string) result {

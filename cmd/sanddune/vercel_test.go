@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -192,24 +191,7 @@ run "orphan" {
 }
 `)
 	base := gitOut(t, dir, "rev-parse", "main")
-	cmd := sandduneCmd(dir, "run")
-	cmd.Env = append(cmd.Env, env...)
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	started := false
-	for !started && sc.Scan() {
-		started = strings.Contains(sc.Text(), "started")
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	if !started {
-		t.Fatalf("the agent did not start:\n%s", stderr.String())
-	}
+	killWhenStarted(t, dir, env...)
 	if n := len(srv.Sandboxes()); n != 1 {
 		t.Fatalf("want the killed run's sandbox left, found %d", n)
 	}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Transport settings.
@@ -74,11 +76,12 @@ type client struct {
 	token  string
 	teamID string
 	http   *http.Client
+	log    hclog.Logger
 	// sleep waits between attempts (tests may shorten it).
 	sleep func(context.Context, time.Duration) error
 }
 
-func newClient(baseURL string, cred credentials) *client {
+func newClient(baseURL string, cred credentials, log hclog.Logger) *client {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
 	}
@@ -87,6 +90,7 @@ func newClient(baseURL string, cred credentials) *client {
 		token:  cred.token,
 		teamID: cred.teamID,
 		http:   &http.Client{}, // no client timeout: log streams last as long as their command
+		log:    log,
 		sleep:  sleepCtx,
 	}
 }
@@ -170,6 +174,7 @@ func (c *client) do(ctx context.Context, r request) (*http.Response, error) {
 		if wait == 0 {
 			wait = time.Duration(float64(backoff<<(attempt-1)) * (1 + rand.Float64()))
 		}
+		c.log.Warn("vercel API call failed; retrying", "op", op, "error", err.Error(), "attempt", attempt, "wait", wait.String())
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return nil, serr
 		}

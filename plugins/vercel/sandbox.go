@@ -171,7 +171,7 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 		Command: "sh",
 		Args:    append(wrapper, argv...),
 		Cwd:     s.abs(req.Cwd),
-		Env:     mergeEnv(s.env, req.Env),
+		Env:     sandboxkit.MergeEnv(s.env, req.Env),
 		Sudo:    req.Sudo,
 	}
 	if req.Cwd == "" {

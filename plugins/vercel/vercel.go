@@ -29,7 +29,10 @@ import (
 	"path"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // Version is the provider's version.
@@ -53,6 +56,7 @@ var tagLabels = []string{sdk.LabelRun, sdk.LabelHost, sdk.LabelPID}
 // sdk.ResourceLister and sdk.SandboxRecoverer.
 type Provider struct {
 	getenv func(string) string
+	log    hclog.Logger
 }
 
 var (
@@ -63,7 +67,9 @@ var (
 
 // New returns the vercel sandbox provider, reading credentials from the
 // process environment.
-func New() sdk.SandboxProvider { return &Provider{getenv: os.Getenv} }
+func New() sdk.SandboxProvider {
+	return &Provider{getenv: os.Getenv, log: sdk.DefaultLogger().Named("vercel")}
+}
 
 // Info describes the provider.
 func (*Provider) Info(context.Context) (sdk.Info, error) {
@@ -102,7 +108,7 @@ func (p *Provider) setup(cfg sdk.Config) (config, *client, credentials, error) {
 	if base == "" {
 		base = p.getenv(envBaseURL)
 	}
-	return c, newClient(base, cred), cred, nil
+	return c, newClient(base, cred, p.log), cred, nil
 }
 
 // hasCredentials reports whether any credential variable is set.
@@ -159,7 +165,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, fmt.Errorf("vercel sandbox: creating sandbox %s: %w", body.Name, err)
 	}
-	s := newSandbox(cl, cred.projectID, created.Sandbox.Name, created.Session, mergeEnv(cfg.Env, req.Env))
+	s := newSandbox(cl, cred.projectID, created.Sandbox.Name, created.Session, sandboxkit.MergeEnv(cfg.Env, req.Env))
 	if err := s.prepare(ctx, req.Labels); err != nil {
 		rmErr := cl.remove(context.WithoutCancel(ctx), s.name, s.projectID)
 		if rmErr != nil {
@@ -291,16 +297,6 @@ func sandboxName(runID string) string {
 		return namePrefix + hex.EncodeToString(suffix)
 	}
 	return namePrefix + safe + "-" + hex.EncodeToString(suffix)
-}
-
-func mergeEnv(layers ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, l := range layers {
-		for k, v := range l {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 var errClosed = errors.New("vercel sandbox: sandbox is closed")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -52,7 +53,7 @@ func testClient(t *testing.T, srv *scripted) (*client, *[]time.Duration) {
 	t.Helper()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	c := newClient(ts.URL, credentials{token: "secret-token", teamID: "team_1", projectID: "prj_1"})
+	c := newClient(ts.URL, credentials{token: "secret-token", teamID: "team_1", projectID: "prj_1"}, hclog.NewNullLogger())
 	var waits []time.Duration
 	c.sleep = func(_ context.Context, d time.Duration) error {
 		waits = append(waits, d)
@@ -179,7 +180,7 @@ func TestCredentials(t *testing.T) {
 }
 
 func TestPreflightNamesTheProblem(t *testing.T) {
-	p := &Provider{getenv: func(k string) string { return map[string]string{envTeamID: "team"}[k] }}
+	p := &Provider{log: hclog.NewNullLogger(), getenv: func(k string) string { return map[string]string{envTeamID: "team"}[k] }}
 	err := p.Preflight(context.Background(), sdk.PreflightRequest{})
 	if err == nil || !strings.Contains(err.Error(), "VERCEL_TEAM_ID set but VERCEL_TOKEN and VERCEL_PROJECT_ID not") {
 		t.Errorf("partial credentials: %v", err)
@@ -188,12 +189,12 @@ func TestPreflightNamesTheProblem(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	env := map[string]string{envToken: "secret-token", envTeamID: "team", envProjectID: "prj"}
-	p = &Provider{getenv: func(k string) string { return env[k] }}
+	p = &Provider{log: hclog.NewNullLogger(), getenv: func(k string) string { return env[k] }}
 	err = p.Preflight(context.Background(), sdk.PreflightRequest{Config: sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(ts.URL)})}})
 	if err == nil || !strings.Contains(err.Error(), "refused the credentials for project prj") || !strings.Contains(err.Error(), "403 code_403") || strings.Contains(err.Error(), "secret-token") {
 		t.Errorf("refused token: %v", err)
 	}
-	if p.hasCredentials() != true || (&Provider{getenv: func(string) string { return "" }}).hasCredentials() {
+	if p.hasCredentials() != true || (&Provider{log: hclog.NewNullLogger(), getenv: func(string) string { return "" }}).hasCredentials() {
 		t.Error("hasCredentials")
 	}
 }
