@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ run "orphan" {
   }
 }
 `)
-	killWhenStarted(t, dir, "TMPDIR="+tmp)
+	signalWhenStarted(t, dir, syscall.SIGKILL, "TMPDIR="+tmp)
 	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
 	if len(sandboxes) != 1 {
 		t.Fatalf("want the killed run's sandbox dir left in %s, found %v", tmp, sandboxes)
@@ -47,9 +48,10 @@ run "orphan" {
 	return sandboxes[0]
 }
 
-// killWhenStarted runs sanddune in dir with env added, waits until its
-// agent prints "started", and kills sanddune outright.
-func killWhenStarted(t *testing.T, dir string, env ...string) {
+// signalWhenStarted runs sanddune in dir with env added, waits until its
+// agent prints "started", sends sig to sanddune and returns its exit code
+// (-1 when killed) and stderr.
+func signalWhenStarted(t *testing.T, dir string, sig syscall.Signal, env ...string) (int, string) {
 	t.Helper()
 	cmd := sandduneCmd(dir, "run")
 	cmd.Env = append(cmd.Env, env...)
@@ -64,11 +66,13 @@ func killWhenStarted(t *testing.T, dir string, env ...string) {
 	for !started && sc.Scan() {
 		started = strings.Contains(sc.Text(), "started")
 	}
-	cmd.Process.Kill()
+	cmd.Process.Signal(sig)
+	go io.Copy(io.Discard, stdout)
 	cmd.Wait()
 	if !started {
 		t.Fatalf("the agent did not start:\n%s", stderr.String())
 	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
 }
 
 func gcIn(dir, tmp string, args ...string) result {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/missingstudio/sanddune/plugins/vercel/vercelfake"
@@ -191,7 +192,7 @@ run "orphan" {
 }
 `)
 	base := gitOut(t, dir, "rev-parse", "main")
-	killWhenStarted(t, dir, env...)
+	signalWhenStarted(t, dir, syscall.SIGKILL, env...)
 	if n := len(srv.Sandboxes()); n != 1 {
 		t.Fatalf("want the killed run's sandbox left, found %d", n)
 	}
@@ -212,5 +213,42 @@ run "orphan" {
 	}
 	if got := srv.Sandboxes(); len(got) != 0 {
 		t.Errorf("gc left the salvaged sandbox: %v", got)
+	}
+}
+
+// TestVercelInterruptAgainstFakeAPILeavesNoSandbox: SIGTERM during a run
+// kills the agent's remote command, deletes the sandbox, exits 130 and
+// keeps the agent's commit.
+func TestVercelInterruptAgainstFakeAPILeavesNoSandbox(t *testing.T) {
+	srv, env := fakeVercel(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "vm" {}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
+}
+run "hang" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/hang" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	code, stderr := signalWhenStarted(t, dir, syscall.SIGTERM, env...)
+	if code != 130 {
+		t.Fatalf("exit %d, want 130\n%s", code, stderr)
+	}
+	if got := srv.Sandboxes(); len(got) != 0 || srv.RunningSessions() != 0 {
+		t.Errorf("sandboxes left behind: %v", got)
+	}
+	killed := false
+	for _, r := range srv.Requests() {
+		killed = killed || r.Route == vercelfake.RouteCmdKill && r.Status == 200
+	}
+	if !killed {
+		t.Error("the agent's command was never killed through the API")
+	}
+	if got := gitOut(t, dir, "show", "agent/hang:work.txt"); got != "work" {
+		t.Errorf("the agent's commit was lost: %q", got)
 	}
 }

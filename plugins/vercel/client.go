@@ -77,6 +77,8 @@ type client struct {
 	teamID string
 	http   *http.Client
 	log    hclog.Logger
+	// timeout bounds each attempt (callTimeout; tests shorten it).
+	timeout time.Duration
 	// sleep waits between attempts (tests may shorten it).
 	sleep func(context.Context, time.Duration) error
 }
@@ -86,12 +88,13 @@ func newClient(baseURL string, cred credentials, log hclog.Logger) *client {
 		baseURL = DefaultBaseURL
 	}
 	return &client{
-		base:   strings.TrimRight(baseURL, "/"),
-		token:  cred.token,
-		teamID: cred.teamID,
-		http:   &http.Client{}, // no client timeout: log streams last as long as their command
-		log:    log,
-		sleep:  sleepCtx,
+		base:    strings.TrimRight(baseURL, "/"),
+		token:   cred.token,
+		teamID:  cred.teamID,
+		http:    &http.Client{}, // no client timeout: log streams last as long as their command
+		log:     log,
+		timeout: callTimeout,
+		sleep:   sleepCtx,
 	}
 }
 
@@ -181,11 +184,11 @@ func (c *client) do(ctx context.Context, r request) (*http.Response, error) {
 	}
 }
 
-// once makes one attempt, bounded by callTimeout up to the headers (and
+// once makes one attempt, bounded by c.timeout up to the headers (and
 // through the body, unless r.stream).
 func (c *client) once(ctx context.Context, r request, u string) (*http.Response, error) {
 	actx, cancel := context.WithCancel(ctx)
-	timer := time.AfterFunc(callTimeout, cancel)
+	timer := time.AfterFunc(c.timeout, cancel)
 	req, err := http.NewRequestWithContext(actx, r.method, u, bytes.NewReader(r.body))
 	if err != nil {
 		cancel()
@@ -204,7 +207,7 @@ func (c *client) once(ctx context.Context, r request, u string) (*http.Response,
 		timer.Stop()
 		cancel()
 		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
-			return nil, fmt.Errorf("no answer within %s", callTimeout)
+			return nil, fmt.Errorf("no answer within %s", c.timeout)
 		}
 		return nil, err
 	}

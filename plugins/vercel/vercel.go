@@ -28,6 +28,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -57,6 +58,8 @@ var tagLabels = []string{sdk.LabelRun, sdk.LabelHost, sdk.LabelPID}
 type Provider struct {
 	getenv func(string) string
 	log    hclog.Logger
+	// timeout, when set, replaces callTimeout (tests shorten it).
+	timeout time.Duration
 }
 
 var (
@@ -108,7 +111,11 @@ func (p *Provider) setup(cfg sdk.Config) (config, *client, credentials, error) {
 	if base == "" {
 		base = p.getenv(envBaseURL)
 	}
-	return c, newClient(base, cred, p.log), cred, nil
+	cl := newClient(base, cred, p.log)
+	if p.timeout > 0 {
+		cl.timeout = p.timeout
+	}
+	return c, cl, cred, nil
 }
 
 // hasCredentials reports whether any credential variable is set.

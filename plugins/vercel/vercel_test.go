@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,27 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/plugins/vercel/vercelfake"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
+
+// startFake starts the fake Vercel API with credentials in the env.
+func startFake(t *testing.T) *vercelfake.Server {
+	t.Helper()
+	kittest.RequireEngine(t, "bubblewrap (the fake Vercel API runs commands with it)", vercelfake.Available())
+	srv, err := vercelfake.New(vercelfake.Options{Token: "test-token", TeamID: "team_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	t.Setenv(envToken, "test-token")
+	t.Setenv(envTeamID, "team_test")
+	t.Setenv(envProjectID, "prj_test")
+	t.Setenv(envOIDC, "")
+	t.Setenv(envBaseURL, srv.URL)
+	return srv
+}
 
 // scripted is an API server answering each request with the next status
 // of a script (200 {} once it runs out), recording what it saw.
@@ -237,5 +257,37 @@ func TestSandboxNames(t *testing.T) {
 		if got := sandboxName(run); !strings.HasPrefix(got, prefix) || len(got) != len(prefix)+8 {
 			t.Errorf("sandboxName(%q) = %q, want %s + 8 hex", run, got, prefix)
 		}
+	}
+}
+
+// TestSlowCreateAgainstFakeAPIMakesOneSandbox: a create that answers too
+// late is retried, and the retry does not leave a second sandbox behind.
+func TestSlowCreateAgainstFakeAPIMakesOneSandbox(t *testing.T) {
+	srv := startFake(t)
+	srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCreate, Delay: 2 * time.Second})
+	p := &Provider{getenv: os.Getenv, log: hclog.NewNullLogger(), timeout: 500 * time.Millisecond}
+	ctx := context.Background()
+	sb, err := p.Create(ctx, sdk.CreateRequest{RunID: "slow", Labels: map[string]string{sdk.LabelRun: "slow"}})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	time.Sleep(2 * time.Second) // the slow first create completes on the server
+	if got := srv.Sandboxes(); len(got) != 1 || got[0] != sb.Info().ID {
+		t.Errorf("sandboxes %v, want only %s", got, sb.Info().ID)
+	}
+	creates := 0
+	for _, r := range srv.Requests() {
+		if r.Route == vercelfake.RouteCreate {
+			creates++
+		}
+	}
+	if creates != 2 {
+		t.Errorf("%d create requests, want the slow one and its retry", creates)
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Sandboxes(); len(got) != 0 {
+		t.Errorf("sandboxes left after Close: %v", got)
 	}
 }
