@@ -118,16 +118,6 @@ func (p *Provider) setup(cfg sdk.Config) (config, *client, credentials, error) {
 	return c, cl, cred, nil
 }
 
-// hasCredentials reports whether any credential variable is set.
-func (p *Provider) hasCredentials() bool {
-	for _, k := range []string{envToken, envTeamID, envProjectID, envOIDC} {
-		if p.getenv(k) != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // Preflight checks the credentials and that the API accepts them for the
 // project (one list call).
 func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) error {
@@ -185,14 +175,14 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 
 // ListResources lists the sandboxes this provider created in the project,
 // with their labels (from the labels file while the sandbox runs, else
-// from its tags). Without any Vercel credentials there is nothing to list.
+// from its tags). Without usable credentials in the environment (gc has
+// no config) there is nothing to list: every `sanddune gc` asks every
+// sandbox plugin, and most users of it have no Vercel account.
 func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
-	if !p.hasCredentials() {
-		return nil, nil
-	}
 	_, cl, cred, err := p.setup(sdk.Config{})
 	if err != nil {
-		return nil, err
+		p.log.Debug("not listing Vercel sandboxes", "reason", err.Error())
+		return nil, nil
 	}
 	var out []sdk.Resource
 	cursor := ""

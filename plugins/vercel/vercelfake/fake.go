@@ -82,8 +82,9 @@ type Fault struct {
 	// Delay holds the request this long before serving it normally.
 	Delay time.Duration
 	// DropAfterLines (RouteCmdLogs) cuts the connection after this many
-	// log lines of a command whose argv contains Command, without ending
-	// the chunked body: the client sees a broken stream.
+	// log lines, without ending the chunked body: the client sees a broken
+	// stream. Command, when set, narrows it to a command whose argv
+	// contains it (status and delay faults ignore Command).
 	DropAfterLines int
 	Command        string
 	Times          int
@@ -213,7 +214,7 @@ func (s *Server) fault(route Route, cmd *command, drop bool) *Fault {
 		if f.Route != route || (f.DropAfterLines > 0) != drop {
 			continue
 		}
-		if f.Command != "" && (cmd == nil || !strings.Contains(strings.Join(append([]string{cmd.name}, cmd.args...), " "), f.Command)) {
+		if drop && f.Command != "" && (cmd == nil || !strings.Contains(strings.Join(append([]string{cmd.name}, cmd.args...), " "), f.Command)) {
 			continue
 		}
 		if f.Times--; f.Times <= 0 {
