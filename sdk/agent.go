@@ -110,13 +110,19 @@ const (
 	EventSessionID EventType = "session_id"
 	EventUsage     EventType = "usage"
 	EventResult    EventType = "result"
-	EventError     EventType = "error"
+	// EventError is an error the agent reports in its stream (a failed
+	// model call, a failed turn): the iteration fails with its text, even
+	// when the process exits 0.
+	EventError EventType = "error"
+	// EventWarning is a notice the agent recovers from (a retry, a
+	// reconnect): it is shown and logged, and fails nothing.
+	EventWarning EventType = "warning"
 )
 
 // Event is one normalised agent event. Which fields are set depends on Type.
 type Event struct {
 	Type EventType
-	// Text: the text of text, result and error events.
+	// Text: the text of text, result, error and warning events.
 	Text string
 	// ToolName, ToolArg: tool_call events; ToolArg is a short readable
 	// argument (the command, url, query...), possibly empty.

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -21,6 +22,11 @@ type line struct {
 	Result          json.RawMessage `json:"result"`
 	Errors          json.RawMessage `json:"errors"`
 	Usage           json.RawMessage `json:"usage"`
+	// system/api_retry
+	Attempt     int             `json:"attempt"`
+	MaxRetries  int             `json:"max_retries"`
+	ErrorStatus json.RawMessage `json:"error_status"`
+	Error       json.RawMessage `json:"error"`
 }
 
 type message struct {
@@ -59,6 +65,24 @@ func errorText(raw json.RawMessage) string {
 	return strings.Join(msgs, "; ")
 }
 
+// retryText describes an api_retry line: Claude Code retries the API call
+// itself, so it is a warning, not the iteration's error.
+func retryText(l *line) string {
+	why := agentkit.MessageText(l.Error)
+	if why == "" {
+		why = strings.Trim(string(l.ErrorStatus), `"`)
+	}
+	msg := fmt.Sprintf("API call failed, retrying (attempt %d", l.Attempt)
+	if l.MaxRetries > 0 {
+		msg += fmt.Sprintf(" of %d", l.MaxRetries)
+	}
+	msg += ")"
+	if why != "" && why != "null" {
+		msg += ": " + why
+	}
+	return msg
+}
+
 // Parser parses one iteration of `claude --output-format stream-json`.
 type Parser struct {
 	session    agentkit.SessionOnce
@@ -80,6 +104,10 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 	}
 	evs := p.session.Event(l.SessionID)
 	switch l.Type {
+	case "system":
+		if l.Subtype == "api_retry" {
+			evs = append(evs, sdk.Event{Type: sdk.EventWarning, Text: retryText(&l)})
+		}
 	case "assistant":
 		var m message
 		if json.Unmarshal(l.Message, &m) != nil {

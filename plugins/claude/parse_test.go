@@ -47,6 +47,24 @@ func parseCases(t *testing.T) []agenttest.Case {
 			},
 		},
 		{
+			// Claude Code retries a failed API call itself: a warning. The
+			// call that finally fails ends in an error result, exit 0 or not.
+			Name: "API retries, then an error result",
+			Lines: []string{
+				`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":529,"error":"overloaded","session_id":"s0"}`,
+				`{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1000,"error_status":529,"session_id":"s0"}`,
+				`{"type":"assistant","message":{"id":"m9","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: 529 overloaded"}]},"parent_tool_use_id":null,"session_id":"s0","error":"overloaded"}`,
+				`{"type":"result","subtype":"error_during_execution","is_error":true,"api_error_status":529,"result":"API Error: 529 overloaded <promise>COMPLETE</promise>","session_id":"s0"}`,
+			},
+			Want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "s0"},
+				{Type: sdk.EventWarning, Text: "API call failed, retrying (attempt 1 of 10): overloaded"},
+				{Type: sdk.EventWarning, Text: "API call failed, retrying (attempt 2 of 10): 529"},
+				{Type: sdk.EventText, Text: "API Error: 529 overloaded"},
+				{Type: sdk.EventError, Text: "API Error: 529 overloaded <promise>COMPLETE</promise>"},
+			},
+		},
+		{
 			Name: "error subtype without text",
 			Lines: []string{
 				`{"type":"result","subtype":"error_max_turns","is_error":false,"errors":["Reached max turns (3)"],"session_id":"s1"}`,
@@ -99,6 +117,7 @@ func parseCases(t *testing.T) []agenttest.Case {
 				// A JSON event of an unexpected shape loses what does not fit.
 				{Type: sdk.EventToolCall, ToolName: "Read", ToolArg: "/a"},
 				{Type: sdk.EventText, Text: `[1,2]`},
+				{Type: sdk.EventWarning, Text: "API call failed, retrying (attempt 1): unknown"},
 				{Type: sdk.EventText, Text: huge},
 				{Type: sdk.EventToolCall, ToolName: "WebFetch", ToolArg: "https://example.com"},
 				// No result line: usage is summed over distinct messages, last

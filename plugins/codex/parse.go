@@ -31,6 +31,7 @@ type item struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Query     string          `json:"query"`
+	Message   string          `json:"message"`
 }
 
 type usage struct {
@@ -95,15 +96,24 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		}
 		return []sdk.Event{{Type: sdk.EventError, Text: msg}}
 	case "error":
-		// Reconnect notices and other non-fatal stream errors: only a turn
-		// that never ends makes the last one the iteration's error.
+		// Reconnect notices and other non-fatal stream errors are
+		// warnings: only a turn that never ends makes the last one the
+		// iteration's error.
 		p.lastNotice = agentkit.MessageText(l.Message)
+		if p.lastNotice != "" {
+			return []sdk.Event{{Type: sdk.EventWarning, Text: p.lastNotice}}
+		}
 	}
 	return nil
 }
 
 func (p *Parser) item(event string, it *item) []sdk.Event {
 	switch it.Type {
+	case "error": // a non-fatal warning item
+		if event != "item.completed" || it.Message == "" {
+			return nil
+		}
+		return []sdk.Event{{Type: sdk.EventWarning, Text: it.Message}}
 	case "agent_message":
 		if event != "item.completed" {
 			return nil

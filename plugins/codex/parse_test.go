@@ -21,7 +21,8 @@ func parseCases(t *testing.T) []agenttest.Case {
 				{Type: sdk.EventSessionID, SessionID: session},
 				{Type: sdk.EventText, Text: "I'll run the tests first to see what is failing."},
 				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "npm test"},
-				// The reconnect notice is not an error.
+				// The reconnect notice is a warning, not an error.
+				{Type: sdk.EventWarning, Text: "Reconnecting... 1/5 (stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses))"},
 				{Type: sdk.EventToolCall, ToolName: "Edit", ToolArg: "/home/agent/workspace/src/sum.ts"},
 				{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "npm test -- src/sum.test.ts"},
 				{Type: sdk.EventText, Text: fixtureFinal},
@@ -39,6 +40,7 @@ func parseCases(t *testing.T) []agenttest.Case {
 			},
 			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "t1"},
+				{Type: sdk.EventWarning, Text: "Reconnecting... 1/5 (stream disconnected before completion)"},
 				{Type: sdk.EventError, Text: "unexpected status 401 Unauthorized"},
 			},
 		},
@@ -53,6 +55,9 @@ func parseCases(t *testing.T) []agenttest.Case {
 			},
 			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "t2"},
+				{Type: sdk.EventWarning, Text: "Model metadata for `gpt-5.4` not found."},
+				{Type: sdk.EventWarning, Text: "Reconnecting... 2/5 (stream disconnected before completion)"},
+				{Type: sdk.EventWarning, Text: "Reconnecting... 5/5 (stream disconnected before completion)"},
 				{Type: sdk.EventError, Text: "Reconnecting... 5/5 (stream disconnected before completion)"},
 			},
 		},

@@ -2,6 +2,7 @@ package pi
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -19,6 +20,12 @@ type line struct {
 	Args     json.RawMessage `json:"args"`
 	Message  json.RawMessage `json:"message"`
 	Messages json.RawMessage `json:"messages"`
+	// auto_retry_start / auto_retry_end
+	Attempt      int    `json:"attempt"`
+	MaxAttempts  int    `json:"maxAttempts"`
+	ErrorMessage string `json:"errorMessage"`
+	Success      bool   `json:"success"`
+	FinalError   string `json:"finalError"`
 }
 
 type message struct {
@@ -54,10 +61,24 @@ func (m message) text() string {
 
 func (m message) failed() bool { return m.StopReason == "error" || m.StopReason == "aborted" }
 
+func (m message) errorText() string {
+	if m.ErrorMessage != "" {
+		return m.ErrorMessage
+	}
+	return "pi: assistant message " + m.StopReason
+}
+
 // Parser parses one iteration of `pi --mode json`.
+//
+// pi has no error event and exits 0 in json mode: a failed model call is an
+// assistant message that stopped on error. pi may retry it: the failed
+// message_end is followed by agent_end and then auto_retry_start. So a
+// failure is held until a retry, a later good message or the end of the
+// stream decides whether it was the iteration's error or a warning.
 type Parser struct {
-	usage agentkit.UsageSum // over assistant message_end events
-	ended bool              // agent_end seen
+	usage   agentkit.UsageSum // over assistant message_end events
+	ended   bool              // agent_end seen
+	pending string            // the error of the last failed message, undecided
 }
 
 // NewParser returns a parser for one iteration.
@@ -100,15 +121,33 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 				OutputTokens:             u.Output,
 			})
 		}
-		// pi has no error event and exits 0 in json mode: a failed model
-		// call is an assistant message that stopped on error.
 		if m.failed() {
-			msg := m.ErrorMessage
-			if msg == "" {
-				msg = "pi: assistant message " + m.StopReason
-			}
-			return []sdk.Event{{Type: sdk.EventError, Text: msg}}
+			p.pending = m.errorText()
+		} else if p.pending != "" {
+			w := p.pending
+			p.pending = ""
+			return []sdk.Event{{Type: sdk.EventWarning, Text: w}}
 		}
+	case "auto_retry_start":
+		msg := l.ErrorMessage
+		if msg == "" {
+			msg = p.pending
+		}
+		p.pending = ""
+		return []sdk.Event{{Type: sdk.EventWarning, Text: fmt.Sprintf("retrying (attempt %d of %d) after: %s", l.Attempt, l.MaxAttempts, msg)}}
+	case "auto_retry_end":
+		if l.Success {
+			return nil
+		}
+		msg := l.FinalError
+		if msg == "" {
+			msg = p.pending
+		}
+		if msg == "" {
+			msg = "pi: retries failed"
+		}
+		p.pending = ""
+		return []sdk.Event{{Type: sdk.EventError, Text: msg}}
 	case "agent_end":
 		p.ended = true
 		evs := p.usage.Events()
@@ -129,10 +168,14 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 }
 
 // Close implements sdk.Parser: a stream cut before agent_end still reports
-// its usage.
+// its usage, and a failure no retry followed is the iteration's error.
 func (p *Parser) Close() []sdk.Event {
-	if p.ended {
-		return nil
+	var evs []sdk.Event
+	if !p.ended {
+		evs = p.usage.Events()
 	}
-	return p.usage.Events()
+	if p.pending != "" {
+		evs = append(evs, sdk.Event{Type: sdk.EventError, Text: p.pending})
+	}
+	return evs
 }

@@ -98,19 +98,38 @@ func parseCases(t *testing.T) []agenttest.Case {
 			},
 		},
 		{
+			// pi 0.73.1 --mode json exits 0 when the model call fails: the
+			// failed message is the iteration's error.
 			Name: "model error with exit 0",
 			Lines: []string{
 				`{"type":"session","version":3,"id":"s1","timestamp":"2026-07-01T10:20:00.000Z","cwd":"/home/agent/workspace"}`,
-				`{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"overloaded"}`,
-				`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"401 invalid x-api-key"}`,
 				`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":""}],"usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0},"stopReason":"error","errorMessage":"401 invalid x-api-key"}}`,
 				`{"type":"turn_end","message":{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"},"toolResults":[]}`,
 				`{"type":"agent_end","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"}]}`,
 			},
 			Want: []sdk.Event{
 				{Type: sdk.EventSessionID, SessionID: "s1"},
-				{Type: sdk.EventError, Text: "401 invalid x-api-key"},
 				{Type: sdk.EventUsage, Usage: &sdk.Usage{}},
+				{Type: sdk.EventError, Text: "401 invalid x-api-key"},
+			},
+		},
+		{
+			// pi retries a retryable failure after agent_end: a retry that
+			// succeeds leaves a warning, one that gives up is the error.
+			Name: "retried model errors",
+			Lines: []string{
+				`{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"529 overloaded_error"}}`,
+				`{"type":"agent_end","messages":[{"role":"assistant","content":[],"stopReason":"error","errorMessage":"529 overloaded_error"}]}`,
+				`{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"529 overloaded_error"}`,
+				`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}`,
+				`{"type":"auto_retry_end","success":true,"attempt":1}`,
+				`{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"503 service unavailable"}}`,
+				`{"type":"agent_end","messages":[{"role":"assistant","content":[],"stopReason":"error","errorMessage":"503 service unavailable"}]}`,
+				`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"503 service unavailable"}`,
+			},
+			Want: []sdk.Event{
+				{Type: sdk.EventWarning, Text: "retrying (attempt 1 of 3) after: 529 overloaded_error"},
+				{Type: sdk.EventError, Text: "503 service unavailable"},
 			},
 		},
 		{
@@ -128,8 +147,8 @@ func parseCases(t *testing.T) []agenttest.Case {
 				{Type: sdk.EventToolCall, ToolName: "read", ToolArg: "README.md"},
 				{Type: sdk.EventToolCall, ToolName: "grep", ToolArg: "TODO"},
 				{Type: sdk.EventToolCall, ToolName: "ls"},
-				{Type: sdk.EventError, Text: "pi: assistant message aborted"},
 				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 5, CacheCreationInputTokens: 3, CacheReadInputTokens: 2, OutputTokens: 1}},
+				{Type: sdk.EventError, Text: "pi: assistant message aborted"},
 			},
 		},
 		{
@@ -148,7 +167,8 @@ func parseCases(t *testing.T) []agenttest.Case {
 				{Type: sdk.EventText, Text: `Session found in different project: /elsewhere`},
 				{Type: sdk.EventText, Text: `{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"torn`},
 				{Type: sdk.EventToolCall, ToolName: "write", ToolArg: "notes.md"},
-				{Type: sdk.EventError, Text: "overloaded"},
+				// A failure a good message follows was recovered from.
+				{Type: sdk.EventWarning, Text: "overloaded"},
 				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 1}},
 				{Type: sdk.EventResult, Text: "ok"},
 				{Type: sdk.EventText, Text: huge},
