@@ -17,6 +17,13 @@ var ErrPluginShutdown = errors.New("plugin process exited or its connection clos
 // interface or operation. Providers may return it (wrapped) themselves.
 var ErrNotSupported = errors.New("not supported by this plugin")
 
+// ErrSandboxGone means the sandbox itself disappeared while in use: its
+// container was removed or stopped, its VM deleted, from outside the run.
+// Sandbox providers wrap it (fmt.Errorf("...: %w", sdk.ErrSandboxGone)) so
+// the host can tell the user so, rather than blame the command that was
+// running.
+var ErrSandboxGone = errors.New("the sandbox disappeared")
+
 // PluginError is an error from a call to a plugin: Plugin names the
 // component (empty for plugin-wide calls) and Op the operation (Exec,
 // Create, ...).
@@ -42,6 +49,8 @@ func toStatus(err error) error {
 		return nil
 	case errors.Is(err, ErrNotSupported):
 		return status.Error(codes.Unimplemented, err.Error())
+	case errors.Is(err, ErrSandboxGone):
+		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -71,6 +80,8 @@ func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
 		return &PluginError{Plugin: c.component, Op: op, Err: ErrPluginShutdown}
 	case st.Code() == codes.Unimplemented:
 		return &PluginError{Plugin: c.component, Op: op, Err: notSupported(st.Message())}
+	case st.Code() == codes.Aborted:
+		return &PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: ErrSandboxGone}}
 	case st.Code() == codes.Canceled:
 		return &PluginError{Plugin: c.component, Op: op, Err: context.Canceled}
 	case st.Code() == codes.DeadlineExceeded:

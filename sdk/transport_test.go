@@ -208,7 +208,10 @@ func schemaEqual(a, b sdk.Schema) bool {
 
 func TestFakeErrors(t *testing.T) {
 	ctx := context.Background()
-	p := plugintest.Sandbox(t, &stub{preflight: errors.New("daemon unreachable")})
+	p := plugintest.Sandbox(t, &stub{preflight: errors.New("daemon unreachable"),
+		exec: func(context.Context, sdk.ExecRequest, sdk.OutputFunc) (sdk.ExecResult, error) {
+			return sdk.ExecResult{}, fmt.Errorf("container c1 was removed: %w", sdk.ErrSandboxGone)
+		}})
 	err := p.Preflight(ctx, sdk.PreflightRequest{})
 	var pe *sdk.PluginError
 	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "fake" || err.Error() != "plugin fake: Preflight: daemon unreachable" {
@@ -229,6 +232,10 @@ func TestFakeErrors(t *testing.T) {
 	}
 	if err := sb.CopyOut(ctx, "x", "y"); err == nil || !errors.As(err, &pe) || pe.Op != "CopyOut" {
 		t.Errorf("CopyOut error %v", err)
+	}
+	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrSandboxGone) ||
+		err.Error() != "plugin fake: Exec: container c1 was removed: the sandbox disappeared" {
+		t.Errorf("Exec in a sandbox that disappeared: %v", err)
 	}
 	if info := sb.Info(); !reflect.DeepEqual(info, sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home", State: []byte{0, 1, 2}}) {
 		t.Errorf("SandboxInfo %+v", info)

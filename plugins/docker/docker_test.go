@@ -599,3 +599,43 @@ func TestBuildImageCommand(t *testing.T) {
 		t.Fatalf("missing Dockerfile: %d %v", code, err)
 	}
 }
+
+// A container removed or stopped from outside mid-exec is reported as the
+// sandbox gone, not as the command's exit code 137.
+func TestExecInContainerRemovedFromOutside(t *testing.T) {
+	cli := requireDocker(t)
+	for _, how := range []string{"remove", "kill"} {
+		t.Run(how, func(t *testing.T) {
+			sb, _ := create(t, cfgOf(nil), nil)
+			ctx := context.Background()
+			var once sync.Once
+			_, err := sb.Exec(ctx, sdk.ExecRequest{Shell: `echo ready; sleep 1000`}, func(l sdk.OutputLine) {
+				if string(l.Text) != "ready" {
+					return
+				}
+				once.Do(func() {
+					go func() {
+						var err error
+						if how == "remove" {
+							err = cli.ContainerRemove(ctx, sb.id, container.RemoveOptions{Force: true})
+						} else {
+							err = cli.ContainerKill(ctx, sb.id, "KILL")
+						}
+						if err != nil {
+							t.Error(err)
+						}
+					}()
+				})
+			})
+			if !errors.Is(err, sdk.ErrSandboxGone) || !strings.Contains(err.Error(), sb.name) {
+				t.Fatalf("exec in a container that was %s: %v", how, err)
+			}
+			if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrSandboxGone) {
+				t.Fatalf("next exec: %v", err)
+			}
+			if err := sb.Close(ctx); err != nil {
+				t.Fatalf("Close of a gone container: %v", err)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/missingstudio/sanddune/sdk"
@@ -67,6 +68,9 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 		Cmd:          argv,
 	})
 	if err != nil {
+		if gone := s.gone(ctx); gone != nil {
+			return sdk.ExecResult{}, gone
+		}
 		return sdk.ExecResult{}, fmt.Errorf("exec: %w", err)
 	}
 	att, err := s.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
@@ -124,13 +128,58 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	_ = stdout.Close()
 	_ = stderr.Close()
 	if err != nil && !res.TimedOut && !s.isClosed() {
+		if gone := s.gone(ctx); gone != nil {
+			return res, gone
+		}
 		return res, fmt.Errorf("exec: read output: %w", err)
 	}
 	res.ExitCode, err = s.exitCode(ctx, created.ID)
 	if err != nil && res.TimedOut {
 		return sdk.ExecResult{ExitCode: -1, TimedOut: true}, nil
 	}
+	if (err != nil || res.ExitCode == killedExit) && !res.TimedOut {
+		// A command killed with its container was not the command's
+		// doing: say the sandbox is gone.
+		if gone := s.gone(ctx); gone != nil {
+			return sdk.ExecResult{ExitCode: res.ExitCode}, gone
+		}
+	}
 	return res, err
+}
+
+// killedExit is the exit code of a process killed by SIGKILL, as every
+// exec is when its container dies.
+const killedExit = 128 + 9
+
+// gone reports, wrapping sdk.ErrSandboxGone, a container that was removed
+// or stopped from outside the run; nil while it runs (or when that cannot
+// be told).
+func (s *sandbox) gone(ctx context.Context) error {
+	if s.isClosed() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	in, err := s.cli.ContainerInspect(ctx, s.id)
+	if err == nil && in.State != nil && in.State.Running && !s.alive(ctx) {
+		// The daemon has not yet noticed the death its exec just saw:
+		// wait for it.
+		wait, errc := s.cli.ContainerWait(ctx, s.id, container.WaitConditionNotRunning)
+		select {
+		case <-wait:
+		case <-errc:
+		}
+		in, err = s.cli.ContainerInspect(ctx, s.id)
+	}
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("container %s was removed from outside sanddune: %w", s.name, sdk.ErrSandboxGone)
+	case err != nil || in.State == nil || in.State.Running:
+		return nil
+	case in.State.OOMKilled:
+		return fmt.Errorf("container %s was killed for running out of memory (raise memory): %w", s.name, sdk.ErrSandboxGone)
+	}
+	return fmt.Errorf("container %s stopped (exit code %d) from outside sanddune: %w", s.name, in.State.ExitCode, sdk.ErrSandboxGone)
 }
 
 // exitCode waits for the exec to be reported finished and returns its code.
@@ -154,6 +203,20 @@ func (s *sandbox) exitCode(ctx context.Context, execID string) (int, error) {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// alive runs `true` in the container: false when the container cannot run
+// a command any more.
+func (s *sandbox) alive(ctx context.Context) bool {
+	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{Cmd: []string{"true"}})
+	if err != nil {
+		return false
+	}
+	if err := s.cli.ContainerExecStart(ctx, created.ID, container.ExecStartOptions{Detach: true}); err != nil {
+		return false
+	}
+	code, err := s.exitCode(ctx, created.ID)
+	return err == nil && code == 0
 }
 
 // kill SIGKILLs every process of one exec (see killScript). Failures are

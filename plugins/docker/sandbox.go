@@ -262,6 +262,15 @@ func (s *sandbox) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	err := s.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+		// Someone else (docker rm -f) is removing it: wait for that.
+		wait, errc := s.cli.ContainerWait(ctx, s.id, container.WaitConditionRemoved)
+		select {
+		case <-wait:
+			err = nil
+		case err = <-errc:
+		}
+	}
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", s.name, err)
 	}
