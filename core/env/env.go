@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -118,10 +119,60 @@ func Resolve(l Layers) (map[string]string, error) {
 			out[k] = v
 		}
 	}
+	if err := Check(out); err != nil {
+		return nil, err
+	}
 	if err := CheckRequired(out, l.Required); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// Limits of what a process can be given as its environment (Linux): one
+// "KEY=value" string stops at MAX_ARG_STRLEN (128 KiB, with its NUL), and
+// all of them share ARG_MAX with the command line, so the total is kept
+// well below it.
+const (
+	MaxVar   = 128<<10 - 1
+	MaxTotal = 1 << 20
+)
+
+var keyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// InvalidError lists env entries no process can be started with. It names
+// keys, never values.
+type InvalidError struct{ Problems []string }
+
+func (e *InvalidError) Error() string {
+	return "invalid env: " + strings.Join(e.Problems, "; ")
+}
+
+// Check reports keys that are not variable names (letters, digits and _,
+// not starting with a digit), values holding a NUL byte, and entries or a
+// total past what exec accepts: what the sandbox's first command would
+// otherwise fail on.
+func Check(vars map[string]string) error {
+	var problems []string
+	total := 0
+	for _, k := range Keys(vars) {
+		v := vars[k]
+		total += len(k) + 1 + len(v) + 1
+		switch {
+		case !keyRE.MatchString(k):
+			problems = append(problems, fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", k))
+		case strings.IndexByte(v, 0) >= 0:
+			problems = append(problems, fmt.Sprintf("the value of %s contains a NUL byte", k))
+		case len(k)+1+len(v) > MaxVar:
+			problems = append(problems, fmt.Sprintf("the value of %s is %d bytes; a variable holds at most %d (KiB: %d)", k, len(v), MaxVar-len(k)-1, MaxVar>>10))
+		}
+	}
+	if total > MaxTotal && len(problems) == 0 {
+		problems = append(problems, fmt.Sprintf("the variables add up to %d bytes; at most %d (1 MiB) can be passed", total, MaxTotal))
+	}
+	if len(problems) > 0 {
+		return &InvalidError{Problems: problems}
+	}
+	return nil
 }
 
 // CheckRequired fails when a group has no non-empty key in env.

@@ -2,7 +2,9 @@ package env
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -93,5 +95,55 @@ func TestReadFile(t *testing.T) {
 	want := map[string]string{"A": "1", "B": "two\nlines", "C": "x y"}
 	if !reflect.DeepEqual(m, want) {
 		t.Fatalf("got %q", m)
+	}
+}
+
+func TestCheckNamesTheKeyNeverTheValue(t *testing.T) {
+	big := strings.Repeat("v", 300<<10)
+	err := Check(map[string]string{"BAD KEY": "1", "1X": "2", "NUL": "se\x00cret", "BIG": big, "OK_1": "fine"})
+	var inv *InvalidError
+	if !errors.As(err, &inv) || len(inv.Problems) != 4 {
+		t.Fatalf("got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{`"BAD KEY"`, `"1X"`, "NUL contains a NUL byte", "BIG is 307200 bytes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q missing from %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "secret") || strings.Contains(msg, "vvvv") {
+		t.Errorf("a value leaked: %s", msg)
+	}
+	if _, err := Resolve(Layers{Lookup: lookupFrom(nil), Run: map[string]string{"1X": "v"}}); !errors.As(err, &inv) {
+		t.Errorf("Resolve let an invalid key through: %v", err)
+	}
+	many := map[string]string{}
+	for i := range 10 {
+		many[fmt.Sprintf("K%d", i)] = strings.Repeat("v", 120<<10)
+	}
+	if err := Check(many); err == nil || !strings.Contains(err.Error(), "add up to") {
+		t.Errorf("1.2 MiB of env: %v", err)
+	}
+}
+
+// The limits are the kernel's: the longest variable Check accepts starts a
+// real process, one byte more does not.
+func TestCheckLimitIsWhatExecAccepts(t *testing.T) {
+	value := strings.Repeat("v", MaxVar-len("K="))
+	if err := Check(map[string]string{"K": value}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("true")
+	cmd.Env = []string{"K=" + value}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("exec with the longest accepted variable: %v", err)
+	}
+	if err := Check(map[string]string{"K": value + "v"}); err == nil {
+		t.Fatal("one byte more accepted")
+	}
+	cmd = exec.Command("true")
+	cmd.Env = []string{"K=" + value + "v"}
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the kernel took a variable past MAX_ARG_STRLEN: the limit is wrong")
 	}
 }

@@ -31,6 +31,20 @@ const (
 // flushEvery is how often a file log is flushed for `tail -f`.
 const flushEvery = 250 * time.Millisecond
 
+// MaxRunName bounds a run name, in bytes: the log file
+// (<run>-<stamp>.log), the patch of uncommitted sandbox work
+// (<run>-<stamp>.patch) and the temp worktree are named after it, and a
+// file name stops at 255 bytes.
+const MaxRunName = 200
+
+// CheckRunName reports a run name too long to name the run's files.
+func CheckRunName(name string) error {
+	if len(name) > MaxRunName {
+		return fmt.Errorf("run name %q… is %d bytes long, at most %d: the run's log file and worktree are named after it", name[:40], len(name), MaxRunName)
+	}
+	return nil
+}
+
 // Options configure Open.
 type Options struct {
 	Run  string

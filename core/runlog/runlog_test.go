@@ -81,3 +81,24 @@ func TestStdoutModePrefixesLines(t *testing.T) {
 		t.Fatal("stdout mode has no path")
 	}
 }
+
+// The longest run name CheckRunName accepts names real files: its log and
+// patch (<run>-<YYYYMMDD-HHMMSS>-<6 hex>.log / .patch); 255 bytes do not.
+func TestRunNameLimitFitsItsFiles(t *testing.T) {
+	long := strings.Repeat("n", MaxRunName)
+	if err := CheckRunName(long); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, ext := range []string{".log", ".patch"} {
+		path := filepath.Join(dir, long+"-20260101-120000-abcdef"+ext)
+		l, err := Open(Options{Run: long, Path: path, Terminal: NewTerminal(&syncBuf{}, &syncBuf{})})
+		if err != nil {
+			t.Fatalf("%s: %v", ext, err)
+		}
+		_ = l.Close()
+	}
+	if err := CheckRunName(strings.Repeat("n", 255)); err == nil || !strings.Contains(err.Error(), "at most 200") {
+		t.Fatalf("255-byte name: %v", err)
+	}
+}

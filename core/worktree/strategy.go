@@ -143,13 +143,21 @@ func Resolve(s Strategy, contract sdk.Contract, hostBranch string, copyToWorktre
 	return p, nil
 }
 
+// MaxBranchName bounds a branch name, in bytes: git keeps a branch as a
+// file (plus ".lock" while updating it) and sanddune its worktree as a
+// directory named after it, and a file name stops at 255 bytes.
+const MaxBranchName = 240
+
 // CheckBranchName checks name against git's rules for branch names
-// (git check-ref-format --branch), without running git.
+// (git check-ref-format --branch), without running git, and against the
+// length a worktree and git's ref files allow.
 func CheckBranchName(name string) error {
 	bad := func(why string) error { return fmt.Errorf("invalid branch name %q: %s", name, why) }
 	switch {
 	case name == "":
 		return bad("empty")
+	case len(name) > MaxBranchName:
+		return fmt.Errorf("invalid branch name %q…: %d bytes long, at most %d (git and the worktree directory store it as a file name)", name[:40], len(name), MaxBranchName)
 	case name == "@" || name == "HEAD":
 		return bad("reserved name")
 	case strings.HasPrefix(name, "-"):
