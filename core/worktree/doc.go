@@ -44,11 +44,12 @@
 //     commits, and keeps it (CloseResult.KeptBranch) when it holds unmerged
 //     commits or its worktree is preserved.
 //   - branch: the named branch, created from BaseBranch (default HEAD) when
-//     missing, checked out in .sanddune/worktrees/<branch with / as ->. A
-//     clean existing worktree of the branch under .sanddune/worktrees is
-//     reused (and fast-forwarded from origin when strictly behind, best
-//     effort, ADR 0003); a dirty one, or the branch checked out anywhere
-//     else, is an error.
+//     missing, checked out in .sanddune/worktrees/<branch with / as ->. An
+//     existing worktree of the branch under .sanddune/worktrees is reused:
+//     a clean one is fast-forwarded from origin when strictly behind (best
+//     effort), a dirty one (preserved by an interrupted or failed run) is
+//     continued from as it is (ADR 0003). The branch checked out anywhere
+//     else is an error.
 //
 // # Layout and ignore files
 //

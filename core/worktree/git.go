@@ -54,6 +54,9 @@ func exitCode(err error) int {
 	return -1
 }
 
+// ErrGitMissing is git not found on PATH: sanddune needs it for every run.
+var ErrGitMissing = errors.New("git is not installed or not on PATH: sanddune needs git (install it, e.g. apt-get install git, or fix PATH)")
+
 // Git runs `git args...` in dir and returns its stdout without trailing
 // newlines. A non-zero exit is a *GitError carrying stderr.
 func Git(ctx context.Context, dir string, args ...string) (string, error) {
@@ -81,6 +84,9 @@ func (g gitCmd) run(ctx context.Context, args ...string) (string, error) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	out := strings.TrimRight(stdout.String(), "\n")
+	if errors.Is(err, exec.ErrNotFound) {
+		return "", ErrGitMissing
+	}
 	if err != nil {
 		code := -1
 		var ee *exec.ExitError

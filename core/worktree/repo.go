@@ -35,6 +35,9 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("%s is not a directory", abs)
 	}
 	out, err := Git(ctx, abs, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+	if errors.Is(err, ErrGitMissing) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not inside a git working tree: %w", abs, err)
 	}

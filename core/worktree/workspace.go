@@ -40,8 +40,15 @@ type Workspace struct {
 	Base string
 	// Temp says Branch is a temporary branch Close deletes once merged.
 	Temp bool
-	// Reused says an existing clean worktree of the branch was reused.
+	// Reused says an existing worktree of the branch was reused.
 	Reused bool
+	// ReusedDirty says the reused worktree holds uncommitted changes (left
+	// by an earlier run that was interrupted or failed): the run continues
+	// from them.
+	ReusedDirty bool
+	// ExistingBranch says the named branch (branch strategy) existed
+	// before the run: the run continues from its tip.
+	ExistingBranch bool
 	// GitMounts is the git metadata a bind-mount sandbox must mount at the
 	// same path for git to work in Dir (see the package doc). Nil for
 	// isolated sandboxes.
@@ -234,6 +241,7 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 		return err
 	}
 	w.createdDir = dir
+	w.ExistingBranch = exists
 	if exists {
 		_, err = r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", dir, b)...)
 	} else {
@@ -260,6 +268,7 @@ func (w *Workspace) ensureBranch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.ExistingBranch = exists
 	if !exists {
 		base, err := r.resolve(ctx, orHEAD(w.Plan.BaseBranch))
 		if err != nil {
@@ -274,20 +283,20 @@ func (w *Workspace) ensureBranch(ctx context.Context) error {
 	return err
 }
 
-// reuse takes over a clean existing worktree of the branch (ADR 0003).
+// reuse takes over the existing worktree of the branch (ADR 0003). One
+// with uncommitted changes is what an interrupted or failed run preserved:
+// the run continues from them, as the user who reruns it expects.
 func (w *Workspace) reuse(ctx context.Context, dir string) error {
 	dirty, err := Dirty(ctx, dir)
 	if err != nil {
 		return err
 	}
-	if dirty {
-		return fmt.Errorf("the worktree of branch %s at %s has uncommitted changes (left by an earlier run?); "+
-			"commit or discard them, or remove it with: git worktree remove --force %s", w.Branch, dir, dir)
+	w.Dir, w.Reused, w.ReusedDirty, w.ExistingBranch = dir, true, dirty, true
+	if !dirty {
+		w.refreshFromOrigin(ctx)
 	}
-	w.Dir, w.Reused = dir, true
-	w.refreshFromOrigin(ctx)
 	w.Base, err = Git(ctx, dir, "rev-parse", "HEAD")
-	w.log.Info("reusing existing worktree", "path", dir, "branch", w.Branch)
+	w.log.Info("reusing existing worktree", "path", dir, "branch", w.Branch, "uncommitted_changes", dirty)
 	return err
 }
 

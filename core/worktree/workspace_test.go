@@ -37,6 +37,15 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+func TestOpenWithoutGitSaysGitIsMissing(t *testing.T) {
+	r := newRepo(t)
+	t.Setenv("PATH", t.TempDir())
+	_, err := Open(ctx, r.Root)
+	if !errors.Is(err, ErrGitMissing) || strings.Contains(err.Error(), "not inside") || !strings.Contains(err.Error(), "git is not installed or not on PATH") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestGitErrorCarriesStderr(t *testing.T) {
 	r := newRepo(t)
 	_, err := r.Git(ctx, "rev-parse", "--verify", "no-such-branch")
@@ -412,7 +421,7 @@ func TestBranchStrategyCreatesFromHeadOrBase(t *testing.T) {
 	hostClean(t, r.Root)
 }
 
-func TestBranchStrategyReusesCleanWorktree(t *testing.T) {
+func TestBranchStrategyContinuesFromPreservedWorktree(t *testing.T) {
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r1")
 	writeFile(t, filepath.Join(ws.Dir, "wip.txt"), "wip")
@@ -420,20 +429,45 @@ func TestBranchStrategyReusesCleanWorktree(t *testing.T) {
 		t.Fatalf("close %+v", closed)
 	}
 
-	// Dirty: a clear error, nothing locked afterwards.
-	_, err := tryPrepare(r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r2")
-	if err == nil || !strings.Contains(err.Error(), "uncommitted changes") || !strings.Contains(err.Error(), ws.Dir) {
-		t.Fatalf("got %v", err)
-	}
-
-	// Clean (the user committed the work): reused.
-	git(t, ws.Dir, "add", "wip.txt")
-	git(t, ws.Dir, "commit", "--quiet", "-m", "wip")
-	ws2 := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r3")
-	if !ws2.Reused || ws2.Dir != ws.Dir || ws2.Base != git(t, ws.Dir, "rev-parse", "HEAD") {
+	// Dirty (an interrupted run preserved it): the rerun continues from
+	// the uncommitted changes.
+	ws2 := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r2")
+	if !ws2.Reused || !ws2.ReusedDirty || !ws2.ExistingBranch || ws2.Dir != ws.Dir || readFile(t, filepath.Join(ws2.Dir, "wip.txt")) != "wip" {
 		t.Fatalf("got %+v", ws2)
 	}
-	closeWS(t, ws2)
+	git(t, ws2.Dir, "add", "wip.txt")
+	git(t, ws2.Dir, "commit", "--quiet", "-m", "wip")
+	if closed := closeWS(t, ws2); closed.PreservedPath != "" {
+		t.Fatalf("close %+v", closed)
+	}
+
+	// The clean worktree is gone; the branch continues.
+	tip := git(t, r.Root, "rev-parse", "agent/x")
+	ws3 := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r3")
+	if ws3.ReusedDirty || !ws3.ExistingBranch || ws3.Dir != ws.Dir || ws3.Base != tip {
+		t.Fatalf("got %+v", ws3)
+	}
+	closeWS(t, ws3)
+}
+
+func TestBranchLimitsAreWhatGitAndTheWorktreeAllow(t *testing.T) {
+	r := newRepo(t)
+	long := strings.Repeat("b", MaxBranchName)
+	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: long}, sdk.ContractBindMount, "r1")
+	commitFile(t, ws.Dir, "x.txt", "x", "work")
+	closeWS(t, ws)
+	if ws.ExistingBranch {
+		t.Fatal("a new branch reported as existing")
+	}
+	ws = prepare(t, r, Strategy{Type: StrategyBranch, Branch: long}, sdk.ContractBindMount, "r2")
+	if !ws.ExistingBranch {
+		t.Fatal("an existing branch not reported")
+	}
+	closeWS(t, ws)
+	if _, err := tryPrepare(r, Strategy{Type: StrategyBranch, Branch: strings.Repeat("b", 300)}, sdk.ContractBindMount, "r3"); err == nil ||
+		!strings.Contains(err.Error(), "at most 240") {
+		t.Fatalf("300-byte branch: %v", err)
+	}
 }
 
 func TestBranchStrategyReuseFastForwardsFromOrigin(t *testing.T) {
