@@ -43,7 +43,10 @@ type agentRunner struct {
 	idle       time.Duration
 	completion time.Duration
 	runsAsRoot bool
-	log        *runlog.Log
+	// confined: the sandbox confines the agent, which may then bypass its
+	// permission prompts.
+	confined bool
+	log      *runlog.Log
 	// observe sees every event (OnEvent and the like).
 	observe func(iteration int, e sdk.Event)
 }
@@ -96,7 +99,7 @@ func (a *agentRunner) invoke(ctx context.Context, n int, prompt, resume string, 
 	cmd, err := a.agent.BuildCommand(ctx, sdk.CommandRequest{
 		Config: a.cfg, Mode: sdk.ModePrint, Prompt: prompt, Iteration: n,
 		ResumeSessionID: resume, ForkSession: fork,
-		SkipPermissions: true, RunsAsRoot: a.runsAsRoot,
+		SkipPermissions: a.confined, RunsAsRoot: a.runsAsRoot,
 	})
 	if err != nil {
 		return iterationOutcome{}, fmt.Errorf("building the agent command: %w", err)

@@ -24,7 +24,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 	ar := &agentRunner{
 		agent: r.agentP, cfg: o.Agent.Config, sb: r.sb,
 		signals: o.CompletionSignals, idle: o.IdleTimeout, completion: o.CompletionTimeout,
-		runsAsRoot: r.runsAsRoot(ctx), log: r.progress, observe: r.observe,
+		runsAsRoot: r.runsAsRoot(ctx), confined: r.caps.Confines, log: r.progress, observe: r.observe,
 	}
 	stdout := newRing(MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()

@@ -74,8 +74,8 @@ type CommandRequest struct {
 	ResumeSessionID string
 	// ForkSession forks ResumeSessionID instead of continuing it.
 	ForkSession bool
-	// SkipPermissions: the agent runs inside a real sandbox and may bypass
-	// its permission prompts.
+	// SkipPermissions: the agent runs inside a sandbox that confines it
+	// (SandboxCapabilities.Confines) and may bypass its permission prompts.
 	SkipPermissions bool
 	// RunsAsRoot: the command runs as uid 0 in the sandbox.
 	RunsAsRoot bool

@@ -139,7 +139,7 @@ func toInfo(i Info) *pluginpb.ComponentInfo {
 	if c := i.Sandbox; c != nil {
 		out.Sandbox = &pluginpb.SandboxCapabilities{
 			Contract: string(c.Contract), NetworkNone: c.NetworkNone, CpuLimit: c.CPULimit,
-			MemoryLimit: c.MemoryLimit, Tty: c.TTY, Sudo: c.Sudo,
+			MemoryLimit: c.MemoryLimit, Tty: c.TTY, Sudo: c.Sudo, Confines: c.Confines,
 		}
 	}
 	return out
@@ -153,7 +153,7 @@ func fromInfo(i *pluginpb.ComponentInfo) Info {
 	if c := i.GetSandbox(); c != nil {
 		out.Sandbox = &SandboxCapabilities{
 			Contract: Contract(c.Contract), NetworkNone: c.NetworkNone, CPULimit: c.CpuLimit,
-			MemoryLimit: c.MemoryLimit, TTY: c.Tty, Sudo: c.Sudo,
+			MemoryLimit: c.MemoryLimit, TTY: c.Tty, Sudo: c.Sudo, Confines: c.Confines,
 		}
 	}
 	return out
@@ -192,6 +192,14 @@ func fromExecRequest(r *pluginpb.ExecRequest) ExecRequest {
 		Argv: fromBytesList(r.Argv), Shell: string(r.Shell), Cwd: string(r.Cwd), Env: fromBytesMap(r.Env),
 		Sudo: r.Sudo, Stdin: r.Stdin, Timeout: time.Duration(r.TimeoutNanos),
 	}
+}
+
+func toWindowSize(s WindowSize) *pluginpb.WindowSize {
+	return &pluginpb.WindowSize{Rows: uint32(s.Rows), Cols: uint32(s.Cols)}
+}
+
+func fromWindowSize(s *pluginpb.WindowSize) WindowSize {
+	return WindowSize{Rows: uint16(s.GetRows()), Cols: uint16(s.GetCols())}
 }
 
 func toMounts(ms []Mount) []*pluginpb.Mount {

@@ -1,8 +1,10 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -353,6 +355,78 @@ func sendLines(ctx context.Context, stream pluginpb.Agent_ParseStreamClient, lin
 		}
 		if !add(line) {
 			return
+		}
+	}
+}
+
+// ExecTTY sends the terminal's input and size changes while it receives
+// the terminal's output. It implements TTYSandbox; a plugin whose sandbox
+// has no terminal answers with an error wrapping ErrNotSupported.
+func (s *sandboxClient) ExecTTY(ctx context.Context, req ExecRequest, tty TTY) (ExecResult, error) {
+	if req.Stdin != nil {
+		return ExecResult{}, &PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stdin comes from the terminal: ExecRequest.Stdin must be nil")}
+	}
+	ctx2, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := s.sandbox.ExecTTY(ctx2, callOpts...)
+	if err != nil {
+		return ExecResult{}, s.fromStatus(ctx, "ExecTTY", err)
+	}
+	// Send and CloseSend must not run concurrently.
+	var mu sync.Mutex
+	send := func(m *pluginpb.ExecTTYRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return stream.Send(m)
+	}
+	start := &pluginpb.ExecTTYStart{Exec: toExecRequest(s.handle, req), Size: toWindowSize(tty.Size)}
+	// A failed Send ends the stream; Recv below reports why.
+	if send(&pluginpb.ExecTTYRequest{Start: start}) == nil {
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := tty.Stdin.Read(buf)
+				if n > 0 && send(&pluginpb.ExecTTYRequest{Stdin: bytes.Clone(buf[:n])}) != nil {
+					return
+				}
+				if err == io.EOF {
+					mu.Lock()
+					_ = stream.CloseSend()
+					mu.Unlock()
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			for {
+				select {
+				case size, ok := <-tty.Resize:
+					if !ok || send(&pluginpb.ExecTTYRequest{Resize: toWindowSize(size)}) != nil {
+						return
+					}
+				case <-ctx2.Done():
+					return
+				}
+			}
+		}()
+	}
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			return ExecResult{}, &PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stream ended without a result")}
+		}
+		if err != nil {
+			return ExecResult{}, s.fromStatus(ctx, "ExecTTY", err)
+		}
+		if len(msg.Output) > 0 {
+			if _, err := tty.Output.Write(msg.Output); err != nil {
+				return ExecResult{}, fmt.Errorf("ExecTTY: writing the terminal's output: %w", err)
+			}
+		}
+		if r := msg.Result; r != nil {
+			return ExecResult{ExitCode: int(r.ExitCode), TimedOut: r.TimedOut}, nil
 		}
 	}
 }

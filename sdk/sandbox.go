@@ -27,10 +27,16 @@ type SandboxCapabilities struct {
 	// CPULimit, MemoryLimit: the provider enforces resource limits.
 	CPULimit    bool
 	MemoryLimit bool
-	// TTY: the provider can attach an interactive terminal.
+	// TTY: the provider's sandboxes implement TTYSandbox (an interactive
+	// terminal).
 	TTY bool
 	// Sudo: ExecRequest.Sudo is honoured.
 	Sudo bool
+	// Confines: the sandbox is a security boundary around the agent (its
+	// own filesystem view, processes and user), so the agent may skip its
+	// permission prompts there. A provider that runs commands as the user
+	// on the host (local) leaves it false.
+	Confines bool
 }
 
 // SandboxProvider is implemented by sandbox plugins. One provider process

@@ -377,21 +377,12 @@ func TestFakePluginShutdown(t *testing.T) {
 		<-ctx.Done()
 		return sdk.ExecResult{}, ctx.Err()
 	}}
-	client, server := plugin.TestPluginGRPCConn(t, false, sdk.ServePluginSet(sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": s}}))
-	defer client.Close()
-	p, err := sdk.DispenseSandbox(client, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := p.Create(context.Background(), sdk.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, sb, server := stoppable(t, s)
 	go func() {
 		<-started
 		server.Stop()
 	}()
-	_, err = sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {})
+	_, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {})
 	var pe *sdk.PluginError
 	if !errors.Is(err, sdk.ErrPluginShutdown) || !errors.As(err, &pe) || pe.Op != "Exec" {
 		t.Errorf("Exec when the plugin goes away: %v", err)
@@ -399,6 +390,23 @@ func TestFakePluginShutdown(t *testing.T) {
 	if _, err := p.Info(context.Background()); !errors.Is(err, sdk.ErrPluginShutdown) {
 		t.Errorf("Info after the plugin went away: %v", err)
 	}
+}
+
+// stoppable serves p over a gRPC connection the test can break with
+// server.Stop, and creates a sandbox.
+func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sandbox, *plugin.GRPCServer) {
+	t.Helper()
+	client, server := plugin.TestPluginGRPCConn(t, false, sdk.ServePluginSet(sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": p}}))
+	t.Cleanup(func() { client.Close() })
+	c, err := sdk.DispenseSandbox(client, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := c.Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, sb, server
 }
 
 // echoAgent emits one text event per line, and a usage event at the end.

@@ -20,6 +20,8 @@ type fakeAgent struct {
 	// Script returns the shell command for iteration n (1-based).
 	Script func(n int) string
 	Desc   sdk.AgentDescription
+	// OnBuild, when set, sees every command request.
+	OnBuild func(sdk.CommandRequest)
 }
 
 func (f *fakeAgent) Info(context.Context) (sdk.Info, error) {
@@ -35,6 +37,9 @@ func (f *fakeAgent) Describe(context.Context, sdk.Config) (sdk.AgentDescription,
 }
 
 func (f *fakeAgent) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
+	if f.OnBuild != nil {
+		f.OnBuild(req)
+	}
 	return sdk.Command{Shell: f.Script(req.Iteration), Stdin: []byte(req.Prompt)}, nil
 }
 

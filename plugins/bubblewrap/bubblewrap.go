@@ -46,6 +46,8 @@ func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
 		Sandbox: &sdk.SandboxCapabilities{
 			Contract:    sdk.ContractBindMount,
 			NetworkNone: true,
+			TTY:         true,
+			Confines:    true,
 		},
 	}, nil
 }

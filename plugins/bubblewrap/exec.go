@@ -35,6 +35,27 @@ const setupAttempts = 5
 // Processes still end with the plugin: the keeper dies with it, and with
 // the keeper its whole PID namespace.
 func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	return s.exec(ctx, req, func(c sandboxkit.Command) (sdk.ExecResult, gate, error) {
+		g := &setupGate{out: out}
+		res, err := s.runner.Run(ctx, c, g.add)
+		return res, g, err
+	})
+}
+
+// ExecTTY runs a command like Exec, but on a pseudo-terminal that stays
+// its controlling terminal (bwrap gets no --new-session).
+func (s *sandbox) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty sdk.TTY) (sdk.ExecResult, error) {
+	return s.exec(ctx, req, func(c sandboxkit.Command) (sdk.ExecResult, gate, error) {
+		g := &ttyGate{out: tty.Output}
+		t := tty
+		t.Output = g
+		res, err := s.runner.RunTTY(ctx, c, t)
+		return res, g, err
+	})
+}
+
+// exec starts bwrap with run until the command ran (see setupAttempts).
+func (s *sandbox) exec(ctx context.Context, req sdk.ExecRequest, run func(sandboxkit.Command) (sdk.ExecResult, gate, error)) (sdk.ExecResult, error) {
 	argv, err := sandboxkit.Argv(req, "sh")
 	if err != nil {
 		return sdk.ExecResult{}, err
@@ -63,7 +84,7 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	}
 	command := append([]string{"--chdir", cwd, "--"}, argv...)
 	for attempt := 1; ; attempt++ {
-		res, ran, err := s.attempt(ctx, c, command, out, attempt == setupAttempts)
+		res, ran, err := s.attempt(c, command, run, attempt == setupAttempts)
 		if ran || err != nil {
 			if err != nil && !errors.Is(err, ctx.Err()) {
 				err = fmt.Errorf("exec: %w", err)
@@ -73,10 +94,19 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	}
 }
 
+// gate holds back an attempt's output as long as it may be bwrap's setup
+// errors.
+type gate interface {
+	// opened reports whether output other than setup errors came.
+	opened() bool
+	// release passes held output on and lets the rest through.
+	release()
+}
+
 // attempt runs bwrap once. ran is false when bwrap failed before running
 // the command and the Exec may try again: its error message is then
 // dropped, unless final.
-func (s *sandbox) attempt(ctx context.Context, c sandboxkit.Command, command []string, out sdk.OutputFunc, final bool) (res sdk.ExecResult, ran bool, err error) {
+func (s *sandbox) attempt(c sandboxkit.Command, command []string, run func(sandboxkit.Command) (sdk.ExecResult, gate, error), final bool) (res sdk.ExecResult, ran bool, err error) {
 	status, statusW, err := os.Pipe()
 	if err != nil {
 		return sdk.ExecResult{}, false, err
@@ -86,10 +116,9 @@ func (s *sandbox) attempt(ctx context.Context, c sandboxkit.Command, command []s
 	c.ExtraFiles = append(files, statusW)
 	c.Argv = append(append([]string{s.bwrap}, nsArgs...), "--json-status-fd", strconv.Itoa(2+len(c.ExtraFiles)))
 	c.Argv = append(append(append(c.Argv, namespaceArgs(s.netNone)...), s.mountArgs()...), command...)
-	g := &setupGate{out: out}
-	res, err = s.runner.Run(ctx, c, g.add)
+	res, g, err := run(c)
 	statusW.Close()
-	if err == nil && !res.TimedOut && res.ExitCode == 1 && !g.open && !final && !commandRan(status) {
+	if err == nil && !res.TimedOut && res.ExitCode == 1 && !g.opened() && !final && !commandRan(status) {
 		return res, false, nil
 	}
 	g.release()
@@ -140,6 +169,8 @@ type setupGate struct {
 	held []sdk.OutputLine
 }
 
+func (g *setupGate) opened() bool { return g.open }
+
 func (g *setupGate) add(l sdk.OutputLine) {
 	if !g.open && l.Stream == sdk.Stderr && bytes.HasPrefix(l.Text, []byte("bwrap: ")) {
 		l.Text = bytes.Clone(l.Text)
@@ -157,4 +188,45 @@ func (g *setupGate) release() {
 		g.out(l)
 	}
 	g.held = nil
+}
+
+// ttyGate is setupGate for a terminal's byte stream: it holds output back
+// as long as all of it reads as lines starting with "bwrap: ".
+type ttyGate struct {
+	out  io.Writer
+	open bool
+	held []byte
+}
+
+func (g *ttyGate) opened() bool { return g.open }
+
+func (g *ttyGate) Write(p []byte) (int, error) {
+	if g.open {
+		return g.out.Write(p)
+	}
+	g.held = append(g.held, p...)
+	if !setupText(g.held) {
+		g.release()
+	}
+	return len(p), nil
+}
+
+func (g *ttyGate) release() {
+	g.open = true
+	if len(g.held) > 0 {
+		_, _ = g.out.Write(g.held)
+		g.held = nil
+	}
+}
+
+// setupText reports whether b may be (the start of) bwrap's setup errors.
+func setupText(b []byte) bool {
+	const prefix = "bwrap: "
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		n := min(len(line), len(prefix))
+		if string(line[:n]) != prefix[:n] {
+			return false
+		}
+	}
+	return true
 }

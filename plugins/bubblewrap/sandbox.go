@@ -242,3 +242,5 @@ func randomHex() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+var _ sdk.TTYSandbox = (*sandbox)(nil)

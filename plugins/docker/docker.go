@@ -70,6 +70,8 @@ func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
 			CPULimit:    true,
 			MemoryLimit: true,
 			Sudo:        true,
+			TTY:         true,
+			Confines:    true,
 		},
 	}, nil
 }

@@ -2,12 +2,16 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
@@ -36,10 +40,55 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
   [ -z "$found" ] && exit 0
 done`
 
+// sizeScript sets the terminal's size to "$1" rows and "$2" columns, then
+// runs the rest of its arguments (for daemons older than API 1.42, which
+// ignore an exec's ConsoleSize).
+const sizeScript = `stty rows "$1" cols "$2" 2>/dev/null; shift 2; exec "$@"`
+
 // killWait bounds how long Exec waits for the output stream after killing.
 const killWait = 10 * time.Second
 
 func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	stdout := sdk.NewLineWriter(sdk.Stdout, out)
+	stderr := sdk.NewLineWriter(sdk.Stderr, out)
+	defer stderr.Close()
+	defer stdout.Close()
+	return s.exec(ctx, req, nil, func(att types.HijackedResponse) error {
+		if req.Stdin != nil {
+			go func() {
+				if len(req.Stdin) > 0 {
+					_, _ = att.Conn.Write(req.Stdin)
+				}
+				_ = att.CloseWrite()
+			}()
+		}
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		return err
+	})
+}
+
+// ExecTTY runs a command on a terminal the daemon allocates in the
+// container (an exec with Tty); size changes go through the exec resize
+// API.
+func (s *sandbox) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty sdk.TTY) (sdk.ExecResult, error) {
+	if req.Stdin != nil {
+		return sdk.ExecResult{}, errors.New("exec: a terminal command reads the terminal, not ExecRequest.Stdin")
+	}
+	return s.exec(ctx, req, &tty, func(att types.HijackedResponse) error {
+		if tty.Stdin != nil {
+			go func() {
+				_, _ = io.Copy(att.Conn, tty.Stdin)
+				_ = att.CloseWrite()
+			}()
+		}
+		_, err := io.Copy(tty.Output, att.Reader)
+		return err
+	})
+}
+
+// exec runs one command; stream moves its input and output over the
+// attached connection and returns once the output ended.
+func (s *sandbox) exec(ctx context.Context, req sdk.ExecRequest, tty *sdk.TTY, stream func(types.HijackedResponse) error) (sdk.ExecResult, error) {
 	if s.isClosed() {
 		return sdk.ExecResult{}, sandboxkit.ErrClosed
 	}
@@ -56,24 +105,38 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 		user = "0:0"
 	}
 	marker := execMarker + "=" + randomHex(8)
-	env := append(sandboxkit.EnvList(req.Env), marker)
-
-	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
+	opts := container.ExecOptions{
 		User:         user,
 		AttachStdin:  req.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
-		Env:          env,
+		Env:          append(sandboxkit.EnvList(req.Env), marker),
 		WorkingDir:   cwd,
 		Cmd:          argv,
-	})
+	}
+	var attach container.ExecAttachOptions
+	if tty != nil {
+		opts.Tty, opts.AttachStdin = true, true
+		attach.Tty = true
+		if size := tty.Size; size != (sdk.WindowSize{}) {
+			if versions.LessThan(s.cli.ClientVersion(), "1.42") {
+				// The daemon ignores ConsoleSize: the command sizes its
+				// terminal itself before it starts.
+				opts.Cmd = append([]string{"sh", "-c", sizeScript, "sh", strconv.Itoa(int(size.Rows)), strconv.Itoa(int(size.Cols))}, argv...)
+			} else {
+				cs := &[2]uint{uint(size.Rows), uint(size.Cols)}
+				opts.ConsoleSize, attach.ConsoleSize = cs, cs
+			}
+		}
+	}
+	created, err := s.cli.ContainerExecCreate(ctx, s.id, opts)
 	if err != nil {
 		if gone := s.gone(ctx); gone != nil {
 			return sdk.ExecResult{}, gone
 		}
 		return sdk.ExecResult{}, fmt.Errorf("exec: %w", err)
 	}
-	att, err := s.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	att, err := s.cli.ContainerExecAttach(ctx, created.ID, attach)
 	if err != nil {
 		if ctx.Err() != nil {
 			s.kill(ctx, user, marker) // it may have started
@@ -82,22 +145,14 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 		return sdk.ExecResult{}, fmt.Errorf("exec: attach: %w", err)
 	}
 	defer att.Close()
-	if req.Stdin != nil {
-		go func() {
-			if len(req.Stdin) > 0 {
-				_, _ = att.Conn.Write(req.Stdin)
-			}
-			_ = att.CloseWrite()
-		}()
-	}
 
-	stdout := sdk.NewLineWriter(sdk.Stdout, out)
-	stderr := sdk.NewLineWriter(sdk.Stderr, out)
 	copied := make(chan error, 1)
-	go func() {
-		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
-		copied <- err
-	}()
+	go func() { copied <- stream(att) }()
+	if tty != nil && tty.Resize != nil {
+		resizing, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.resize(resizing, created.ID, tty.Resize)
+	}
 	var timeout <-chan time.Time
 	if req.Timeout > 0 {
 		t := time.NewTimer(req.Timeout)
@@ -112,8 +167,6 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 		s.kill(ctx, user, marker)
 		att.Close()
 		<-copied
-		_ = stdout.Close()
-		_ = stderr.Close()
 		return sdk.ExecResult{ExitCode: -1}, ctx.Err()
 	case <-timeout:
 		res.TimedOut = true
@@ -125,8 +178,6 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 			<-copied
 		}
 	}
-	_ = stdout.Close()
-	_ = stderr.Close()
 	if err != nil && !res.TimedOut && !s.isClosed() {
 		if gone := s.gone(ctx); gone != nil {
 			return res, gone
@@ -180,6 +231,21 @@ func (s *sandbox) gone(ctx context.Context) error {
 		return fmt.Errorf("container %s was killed for running out of memory (raise memory): %w", s.name, sdk.ErrSandboxGone)
 	}
 	return fmt.Errorf("container %s stopped (exit code %d) from outside sanddune: %w", s.name, in.State.ExitCode, sdk.ErrSandboxGone)
+}
+
+// resize applies terminal size changes to an exec until ctx is done.
+func (s *sandbox) resize(ctx context.Context, execID string, sizes <-chan sdk.WindowSize) {
+	for {
+		select {
+		case size, ok := <-sizes:
+			if !ok {
+				return
+			}
+			_ = s.cli.ContainerExecResize(ctx, execID, container.ResizeOptions{Height: uint(size.Rows), Width: uint(size.Cols)})
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // exitCode waits for the exec to be reported finished and returns its code.

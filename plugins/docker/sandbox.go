@@ -302,3 +302,5 @@ func (s *sandbox) resolvePath(p string) (string, error) {
 	}
 	return "", fmt.Errorf("path %q is outside the sandbox (allowed: %s, /tmp and mounts)", p, homeDir)
 }
+
+var _ sdk.TTYSandbox = (*sandbox)(nil)

@@ -16,12 +16,31 @@ const killGrace = 2 * time.Second
 
 // Exec runs a command in its own process group.
 func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	c, err := s.command(req)
+	if err != nil {
+		return sdk.ExecResult{}, err
+	}
+	res, err := s.runner.Run(ctx, c, out)
+	return res, s.wrap(ctx, err)
+}
+
+// ExecTTY runs a command on a pseudo-terminal, in its own session.
+func (s *sandbox) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty sdk.TTY) (sdk.ExecResult, error) {
+	c, err := s.command(req)
+	if err != nil {
+		return sdk.ExecResult{}, err
+	}
+	res, err := s.runner.RunTTY(ctx, c, tty)
+	return res, s.wrap(ctx, err)
+}
+
+func (s *sandbox) command(req sdk.ExecRequest) (sandboxkit.Command, error) {
 	if req.Sudo {
-		return sdk.ExecResult{}, errors.New("local sandbox: sudo is not supported: commands run as the user running sanddune")
+		return sandboxkit.Command{}, errors.New("local sandbox: sudo is not supported: commands run as the user running sanddune")
 	}
 	argv, err := sandboxkit.Argv(req, "/bin/sh")
 	if err != nil {
-		return sdk.ExecResult{}, fmt.Errorf("local sandbox: %w", err)
+		return sandboxkit.Command{}, fmt.Errorf("local sandbox: %w", err)
 	}
 	cwd := req.Cwd
 	if cwd == "" {
@@ -29,18 +48,21 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	}
 	dir, err := s.resolve(cwd)
 	if err != nil {
-		return sdk.ExecResult{}, err
+		return sandboxkit.Command{}, err
 	}
-	res, err := s.runner.Run(ctx, sandboxkit.Command{
+	return sandboxkit.Command{
 		Argv:      argv,
 		Dir:       dir,
 		Env:       sandboxkit.MergeEnv(s.env, req.Env),
 		Stdin:     req.Stdin,
 		Timeout:   req.Timeout,
 		KillGrace: killGrace,
-	}, out)
+	}, nil
+}
+
+func (s *sandbox) wrap(ctx context.Context, err error) error {
 	if err != nil && !errors.Is(err, ctx.Err()) {
-		err = fmt.Errorf("local sandbox: %w", err)
+		return fmt.Errorf("local sandbox: %w", err)
 	}
-	return res, err
+	return err
 }

@@ -57,7 +57,8 @@ func (*Provider) Info(context.Context) (sdk.Info, error) {
 		Version:          Version,
 		ProtocolVersions: []int{sdk.ProtocolVersion},
 		Description:      "private temp directory on this machine; NOT a security boundary (the agent runs as you)",
-		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated},
+		// TTY, but no Confines: the agent runs as you, on your machine.
+		Sandbox: &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, TTY: true},
 	}, nil
 }
 
@@ -129,3 +130,5 @@ func safeName(s string) string {
 	}
 	return string(b)
 }
+
+var _ sdk.TTYSandbox = (*sandbox)(nil)

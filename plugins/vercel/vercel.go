@@ -82,7 +82,7 @@ func (*Provider) Info(context.Context) (sdk.Info, error) {
 		Version:          Version,
 		ProtocolVersions: []int{sdk.ProtocolVersion},
 		Description:      "Vercel Sandbox microVM over Vercel's API (VERCEL_TOKEN + VERCEL_TEAM_ID + VERCEL_PROJECT_ID, or VERCEL_OIDC_TOKEN)",
-		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, CPULimit: true, Sudo: true},
+		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, CPULimit: true, Sudo: true, Confines: true},
 	}, nil
 }
 

@@ -89,6 +89,24 @@ type Runner struct {
 // cancelling ctx kills it and returns ctx.Err(); closing the Runner kills
 // it and returns ErrClosed.
 func (r *Runner) Run(ctx context.Context, c Command, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	return r.run(ctx, c, func() (stdio, error) { return newPipes(c.Stdin, out) })
+}
+
+// stdio connects one command to the provider.
+type stdio interface {
+	// attach sets the command's stdin, stdout and stderr (and may adjust
+	// its SysProcAttr, a copy of its own).
+	attach(cmd *exec.Cmd)
+	// closeChild closes the ends the child inherited, once it started.
+	closeChild()
+	// start begins the transfers; the channel is closed once the output
+	// reached EOF.
+	start() <-chan struct{}
+	// closeParent closes the provider's ends, abandoning pending transfers.
+	closeParent()
+}
+
+func (r *Runner) run(ctx context.Context, c Command, newStdio func() (stdio, error)) (sdk.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
 		return sdk.ExecResult{}, err
 	}
@@ -119,19 +137,17 @@ func (r *Runner) Run(ctx context.Context, c Command, out sdk.OutputFunc) (sdk.Ex
 		ExtraFiles:  c.ExtraFiles,
 		SysProcAttr: attr,
 	}
-	p, err := newPipes(c.Stdin != nil)
+	p, err := newStdio()
 	if err != nil {
 		return sdk.ExecResult{}, err
 	}
 	defer p.closeParent()
-	cmd.Stdout, cmd.Stderr = p.childOut, p.childErr
-	if p.childIn != nil {
-		cmd.Stdin = p.childIn
-	}
+	p.attach(cmd)
 
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		p.closeChild()
 		return sdk.ExecResult{}, ErrClosed
 	}
 	err = cmd.Start()
@@ -158,14 +174,7 @@ func (r *Runner) Run(ctx context.Context, c Command, out sdk.OutputFunc) (sdk.Ex
 	if kill == nil {
 		kill = killGroup
 	}
-
-	if c.Stdin != nil {
-		go func() {
-			_, _ = p.stdin.Write(c.Stdin)
-			_ = p.stdin.Close()
-		}()
-	}
-	drained := p.stream(out)
+	drained := p.start()
 
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -297,16 +306,20 @@ func lookPath(name, pathEnv, dir string) (string, error) {
 	return "", fmt.Errorf("exec %q: %w in the sandbox PATH", name, exec.ErrNotFound)
 }
 
-// pipes connects a command's stdio to the provider. The parent ends are
-// closed exactly once, either after the output drained or to abandon it.
+// pipes connects a command's stdio to the provider through pipes: stdin
+// is written and closed, stdout and stderr lines go to out. The parent
+// ends are closed exactly once, either after the output drained or to
+// abandon it.
 type pipes struct {
 	childIn, childOut, childErr *os.File // nil childIn: /dev/null
 	stdin, stdout, stderr       *os.File
 	closeOnce                   sync.Once
+	input                       []byte
+	out                         sdk.OutputFunc
 }
 
-func newPipes(withStdin bool) (*pipes, error) {
-	p := &pipes{}
+func newPipes(stdin []byte, out sdk.OutputFunc) (*pipes, error) {
+	p := &pipes{input: stdin, out: out}
 	var err error
 	if p.stdout, p.childOut, err = os.Pipe(); err != nil {
 		return nil, err
@@ -316,7 +329,7 @@ func newPipes(withStdin bool) (*pipes, error) {
 		p.closeParent()
 		return nil, err
 	}
-	if withStdin {
+	if stdin != nil {
 		if p.childIn, p.stdin, err = os.Pipe(); err != nil {
 			p.closeChild()
 			p.closeParent()
@@ -326,7 +339,13 @@ func newPipes(withStdin bool) (*pipes, error) {
 	return p, nil
 }
 
-// closeChild closes the ends the child inherited.
+func (p *pipes) attach(cmd *exec.Cmd) {
+	cmd.Stdout, cmd.Stderr = p.childOut, p.childErr
+	if p.childIn != nil {
+		cmd.Stdin = p.childIn
+	}
+}
+
 func (p *pipes) closeChild() {
 	for _, f := range []*os.File{p.childIn, p.childOut, p.childErr} {
 		if f != nil {
@@ -335,7 +354,6 @@ func (p *pipes) closeChild() {
 	}
 }
 
-// closeParent closes the provider's ends, unblocking pending reads and writes.
 func (p *pipes) closeParent() {
 	p.closeOnce.Do(func() {
 		for _, f := range []*os.File{p.stdin, p.stdout, p.stderr} {
@@ -346,10 +364,16 @@ func (p *pipes) closeParent() {
 	})
 }
 
-// stream sends stdout and stderr lines to out, one call at a time, and
-// closes the returned channel once both reached EOF.
-func (p *pipes) stream(out sdk.OutputFunc) <-chan struct{} {
-	out = sdk.SyncOutput(out)
+// start writes stdin and sends stdout and stderr lines to out, one call at
+// a time.
+func (p *pipes) start() <-chan struct{} {
+	if p.stdin != nil {
+		go func() {
+			_, _ = p.stdin.Write(p.input)
+			_ = p.stdin.Close()
+		}()
+	}
+	out := sdk.SyncOutput(p.out)
 	var wg sync.WaitGroup
 	for _, src := range []struct {
 		r      io.Reader

@@ -8,8 +8,9 @@
 // Run serves the provider over a real gRPC connection (sdk/plugintest) and
 // checks the contract: exit codes, streaming, stdin, env, argv vs shell,
 // cwd confinement, timeouts, cancellation, copy in/out with traversal and
-// symlink escapes, long lines, idempotent close and, for providers that
-// implement sdk.SandboxRecoverer, reattaching to a listed resource. Commands run inside the
+// symlink escapes, long lines, idempotent close, for providers that
+// implement sdk.SandboxRecoverer reattaching to a listed resource and, for
+// providers that declare TTY, a program on a terminal (sdk.TTYSandbox). Commands run inside the
 // sandbox need only POSIX sh and coreutils.
 package sandboxtest
 
@@ -20,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -128,6 +130,8 @@ func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
 		{"Sudo", s.testSudo},
 		{"Close", s.testClose},
 		{"Recover", s.testRecover},
+		{"TTY", s.testTTY},
+		{"TTYCancel", s.testTTYCancel},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
@@ -807,5 +811,121 @@ func (s *suite) testRecover(t *testing.T) {
 	}
 	if _, err := rec.Recover(ctx, t.TempDir()); err == nil {
 		t.Error("Recover of a directory that is no sandbox did not fail")
+	}
+}
+
+// ttyProgram is a small interactive program: it answers each line it
+// reads, prints the terminal size on "size" and exits 3 on "quit".
+const ttyProgram = `stty size; echo ready
+while IFS= read -r line; do
+  case $line in
+    size) echo "size=$(stty size)" ;;
+    quit) echo bye; exit 3 ;;
+    *) echo "got:$line" ;;
+  esac
+done`
+
+// ttyExec starts ttyProgram on a terminal; the result arrives on the
+// returned channel.
+func (s *suite) ttyExec(t *testing.T, ctx context.Context, screen *Screen, stdin *io.PipeReader, resize chan sdk.WindowSize) <-chan result {
+	t.Helper()
+	if !s.caps.TTY {
+		t.Skip("provider does not declare TTY")
+	}
+	tsb, ok := s.sb.(sdk.TTYSandbox)
+	if !ok {
+		t.Fatal("the host's sandbox handle does not implement sdk.TTYSandbox")
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer screen.Close()
+		var r result
+		r.ExecResult, r.err = tsb.ExecTTY(ctx, sh(ttyProgram), sdk.TTY{
+			Size: sdk.WindowSize{Rows: 24, Cols: 80}, Stdin: stdin, Output: screen, Resize: resize,
+		})
+		done <- r
+	}()
+	return done
+}
+
+// testTTY drives ttyProgram like a user at a terminal: its size, a line
+// typed and echoed, a resize it sees, and its exit code.
+func (s *suite) testTTY(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	screen := NewScreen()
+	stdin, typed := io.Pipe()
+	defer typed.Close()
+	resize := make(chan sdk.WindowSize, 1)
+	done := s.ttyExec(t, ctx, screen, stdin, resize)
+	expect := func(text string) {
+		t.Helper()
+		if err := screen.WaitFor(ctx, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	typeLine := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(typed, line+"\r"); err != nil {
+			t.Fatalf("typing %q: %v", line, err)
+		}
+	}
+	expect("24 80")
+	expect("ready")
+	typeLine("hello terminal")
+	expect("got:hello terminal")
+
+	// A resize travels beside the input: ask until the program sees it.
+	resize <- sdk.WindowSize{Rows: 40, Cols: 120}
+	for {
+		typeLine("size")
+		if err := screen.WaitFor(ctx, "size="); err != nil {
+			t.Fatal(err)
+		}
+		if err := screen.WaitFor(ctx, "\n"); err != nil {
+			t.Fatal(err)
+		}
+		out := screen.String()
+		line := out[strings.LastIndex(out, "size="):]
+		if strings.HasPrefix(line, "size=40 120") {
+			break
+		}
+		if !strings.HasPrefix(line, "size=24 80") {
+			t.Fatalf("stty size after a resize to 40x120: %q", line)
+		}
+	}
+	typeLine("quit")
+	expect("bye")
+	r := <-done
+	if r.err != nil || r.ExitCode != 3 {
+		t.Errorf("ExecTTY: %v, want exit 3; output:\n%s", r, screen)
+	}
+}
+
+// testTTYCancel: cancelling ExecTTY kills the program and the sandbox stays
+// usable.
+func (s *suite) testTTYCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	screen := NewScreen()
+	stdin, typed := io.Pipe()
+	defer typed.Close()
+	done := s.ttyExec(t, ctx, screen, stdin, nil)
+	wait, stop := context.WithTimeout(context.Background(), hangGuard)
+	defer stop()
+	if err := screen.WaitFor(wait, "ready"); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, context.Canceled) {
+			t.Errorf("ExecTTY after cancel: %v, want context.Canceled", r)
+		}
+	case <-wait.Done():
+		t.Fatal("ExecTTY did not return after its context was cancelled")
+	}
+	if r := s.exec(context.Background(), sh(`echo still usable`), nil); r.err != nil || !slices.Equal(r.stdout, []string{"still usable"}) {
+		t.Errorf("Exec after a cancelled ExecTTY: %v", r)
 	}
 }

@@ -497,6 +497,7 @@ type SandboxCapabilities struct {
 	MemoryLimit   bool                   `protobuf:"varint,4,opt,name=memory_limit,json=memoryLimit,proto3" json:"memory_limit,omitempty"`
 	Tty           bool                   `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
 	Sudo          bool                   `protobuf:"varint,6,opt,name=sudo,proto3" json:"sudo,omitempty"`
+	Confines      bool                   `protobuf:"varint,7,opt,name=confines,proto3" json:"confines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -569,6 +570,13 @@ func (x *SandboxCapabilities) GetTty() bool {
 func (x *SandboxCapabilities) GetSudo() bool {
 	if x != nil {
 		return x.Sudo
+	}
+	return false
+}
+
+func (x *SandboxCapabilities) GetConfines() bool {
+	if x != nil {
+		return x.Confines
 	}
 	return false
 }
@@ -1687,6 +1695,224 @@ func (x *ExecResponse) GetResult() *ExecResult {
 	return nil
 }
 
+type WindowSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowSize) Reset() {
+	*x = WindowSize{}
+	mi := &file_plugin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowSize) ProtoMessage() {}
+
+func (x *WindowSize) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowSize.ProtoReflect.Descriptor instead.
+func (*WindowSize) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WindowSize) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *WindowSize) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+type ExecTTYStart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Exec          *ExecRequest           `protobuf:"bytes,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	Size          *WindowSize            `protobuf:"bytes,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecTTYStart) Reset() {
+	*x = ExecTTYStart{}
+	mi := &file_plugin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecTTYStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecTTYStart) ProtoMessage() {}
+
+func (x *ExecTTYStart) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecTTYStart.ProtoReflect.Descriptor instead.
+func (*ExecTTYStart) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ExecTTYStart) GetExec() *ExecRequest {
+	if x != nil {
+		return x.Exec
+	}
+	return nil
+}
+
+func (x *ExecTTYStart) GetSize() *WindowSize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+type ExecTTYRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First message only.
+	Start         *ExecTTYStart `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	Stdin         []byte        `protobuf:"bytes,2,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Resize        *WindowSize   `protobuf:"bytes,3,opt,name=resize,proto3" json:"resize,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecTTYRequest) Reset() {
+	*x = ExecTTYRequest{}
+	mi := &file_plugin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecTTYRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecTTYRequest) ProtoMessage() {}
+
+func (x *ExecTTYRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecTTYRequest.ProtoReflect.Descriptor instead.
+func (*ExecTTYRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ExecTTYRequest) GetStart() *ExecTTYStart {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *ExecTTYRequest) GetStdin() []byte {
+	if x != nil {
+		return x.Stdin
+	}
+	return nil
+}
+
+func (x *ExecTTYRequest) GetResize() *WindowSize {
+	if x != nil {
+		return x.Resize
+	}
+	return nil
+}
+
+// ExecTTYResponse carries output; the last message carries the result.
+type ExecTTYResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Output        []byte                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
+	Result        *ExecResult            `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecTTYResponse) Reset() {
+	*x = ExecTTYResponse{}
+	mi := &file_plugin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecTTYResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecTTYResponse) ProtoMessage() {}
+
+func (x *ExecTTYResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecTTYResponse.ProtoReflect.Descriptor instead.
+func (*ExecTTYResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ExecTTYResponse) GetOutput() []byte {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *ExecTTYResponse) GetResult() *ExecResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 type CopyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Handle        string                 `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
@@ -1698,7 +1924,7 @@ type CopyRequest struct {
 
 func (x *CopyRequest) Reset() {
 	*x = CopyRequest{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1710,7 +1936,7 @@ func (x *CopyRequest) String() string {
 func (*CopyRequest) ProtoMessage() {}
 
 func (x *CopyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1723,7 +1949,7 @@ func (x *CopyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyRequest.ProtoReflect.Descriptor instead.
 func (*CopyRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CopyRequest) GetHandle() string {
@@ -1758,7 +1984,7 @@ type CommandSpec struct {
 
 func (x *CommandSpec) Reset() {
 	*x = CommandSpec{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1996,7 @@ func (x *CommandSpec) String() string {
 func (*CommandSpec) ProtoMessage() {}
 
 func (x *CommandSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +2009,7 @@ func (x *CommandSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSpec.ProtoReflect.Descriptor instead.
 func (*CommandSpec) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CommandSpec) GetName() string {
@@ -1816,7 +2042,7 @@ type CommandsResponse struct {
 
 func (x *CommandsResponse) Reset() {
 	*x = CommandsResponse{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +2054,7 @@ func (x *CommandsResponse) String() string {
 func (*CommandsResponse) ProtoMessage() {}
 
 func (x *CommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +2067,7 @@ func (x *CommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandsResponse.ProtoReflect.Descriptor instead.
 func (*CommandsResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CommandsResponse) GetCommands() []*CommandSpec {
@@ -1866,7 +2092,7 @@ type RunCommandRequest struct {
 
 func (x *RunCommandRequest) Reset() {
 	*x = RunCommandRequest{}
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2104,7 @@ func (x *RunCommandRequest) String() string {
 func (*RunCommandRequest) ProtoMessage() {}
 
 func (x *RunCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2117,7 @@ func (x *RunCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCommandRequest.ProtoReflect.Descriptor instead.
 func (*RunCommandRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{27}
+	return file_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RunCommandRequest) GetComponent() string {
@@ -1953,7 +2179,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1965,7 +2191,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1978,7 +2204,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{28}
+	return file_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Resource) GetId() string {
@@ -2004,7 +2230,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2242,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2255,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{29}
+	return file_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -2049,7 +2275,7 @@ type RemoveResourceRequest struct {
 
 func (x *RemoveResourceRequest) Reset() {
 	*x = RemoveResourceRequest{}
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2287,7 @@ func (x *RemoveResourceRequest) String() string {
 func (*RemoveResourceRequest) ProtoMessage() {}
 
 func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2300,7 @@ func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResourceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveResourceRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{30}
+	return file_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoveResourceRequest) GetComponent() string {
@@ -2101,7 +2327,7 @@ type RecoverRequest struct {
 
 func (x *RecoverRequest) Reset() {
 	*x = RecoverRequest{}
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2339,7 @@ func (x *RecoverRequest) String() string {
 func (*RecoverRequest) ProtoMessage() {}
 
 func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[31]
+	mi := &file_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2352,7 @@ func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverRequest.ProtoReflect.Descriptor instead.
 func (*RecoverRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{31}
+	return file_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RecoverRequest) GetComponent() string {
@@ -2153,7 +2379,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2391,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[32]
+	mi := &file_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2404,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{32}
+	return file_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ConfigRequest) GetComponent() string {
@@ -2204,7 +2430,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2442,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[33]
+	mi := &file_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2455,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{33}
+	return file_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *StringList) GetValues() []string {
@@ -2249,7 +2475,7 @@ type SessionStorage struct {
 
 func (x *SessionStorage) Reset() {
 	*x = SessionStorage{}
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2487,7 @@ func (x *SessionStorage) String() string {
 func (*SessionStorage) ProtoMessage() {}
 
 func (x *SessionStorage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[34]
+	mi := &file_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2500,7 @@ func (x *SessionStorage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStorage.ProtoReflect.Descriptor instead.
 func (*SessionStorage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{34}
+	return file_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SessionStorage) GetPathPattern() string {
@@ -2304,7 +2530,7 @@ type AgentDescription struct {
 
 func (x *AgentDescription) Reset() {
 	*x = AgentDescription{}
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2542,7 @@ func (x *AgentDescription) String() string {
 func (*AgentDescription) ProtoMessage() {}
 
 func (x *AgentDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[35]
+	mi := &file_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2555,7 @@ func (x *AgentDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentDescription.ProtoReflect.Descriptor instead.
 func (*AgentDescription) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{35}
+	return file_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AgentDescription) GetRequiredEnv() []*StringList {
@@ -2384,7 +2610,7 @@ type BuildCommandRequest struct {
 
 func (x *BuildCommandRequest) Reset() {
 	*x = BuildCommandRequest{}
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2622,7 @@ func (x *BuildCommandRequest) String() string {
 func (*BuildCommandRequest) ProtoMessage() {}
 
 func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[36]
+	mi := &file_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2635,7 @@ func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildCommandRequest.ProtoReflect.Descriptor instead.
 func (*BuildCommandRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{36}
+	return file_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BuildCommandRequest) GetComponent() string {
@@ -2487,7 +2713,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2499,7 +2725,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[37]
+	mi := &file_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2512,7 +2738,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{37}
+	return file_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Command) GetArgv() [][]byte {
@@ -2555,7 +2781,7 @@ type ParseStreamRequest struct {
 
 func (x *ParseStreamRequest) Reset() {
 	*x = ParseStreamRequest{}
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2567,7 +2793,7 @@ func (x *ParseStreamRequest) String() string {
 func (*ParseStreamRequest) ProtoMessage() {}
 
 func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[38]
+	mi := &file_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2580,7 +2806,7 @@ func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamRequest.ProtoReflect.Descriptor instead.
 func (*ParseStreamRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{38}
+	return file_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ParseStreamRequest) GetStart() *ConfigRequest {
@@ -2609,7 +2835,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2847,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[39]
+	mi := &file_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2860,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{39}
+	return file_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2679,7 +2905,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2917,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[40]
+	mi := &file_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2930,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{40}
+	return file_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Event) GetType() string {
@@ -2758,7 +2984,7 @@ type ParseStreamResponse struct {
 
 func (x *ParseStreamResponse) Reset() {
 	*x = ParseStreamResponse{}
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2996,7 @@ func (x *ParseStreamResponse) String() string {
 func (*ParseStreamResponse) ProtoMessage() {}
 
 func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[41]
+	mi := &file_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +3009,7 @@ func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamResponse.ProtoReflect.Descriptor instead.
 func (*ParseStreamResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{41}
+	return file_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ParseStreamResponse) GetEvents() []*Event {
@@ -2806,7 +3032,7 @@ type RewriteSessionRequest struct {
 
 func (x *RewriteSessionRequest) Reset() {
 	*x = RewriteSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2818,7 +3044,7 @@ func (x *RewriteSessionRequest) String() string {
 func (*RewriteSessionRequest) ProtoMessage() {}
 
 func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[42]
+	mi := &file_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2831,7 +3057,7 @@ func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionRequest.ProtoReflect.Descriptor instead.
 func (*RewriteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{42}
+	return file_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RewriteSessionRequest) GetComponent() string {
@@ -2878,7 +3104,7 @@ type RewriteSessionResponse struct {
 
 func (x *RewriteSessionResponse) Reset() {
 	*x = RewriteSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2890,7 +3116,7 @@ func (x *RewriteSessionResponse) String() string {
 func (*RewriteSessionResponse) ProtoMessage() {}
 
 func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[43]
+	mi := &file_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2903,7 +3129,7 @@ func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionResponse.ProtoReflect.Descriptor instead.
 func (*RewriteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{43}
+	return file_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RewriteSessionResponse) GetData() []byte {
@@ -2938,14 +3164,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12+\n" +
 	"\x11protocol_versions\x18\x04 \x03(\x03R\x10protocolVersions\x12 \n" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\x12A\n" +
-	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\xba\x01\n" +
+	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\xd6\x01\n" +
 	"\x13SandboxCapabilities\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12!\n" +
 	"\fnetwork_none\x18\x02 \x01(\bR\vnetworkNone\x12\x1b\n" +
 	"\tcpu_limit\x18\x03 \x01(\bR\bcpuLimit\x12!\n" +
 	"\fmemory_limit\x18\x04 \x01(\bR\vmemoryLimit\x12\x10\n" +
 	"\x03tty\x18\x05 \x01(\bR\x03tty\x12\x12\n" +
-	"\x04sudo\x18\x06 \x01(\bR\x04sudo\"E\n" +
+	"\x04sudo\x18\x06 \x01(\bR\x04sudo\x12\x1a\n" +
+	"\bconfines\x18\a \x01(\bR\bconfines\"E\n" +
 	"\fDynamicValue\x12\x1b\n" +
 	"\ttype_json\x18\x01 \x01(\fR\btypeJson\x12\x18\n" +
 	"\amsgpack\x18\x02 \x01(\fR\amsgpack\"\x80\x01\n" +
@@ -3046,6 +3273,20 @@ const file_plugin_proto_rawDesc = "" +
 	"\ttimed_out\x18\x02 \x01(\bR\btimedOut\"|\n" +
 	"\fExecResponse\x124\n" +
 	"\x05lines\x18\x01 \x03(\v2\x1e.sanddune.plugin.v1.OutputLineR\x05lines\x126\n" +
+	"\x06result\x18\x02 \x01(\v2\x1e.sanddune.plugin.v1.ExecResultR\x06result\"4\n" +
+	"\n" +
+	"WindowSize\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"w\n" +
+	"\fExecTTYStart\x123\n" +
+	"\x04exec\x18\x01 \x01(\v2\x1f.sanddune.plugin.v1.ExecRequestR\x04exec\x122\n" +
+	"\x04size\x18\x02 \x01(\v2\x1e.sanddune.plugin.v1.WindowSizeR\x04size\"\x96\x01\n" +
+	"\x0eExecTTYRequest\x126\n" +
+	"\x05start\x18\x01 \x01(\v2 .sanddune.plugin.v1.ExecTTYStartR\x05start\x12\x14\n" +
+	"\x05stdin\x18\x02 \x01(\fR\x05stdin\x126\n" +
+	"\x06resize\x18\x03 \x01(\v2\x1e.sanddune.plugin.v1.WindowSizeR\x06resize\"a\n" +
+	"\x0fExecTTYResponse\x12\x16\n" +
+	"\x06output\x18\x01 \x01(\fR\x06output\x126\n" +
 	"\x06result\x18\x02 \x01(\v2\x1e.sanddune.plugin.v1.ExecResultR\x06result\"I\n" +
 	"\vCopyRequest\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\x12\x10\n" +
@@ -3152,7 +3393,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\aCatalog\x12\".sanddune.plugin.v1.CatalogRequest\x1a#.sanddune.plugin.v1.CatalogResponse\x12K\n" +
 	"\x04Info\x12 .sanddune.plugin.v1.ComponentRef\x1a!.sanddune.plugin.v1.ComponentInfo\x12L\n" +
 	"\fConfigSchema\x12 .sanddune.plugin.v1.ComponentRef\x1a\x1a.sanddune.plugin.v1.Schema\x12X\n" +
-	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xf8\x06\n" +
+	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xd0\a\n" +
 	"\aSandbox\x12L\n" +
 	"\tPreflight\x12$.sanddune.plugin.v1.PreflightRequest\x1a\x19.sanddune.plugin.v1.Empty\x12O\n" +
 	"\x06Create\x12!.sanddune.plugin.v1.CreateRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12K\n" +
@@ -3165,7 +3406,8 @@ const file_plugin_proto_rawDesc = "" +
 	"RunCommand\x12%.sanddune.plugin.v1.RunCommandRequest\x1a .sanddune.plugin.v1.ExecResponse0\x01\x12\\\n" +
 	"\rListResources\x12 .sanddune.plugin.v1.ComponentRef\x1a).sanddune.plugin.v1.ListResourcesResponse\x12V\n" +
 	"\x0eRemoveResource\x12).sanddune.plugin.v1.RemoveResourceRequest\x1a\x19.sanddune.plugin.v1.Empty\x12Q\n" +
-	"\aRecover\x12\".sanddune.plugin.v1.RecoverRequest\x1a\".sanddune.plugin.v1.CreateResponse2\xff\x02\n" +
+	"\aRecover\x12\".sanddune.plugin.v1.RecoverRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12V\n" +
+	"\aExecTTY\x12\".sanddune.plugin.v1.ExecTTYRequest\x1a#.sanddune.plugin.v1.ExecTTYResponse(\x010\x012\xff\x02\n" +
 	"\x05Agent\x12S\n" +
 	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a$.sanddune.plugin.v1.AgentDescription\x12T\n" +
 	"\fBuildCommand\x12'.sanddune.plugin.v1.BuildCommandRequest\x1a\x1b.sanddune.plugin.v1.Command\x12b\n" +
@@ -3185,7 +3427,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_plugin_proto_goTypes = []any{
 	(Kind)(0),                      // 0: sanddune.plugin.v1.Kind
 	(NestedBlock_Nesting)(0),       // 1: sanddune.plugin.v1.NestedBlock.Nesting
@@ -3214,32 +3456,36 @@ var file_plugin_proto_goTypes = []any{
 	(*OutputLine)(nil),             // 24: sanddune.plugin.v1.OutputLine
 	(*ExecResult)(nil),             // 25: sanddune.plugin.v1.ExecResult
 	(*ExecResponse)(nil),           // 26: sanddune.plugin.v1.ExecResponse
-	(*CopyRequest)(nil),            // 27: sanddune.plugin.v1.CopyRequest
-	(*CommandSpec)(nil),            // 28: sanddune.plugin.v1.CommandSpec
-	(*CommandsResponse)(nil),       // 29: sanddune.plugin.v1.CommandsResponse
-	(*RunCommandRequest)(nil),      // 30: sanddune.plugin.v1.RunCommandRequest
-	(*Resource)(nil),               // 31: sanddune.plugin.v1.Resource
-	(*ListResourcesResponse)(nil),  // 32: sanddune.plugin.v1.ListResourcesResponse
-	(*RemoveResourceRequest)(nil),  // 33: sanddune.plugin.v1.RemoveResourceRequest
-	(*RecoverRequest)(nil),         // 34: sanddune.plugin.v1.RecoverRequest
-	(*ConfigRequest)(nil),          // 35: sanddune.plugin.v1.ConfigRequest
-	(*StringList)(nil),             // 36: sanddune.plugin.v1.StringList
-	(*SessionStorage)(nil),         // 37: sanddune.plugin.v1.SessionStorage
-	(*AgentDescription)(nil),       // 38: sanddune.plugin.v1.AgentDescription
-	(*BuildCommandRequest)(nil),    // 39: sanddune.plugin.v1.BuildCommandRequest
-	(*Command)(nil),                // 40: sanddune.plugin.v1.Command
-	(*ParseStreamRequest)(nil),     // 41: sanddune.plugin.v1.ParseStreamRequest
-	(*Usage)(nil),                  // 42: sanddune.plugin.v1.Usage
-	(*Event)(nil),                  // 43: sanddune.plugin.v1.Event
-	(*ParseStreamResponse)(nil),    // 44: sanddune.plugin.v1.ParseStreamResponse
-	(*RewriteSessionRequest)(nil),  // 45: sanddune.plugin.v1.RewriteSessionRequest
-	(*RewriteSessionResponse)(nil), // 46: sanddune.plugin.v1.RewriteSessionResponse
-	nil,                            // 47: sanddune.plugin.v1.CreateRequest.EnvEntry
-	nil,                            // 48: sanddune.plugin.v1.CreateRequest.LabelsEntry
-	nil,                            // 49: sanddune.plugin.v1.ExecRequest.EnvEntry
-	nil,                            // 50: sanddune.plugin.v1.Resource.LabelsEntry
-	nil,                            // 51: sanddune.plugin.v1.AgentDescription.EnvEntry
-	nil,                            // 52: sanddune.plugin.v1.Command.EnvEntry
+	(*WindowSize)(nil),             // 27: sanddune.plugin.v1.WindowSize
+	(*ExecTTYStart)(nil),           // 28: sanddune.plugin.v1.ExecTTYStart
+	(*ExecTTYRequest)(nil),         // 29: sanddune.plugin.v1.ExecTTYRequest
+	(*ExecTTYResponse)(nil),        // 30: sanddune.plugin.v1.ExecTTYResponse
+	(*CopyRequest)(nil),            // 31: sanddune.plugin.v1.CopyRequest
+	(*CommandSpec)(nil),            // 32: sanddune.plugin.v1.CommandSpec
+	(*CommandsResponse)(nil),       // 33: sanddune.plugin.v1.CommandsResponse
+	(*RunCommandRequest)(nil),      // 34: sanddune.plugin.v1.RunCommandRequest
+	(*Resource)(nil),               // 35: sanddune.plugin.v1.Resource
+	(*ListResourcesResponse)(nil),  // 36: sanddune.plugin.v1.ListResourcesResponse
+	(*RemoveResourceRequest)(nil),  // 37: sanddune.plugin.v1.RemoveResourceRequest
+	(*RecoverRequest)(nil),         // 38: sanddune.plugin.v1.RecoverRequest
+	(*ConfigRequest)(nil),          // 39: sanddune.plugin.v1.ConfigRequest
+	(*StringList)(nil),             // 40: sanddune.plugin.v1.StringList
+	(*SessionStorage)(nil),         // 41: sanddune.plugin.v1.SessionStorage
+	(*AgentDescription)(nil),       // 42: sanddune.plugin.v1.AgentDescription
+	(*BuildCommandRequest)(nil),    // 43: sanddune.plugin.v1.BuildCommandRequest
+	(*Command)(nil),                // 44: sanddune.plugin.v1.Command
+	(*ParseStreamRequest)(nil),     // 45: sanddune.plugin.v1.ParseStreamRequest
+	(*Usage)(nil),                  // 46: sanddune.plugin.v1.Usage
+	(*Event)(nil),                  // 47: sanddune.plugin.v1.Event
+	(*ParseStreamResponse)(nil),    // 48: sanddune.plugin.v1.ParseStreamResponse
+	(*RewriteSessionRequest)(nil),  // 49: sanddune.plugin.v1.RewriteSessionRequest
+	(*RewriteSessionResponse)(nil), // 50: sanddune.plugin.v1.RewriteSessionResponse
+	nil,                            // 51: sanddune.plugin.v1.CreateRequest.EnvEntry
+	nil,                            // 52: sanddune.plugin.v1.CreateRequest.LabelsEntry
+	nil,                            // 53: sanddune.plugin.v1.ExecRequest.EnvEntry
+	nil,                            // 54: sanddune.plugin.v1.Resource.LabelsEntry
+	nil,                            // 55: sanddune.plugin.v1.AgentDescription.EnvEntry
+	nil,                            // 56: sanddune.plugin.v1.Command.EnvEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	0,  // 0: sanddune.plugin.v1.ComponentRef.kind:type_name -> sanddune.plugin.v1.Kind
@@ -3259,69 +3505,76 @@ var file_plugin_proto_depIdxs = []int32{
 	10, // 14: sanddune.plugin.v1.PreflightRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	10, // 15: sanddune.plugin.v1.CreateRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	18, // 16: sanddune.plugin.v1.CreateRequest.git_mounts:type_name -> sanddune.plugin.v1.Mount
-	47, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
-	48, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
+	51, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
+	52, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
 	21, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
-	49, // 20: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	53, // 20: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
 	24, // 21: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
 	25, // 22: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
-	28, // 23: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	50, // 24: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
-	31, // 25: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
-	10, // 26: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	36, // 27: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	51, // 28: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
-	37, // 29: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
-	10, // 30: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	52, // 31: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
-	35, // 32: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
-	24, // 33: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
-	42, // 34: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
-	43, // 35: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
-	10, // 36: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	5,  // 37: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
-	4,  // 38: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
-	4,  // 39: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
-	15, // 40: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
-	17, // 41: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
-	19, // 42: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
-	23, // 43: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
-	27, // 44: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
-	27, // 45: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
-	22, // 46: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
-	4,  // 47: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
-	30, // 48: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
-	4,  // 49: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
-	33, // 50: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
-	34, // 51: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
-	35, // 52: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	39, // 53: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
-	41, // 54: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	45, // 55: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	6,  // 56: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 57: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 58: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 59: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	3,  // 60: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	20, // 61: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	26, // 62: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 63: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 64: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 65: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	29, // 66: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	26, // 67: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	32, // 68: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 69: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	20, // 70: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
-	38, // 71: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	40, // 72: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	44, // 73: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	46, // 74: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	56, // [56:75] is the sub-list for method output_type
-	37, // [37:56] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	23, // 23: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
+	27, // 24: sanddune.plugin.v1.ExecTTYStart.size:type_name -> sanddune.plugin.v1.WindowSize
+	28, // 25: sanddune.plugin.v1.ExecTTYRequest.start:type_name -> sanddune.plugin.v1.ExecTTYStart
+	27, // 26: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
+	25, // 27: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
+	32, // 28: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
+	54, // 29: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	35, // 30: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
+	10, // 31: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	40, // 32: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
+	55, // 33: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	41, // 34: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
+	10, // 35: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	56, // 36: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	39, // 37: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
+	24, // 38: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
+	46, // 39: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
+	47, // 40: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
+	10, // 41: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	5,  // 42: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
+	4,  // 43: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
+	4,  // 44: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
+	15, // 45: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
+	17, // 46: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
+	19, // 47: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
+	23, // 48: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
+	31, // 49: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
+	31, // 50: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
+	22, // 51: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
+	4,  // 52: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
+	34, // 53: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
+	4,  // 54: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
+	37, // 55: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
+	38, // 56: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
+	29, // 57: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
+	39, // 58: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	43, // 59: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
+	45, // 60: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
+	49, // 61: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	6,  // 62: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 63: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 64: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 65: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	3,  // 66: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	20, // 67: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	26, // 68: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 69: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 70: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 71: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	33, // 72: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	26, // 73: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	36, // 74: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 75: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	20, // 76: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	30, // 77: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
+	42, // 78: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	44, // 79: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	48, // 80: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	50, // 81: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	62, // [62:82] is the sub-list for method output_type
+	42, // [42:62] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -3335,7 +3588,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -257,6 +257,7 @@ const (
 	Sandbox_ListResources_FullMethodName  = "/sanddune.plugin.v1.Sandbox/ListResources"
 	Sandbox_RemoveResource_FullMethodName = "/sanddune.plugin.v1.Sandbox/RemoveResource"
 	Sandbox_Recover_FullMethodName        = "/sanddune.plugin.v1.Sandbox/Recover"
+	Sandbox_ExecTTY_FullMethodName        = "/sanddune.plugin.v1.Sandbox/ExecTTY"
 )
 
 // SandboxClient is the client API for Sandbox service.
@@ -280,6 +281,12 @@ type SandboxClient interface {
 	// Optional (sdk.SandboxRecoverer); UNIMPLEMENTED when the component lacks
 	// it. The handle's Close leaves the resource in place.
 	Recover(ctx context.Context, in *RecoverRequest, opts ...grpc.CallOption) (*CreateResponse, error)
+	// Optional (sdk.TTYSandbox, capability tty); UNIMPLEMENTED when the
+	// sandbox lacks it. A command on a pseudo-terminal: the first request
+	// carries the command, the following ones stdin bytes and window-size
+	// changes (closing the send side is EOF on stdin); responses carry the
+	// terminal's output, then one message with the result.
+	ExecTTY(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecTTYRequest, ExecTTYResponse], error)
 }
 
 type sandboxClient struct {
@@ -418,6 +425,19 @@ func (c *sandboxClient) Recover(ctx context.Context, in *RecoverRequest, opts ..
 	return out, nil
 }
 
+func (c *sandboxClient) ExecTTY(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecTTYRequest, ExecTTYResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[2], Sandbox_ExecTTY_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecTTYRequest, ExecTTYResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandbox_ExecTTYClient = grpc.BidiStreamingClient[ExecTTYRequest, ExecTTYResponse]
+
 // SandboxServer is the server API for Sandbox service.
 // All implementations must embed UnimplementedSandboxServer
 // for forward compatibility.
@@ -439,6 +459,12 @@ type SandboxServer interface {
 	// Optional (sdk.SandboxRecoverer); UNIMPLEMENTED when the component lacks
 	// it. The handle's Close leaves the resource in place.
 	Recover(context.Context, *RecoverRequest) (*CreateResponse, error)
+	// Optional (sdk.TTYSandbox, capability tty); UNIMPLEMENTED when the
+	// sandbox lacks it. A command on a pseudo-terminal: the first request
+	// carries the command, the following ones stdin bytes and window-size
+	// changes (closing the send side is EOF on stdin); responses carry the
+	// terminal's output, then one message with the result.
+	ExecTTY(grpc.BidiStreamingServer[ExecTTYRequest, ExecTTYResponse]) error
 	mustEmbedUnimplementedSandboxServer()
 }
 
@@ -481,6 +507,9 @@ func (UnimplementedSandboxServer) RemoveResource(context.Context, *RemoveResourc
 }
 func (UnimplementedSandboxServer) Recover(context.Context, *RecoverRequest) (*CreateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Recover not implemented")
+}
+func (UnimplementedSandboxServer) ExecTTY(grpc.BidiStreamingServer[ExecTTYRequest, ExecTTYResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExecTTY not implemented")
 }
 func (UnimplementedSandboxServer) mustEmbedUnimplementedSandboxServer() {}
 func (UnimplementedSandboxServer) testEmbeddedByValue()                 {}
@@ -687,6 +716,13 @@ func _Sandbox_Recover_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sandbox_ExecTTY_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SandboxServer).ExecTTY(&grpc.GenericServerStream[ExecTTYRequest, ExecTTYResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandbox_ExecTTYServer = grpc.BidiStreamingServer[ExecTTYRequest, ExecTTYResponse]
+
 // Sandbox_ServiceDesc is the grpc.ServiceDesc for Sandbox service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -741,6 +777,12 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "RunCommand",
 			Handler:       _Sandbox_RunCommand_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ExecTTY",
+			Handler:       _Sandbox_ExecTTY_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "plugin.proto",
