@@ -35,10 +35,11 @@ func requireDocker(t *testing.T) {
 	kittest.RequireEngine(t, "docker", err)
 }
 
-// containers lists the containers labelled by sanddune runs.
-func containers(t *testing.T) []string {
+// containers lists the containers of sanddune runs on the repo dir (not
+// those of other tests sharing the daemon).
+func containers(t *testing.T, dir string) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=sanddune.run").Output()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=sanddune.repo="+dir).Output()
 	if err != nil {
 		t.Fatalf("docker ps: %v", err)
 	}
@@ -121,7 +122,7 @@ run "other" {
 	if st := gitOut(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" {
 		t.Errorf("host working tree changed: %q", st)
 	}
-	if c := containers(t); len(c) != 0 {
+	if c := containers(t, dir); len(c) != 0 {
 		t.Errorf("containers left behind: %v", c)
 	}
 }
@@ -156,7 +157,7 @@ run "hang" {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
 	}
-	if len(containers(t)) == 0 {
+	if len(containers(t, dir)) == 0 {
 		t.Fatal("no container while the agent runs")
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -169,7 +170,7 @@ run "hang" {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
 	}
-	if c := containers(t); len(c) != 0 {
+	if c := containers(t, dir); len(c) != 0 {
 		t.Fatalf("containers left behind: %v", c)
 	}
 	if got := gitOut(t, dir, "show", "agent/hang:work.txt"); got != "work" {

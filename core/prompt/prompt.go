@@ -7,7 +7,8 @@
 //  1. Load (host, before anything starts): read the file, split it into text
 //     and shell expressions (!`command`), and check the {{KEY}} placeholders
 //     against the prompt arguments: a missing key or an argument named like a
-//     built-in is an error, an unused argument a warning.
+//     built-in is an error (an interactive session asks for the value
+//     instead, see Source.Ask), an unused argument a warning.
 //  2. Fill (host, once the run's branches are known): substitute the
 //     arguments and the built-ins SOURCE_BRANCH and TARGET_BRANCH.
 //  3. Render (inside the sandbox, every iteration): run the shell
@@ -23,6 +24,7 @@ package prompt
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,6 +54,10 @@ type Source struct {
 	File    string
 	BaseDir string
 	Args    map[string]string
+	// Ask, when set, supplies the value of a placeholder that Args lacks
+	// (an interactive session asks the user at the terminal); it is called
+	// once per missing key, in the order the keys appear.
+	Ask func(key string) (string, error)
 }
 
 // Error is a prompt problem detected before the run starts.
@@ -117,10 +123,10 @@ func Load(src Source) (*Template, error) {
 		}
 		return nil, &Error{File: path, Msg: "cannot read it: " + err.Error()}
 	}
-	return parse(path, string(data), src.Args)
+	return parse(path, string(data), src.Args, src.Ask)
 }
 
-func parse(file, text string, args map[string]string) (*Template, error) {
+func parse(file, text string, args map[string]string, ask func(string) (string, error)) (*Template, error) {
 	t := &Template{File: file, args: args}
 	last := 0
 	for _, m := range shellRE.FindAllStringSubmatchIndex(text, -1) {
@@ -140,6 +146,7 @@ func parse(file, text string, args map[string]string) (*Template, error) {
 		}
 	}
 	used := map[string]bool{}
+	asked := false
 	for _, s := range t.segs {
 		for _, m := range placeholderRE.FindAllStringSubmatch(s.text, -1) {
 			key := m[1]
@@ -147,9 +154,23 @@ func parse(file, text string, args map[string]string) (*Template, error) {
 				continue
 			}
 			used[key] = true
-			if _, ok := args[key]; !ok && key != SourceBranch && key != TargetBranch {
+			if _, ok := t.args[key]; ok || key == SourceBranch || key == TargetBranch {
+				continue
+			}
+			if ask == nil {
 				return nil, &Error{File: file, Msg: fmt.Sprintf("placeholder {{%s}} has no value in prompt_args", key)}
 			}
+			v, err := ask(key)
+			if err != nil {
+				return nil, &Error{File: file, Msg: fmt.Sprintf("placeholder {{%s}} has no value in prompt_args, and asking for it failed: %v", key, err)}
+			}
+			if !asked { // args is the caller's: add to a copy
+				t.args, asked = maps.Clone(args), true
+				if t.args == nil {
+					t.args = map[string]string{}
+				}
+			}
+			t.args[key] = v
 		}
 	}
 	var unused []string

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -292,5 +293,35 @@ func TestQuotePlaceholders(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s: got %s want %s", c.in, got, c.want)
 		}
+	}
+}
+
+// TestMissingKeyAsked: an interactive session asks for each missing key
+// once, in order, and the answer fills the placeholder.
+func TestMissingKeyAsked(t *testing.T) {
+	args := map[string]string{"GIVEN": "g"}
+	var asked []string
+	tpl, err := Load(Source{File: "prompt.md", BaseDir: writeFile(t, "{{B}} {{GIVEN}} {{A}} {{B}} {{SOURCE_BRANCH}}"), Args: args,
+		Ask: func(key string) (string, error) {
+			asked = append(asked, key)
+			return strings.ToLower(key) + "!", nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"B", "A"}; !slices.Equal(asked, want) {
+		t.Errorf("asked for %q, want %q", asked, want)
+	}
+	got, err := tpl.Fill("src", "dst").Render(context.Background(), nil, RenderOptions{})
+	if err != nil || got != "b! g a! b! src" {
+		t.Errorf("rendered %q, %v", got, err)
+	}
+	if len(args) != 1 {
+		t.Errorf("the caller's prompt_args changed: %v", args)
+	}
+	_, err = Load(Source{File: "prompt.md", BaseDir: writeFile(t, "{{X}}"),
+		Ask: func(string) (string, error) { return "", errors.New("stdin is not a terminal") }})
+	if err == nil || !strings.Contains(err.Error(), "{{X}}") || !strings.Contains(err.Error(), "stdin is not a terminal") {
+		t.Errorf("a failed ask: %v", err)
 	}
 }

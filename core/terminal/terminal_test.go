@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -197,5 +198,40 @@ func TestHostSession(t *testing.T) {
 	}
 	if err := <-done; err != nil || res.ExitCode != 4 {
 		t.Errorf("host session: %+v, %v; want exit 4", res, err)
+	}
+}
+
+// TestAsk asks for a value on the user's terminal and reads the line typed.
+func TestAsk(t *testing.T) {
+	master, tty := userTerminal(t)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	screen := sandboxtest.NewScreen()
+	go func() { _, _ = io.Copy(screen, master) }()
+	got := make(chan string, 1)
+	go func() {
+		v, err := terminal.Ask(tty, tty)("ISSUE")
+		if err != nil {
+			v = "error: " + err.Error()
+		}
+		got <- v
+	}()
+	if err := screen.WaitFor(ctx, "Value for {{ISSUE}}: "); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := master.WriteString("42 and more\r"); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-got; v != "42 and more" {
+		t.Errorf("Ask returned %q, want the line typed", v)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := terminal.Ask(r, io.Discard)("X"); err == nil || !strings.Contains(err.Error(), "not a terminal") {
+		t.Errorf("Ask on a pipe: %v, want an error", err)
 	}
 }
