@@ -5,13 +5,15 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/missingstudio/sanddune/core/hooks"
 	"github.com/missingstudio/sanddune/core/runlog"
+	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 // RunOptions is one run: a prompt, an agent and a sandbox turned into
-// commits on a branch. The CLI builds it from a `run` block; library users
-// build it directly. Relative paths resolve against BaseDir (the config
+// commits on a branch. Plan builds it from a `run` block; library users
+// build it directly (PlanRun, Run). Zero values take the defaults. Relative paths resolve against BaseDir (the config
 // file's directory, or the process working directory when empty), except
 // CopyToWorktree, which resolves against the repo root.
 type RunOptions struct {
@@ -22,8 +24,8 @@ type RunOptions struct {
 	Repo    string
 	BaseDir string
 
-	Sandbox ProviderRef
-	Agent   ProviderRef
+	Sandbox SandboxRef
+	Agent   AgentRef
 
 	// Exactly one of Prompt (passed literally) and PromptFile.
 	Prompt     string
@@ -33,10 +35,10 @@ type RunOptions struct {
 
 	BranchStrategy BranchStrategy
 
-	MaxIterations     int           // default 1
-	CompletionSignals []string      // default ["<promise>COMPLETE</promise>"]
-	IdleTimeout       time.Duration // default 10m
-	CompletionTimeout time.Duration // default 60s
+	MaxIterations     int           // default DefaultMaxIterations
+	CompletionSignals []string      // default [DefaultCompletionSignal]
+	IdleTimeout       time.Duration // default DefaultIdleTimeout
+	CompletionTimeout time.Duration // default DefaultCompletionTimeout
 
 	CopyToWorktree []string
 	Env            map[string]string
@@ -62,54 +64,51 @@ type RunOptions struct {
 	Version string
 }
 
-// ProviderRef is a configured provider block: the plugin, its decoded
-// config and its address for messages (e.g. "sandbox.docker.default").
-type ProviderRef struct {
+// SandboxRef is a sandbox provider block: its address for messages (e.g.
+// "sandbox.docker.default"), the plugin (type label) and its decoded
+// config.
+type SandboxRef struct {
 	Address  string
-	Plugin   string // type label, e.g. "docker"
-	Provider sdk.Provider
+	Plugin   string
+	Provider sdk.SandboxProvider
 	Config   sdk.Config
 }
 
-// StrategyType names a branch strategy.
-type StrategyType string
-
-const (
-	StrategyHead        StrategyType = "head"
-	StrategyMergeToHead StrategyType = "merge-to-head"
-	StrategyBranch      StrategyType = "branch"
-)
+// AgentRef is an agent provider block, like SandboxRef.
+type AgentRef struct {
+	Address  string
+	Plugin   string
+	Provider sdk.AgentProvider
+	Config   sdk.Config
+}
 
 // BranchStrategy says where the agent's commits go. A zero Type means the
 // provider's default (head for bind-mount, merge-to-head for isolated).
-type BranchStrategy struct {
-	Type StrategyType
-	// Branch is the target branch for StrategyBranch.
-	Branch string
-	// BaseBranch is what a new Branch starts from (default HEAD).
-	BaseBranch string
-}
+type BranchStrategy = worktree.Strategy
+
+// StrategyType names a branch strategy.
+type StrategyType = worktree.StrategyType
+
+// The branch strategies.
+const (
+	StrategyHead        = worktree.StrategyHead
+	StrategyMergeToHead = worktree.StrategyMergeToHead
+	StrategyBranch      = worktree.StrategyBranch
+)
 
 // Hooks run around sandbox creation.
-type Hooks struct {
-	HostOnWorktreeReady   []Hook // sequential, on the host, in the worktree
-	HostOnSandboxReady    []Hook // on the host, parallel with SandboxOnSandboxReady
-	SandboxOnSandboxReady []Hook // inside the sandbox
-}
+type Hooks = hooks.Set
 
-// Hook is one shell command (shell by design).
-type Hook struct {
-	Command string
-	Timeout time.Duration // default 60s
-	Sudo    bool          // sandbox hooks only
-}
+// Hook is one shell command (shell by design); a zero Timeout is 60s.
+type Hook = hooks.Hook
 
 // LogMode is where progress goes.
-type LogMode string
+type LogMode = runlog.Mode
 
+// The log modes.
 const (
-	LogFile   LogMode = "file"   // default: .sanddune/logs/<run>-<ts>.log
-	LogStdout LogMode = "stdout" // live progress on the terminal
+	LogFile   = runlog.File   // default: .sanddune/logs/<run>-<ts>.log
+	LogStdout = runlog.Stdout // live progress on the terminal
 )
 
 // Logging configures a run's log.
@@ -129,3 +128,11 @@ type AgentEvent struct {
 	Time      time.Time
 	Event     sdk.Event
 }
+
+// Defaults of RunOptions.
+const (
+	DefaultMaxIterations     = 1
+	DefaultCompletionSignal  = "<promise>COMPLETE</promise>"
+	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultCompletionTimeout = 60 * time.Second
+)

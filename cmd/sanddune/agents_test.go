@@ -92,6 +92,7 @@ func runJSON(t *testing.T, dir string, env []string, args ...string) (agentRun, 
 // --resume` looks on the host, with its cwd rewritten to the host repo; a
 // second run with resume_session finds it inside its sandbox.
 func TestClaudeRunCapturesSessionAndNextRunResumesIt(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	env := agentEnv(t, dir, "claude", fakeClaude, "../../plugins/claude/testdata/claude-stream.jsonl")
 	env = append(env, "ANTHROPIC_API_KEY=sk-fake")
@@ -142,6 +143,7 @@ run "fix" {
 
 // TestPiRunReportsSessionAndUsage runs the pi plugin against a fake `pi`.
 func TestPiRunReportsSessionAndUsage(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	script := "#!/bin/sh\ncat > /dev/null\necho x > pi.txt && git add pi.txt && git -c user.name=pi -c user.email=pi@example.com commit -qm pi\ncat \"$FIXTURE\"\n"
 	env := agentEnv(t, dir, "pi", script, "../../plugins/pi/testdata/pi-stream.jsonl")
@@ -168,6 +170,7 @@ run "pi" {
 // TestMissingCredentialsFailBeforeAnythingStarts: no ANTHROPIC_API_KEY nor
 // CLAUDE_CODE_OAUTH_TOKEN: exit 2, the keys named, no branch created.
 func TestMissingCredentialsFailBeforeAnythingStarts(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	env := agentEnv(t, dir, "claude", fakeClaude, "../../plugins/claude/testdata/claude-stream.jsonl")
 	env = append(env, "ANTHROPIC_API_KEY=", "CLAUDE_CODE_OAUTH_TOKEN=")

@@ -61,6 +61,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // docker sandbox with each branch strategy, two of them concurrently, and
 // checks where the commits land and that no container is left behind.
 func TestDockerRunLandsCommitsForEveryStrategy(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
@@ -131,6 +132,7 @@ run "other" {
 // exit 130, the container is gone, the branch keeps the commit the agent
 // made before hanging.
 func TestDockerInterruptLeavesNoContainer(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {

@@ -108,6 +108,7 @@ func tempBranches(t *testing.T, dir string) []string {
 // commit onto the run's branch, saves the uncommitted file as a patch, and
 // only then removes the sandbox, its stale lock and nothing else.
 func TestGCSalvagesWhatAKilledRunLeft(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	tmp := t.TempDir()
 	base := gitOut(t, dir, "rev-parse", "main")
@@ -180,6 +181,7 @@ func TestGCSalvagesWhatAKilledRunLeft(t *testing.T) {
 // leaves a sandbox with nothing to salvage, a lock and an empty temp
 // branch; gc removes all three.
 func TestGCRemovesWhatAKilledRunLeft(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	tmp := t.TempDir()
 	sandbox := killedRun(t, dir, tmp, "")

@@ -3,9 +3,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/missingstudio/sanddune/core"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -18,6 +21,21 @@ const (
 	exitUsage     = 2
 	exitCancelled = 130
 )
+
+// exitCode classifies a run's error: 0 for nil, 130 when cancelled, 2 for
+// configuration errors, 1 for any other failure.
+func exitCode(err error) int {
+	var re *core.RunError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &re) && re.Cancelled, errors.Is(err, context.Canceled):
+		return exitCancelled
+	case errors.As(err, &re) && re.Phase == core.PhaseConfig:
+		return exitUsage
+	}
+	return exitFailure
+}
 
 // exitError carries an exit code through cobra.
 type exitError struct {
@@ -32,15 +50,10 @@ func main() {
 	if len(os.Args) > 2 && os.Args[1] == serveCommand {
 		os.Exit(servePlugin(os.Args[2]))
 	}
-	root := newRootCommand()
-	if len(os.Args) > 1 && os.Args[1] != "" && os.Args[1][0] != '-' {
-		if c, _, err := root.Find(os.Args[1:]); err != nil || c == root {
-			if code, ok := runPluginCommand(os.Args[1], os.Args[2:]); ok {
-				os.Exit(code)
-			}
-		}
-	}
+	root, g := newRootCommand()
+	closeHost := addPluginCommands(context.Background(), root, g, os.Args[1:])
 	err := root.Execute()
+	closeHost()
 	if err == nil {
 		os.Exit(exitOK)
 	}

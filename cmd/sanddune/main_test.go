@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,6 +101,7 @@ func run(t *testing.T, dir string, args ...string) result {
 const commitAgent = `["sh", "-c", "cat > prompt.txt && git add prompt.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: save prompt' && echo '<promise>COMPLETE</promise>'"]`
 
 func TestPluginsListShowsBuiltinsAndExternalPlugin(t *testing.T) {
+	t.Parallel()
 	r := run(t, t.TempDir(), "plugins", "list")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -112,6 +114,7 @@ func TestPluginsListShowsBuiltinsAndExternalPlugin(t *testing.T) {
 }
 
 func TestValidateReportsPluginAttributeTypoWithPosition(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 
@@ -139,6 +142,7 @@ run "hello" {
 }
 
 func TestValidateReportsPluginDiagnostics(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "tmpdir" "net" {
   network = "bridge"
@@ -157,6 +161,7 @@ run "x" {
 }
 
 func TestRunWithThirdPartyPluginLandsCommit(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `variable "who" { default = "world" }
 sandbox "tmpdir" "scratch" {}
@@ -200,6 +205,7 @@ run "hello" {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	for _, args := range [][]string{{"--no-such-flag"}, {"run", "--log", "tty"}, {"run", "-c", "missing.hcl"}, {"local"}} {
 		if r := run(t, dir, args...); r.code != 2 {
@@ -212,6 +218,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 // run is cancelled (exit 130), the agent process dies, and no plugin
 // process outlives sanddune.
 func TestInterruptKillsAgentAndPlugins(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	marker := filepath.Join(t.TempDir(), "agent.pid")
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
@@ -236,7 +243,7 @@ run "hang" {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
 	}
-	plugins := pluginProcesses(t)
+	plugins := pluginProcesses(t, cmd.Process.Pid)
 	if len(plugins) == 0 {
 		t.Fatal("no plugin processes found while the run was going")
 	}
@@ -262,8 +269,9 @@ run "hang" {
 	}
 }
 
-// pluginProcesses lists processes running the sanddune binary in plugin mode.
-func pluginProcesses(t *testing.T) []int {
+// pluginProcesses lists the plugin processes a sanddune process started
+// (never other tests' or runs').
+func pluginProcesses(t *testing.T, parent int) []int {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
@@ -273,7 +281,18 @@ func pluginProcesses(t *testing.T) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.HasPrefix(string(cmdline), sanddune+"\x00"+serveCommand) {
+		if err != nil || !strings.HasPrefix(string(cmdline), sanddune+"\x00"+serveCommand) {
+			continue
+		}
+		// /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		var state string
+		var ppid int
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+		if _, err := fmt.Sscan(rest, &state, &ppid); err == nil && ppid == parent {
 			pids = append(pids, pid)
 		}
 	}
@@ -293,6 +312,7 @@ func processAlive(pid int) bool {
 }
 
 func TestValidateRejectsResumeForAgentWithoutSessions(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "local" "dev" {}
 agent "opencode" "oc" {
@@ -313,6 +333,7 @@ run "resume" {
 // starting (prompt keys, branch names, env overlap) are diagnostics of
 // validate, with the position of the run.
 func TestValidateRunsTheEnginesChecks(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, "p.md"), "Fix {{ISSUE}} and {{NOPE}}\n")
 	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "bubblewrap" "b" {
@@ -346,6 +367,7 @@ run "env" {
 }
 
 func TestParallelRunsOnOneBranchAreRefused(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "a" {
@@ -367,6 +389,7 @@ run "b" {
 }
 
 func TestRunFromRepoSubdirectoryFindsTheConfig(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "a" {
@@ -391,6 +414,7 @@ run "sub" {
 // TestJSONOfAFailedRunHasTheSameShape: a failed run's entry has every key
 // of a successful one, in the same order, plus "error".
 func TestJSONOfAFailedRunHasTheSameShape(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "ok" {
@@ -434,6 +458,7 @@ run "fail" {
 // repo is copied into an isolated sandbox as a symlink, not as the content
 // of the host file it points to.
 func TestCopyToWorktreeKeepsSymlinks(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	secret := filepath.Join(t.TempDir(), "credentials")
 	writeFile(t, secret, "s3cr3t\n")
@@ -456,6 +481,7 @@ run "copy" {
 }
 
 func TestRepoWithoutCommitsIsAUsageError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
@@ -475,6 +501,7 @@ run "x" {
 }
 
 func TestUnknownPluginSuggestsTheClosestName(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "dokker" "d" {}
 agent "command" "a" {
@@ -487,5 +514,133 @@ run "x" {
 	r := run(t, dir, "validate", "-c", "cfg.hcl")
 	if r.code != 1 || !strings.Contains(r.stderr, "cfg.hcl:1:9") || !strings.Contains(r.stderr, `Did you mean "docker"?`) {
 		t.Fatalf("exit %d, want a diagnostic suggesting docker\n%s", r.code, r.stderr)
+	}
+}
+
+// TestRunSelectedRunWhileAnotherIsBroken: `sanddune run a` runs a although
+// run b of the same file is broken; b's problem is one warning. validate
+// reports it once, as an error.
+func TestRunSelectedRunWhileAnotherIsBroken(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "local" "dev" {}
+sandbox "bubblewrap" "shared" {
+  env = { FOO = "1" }
+}
+agent "command" "a" {
+  command = `+commitAgent+`
+}
+agent "command" "shared" {
+  command = ["true"]
+  env     = { FOO = "2" }
+}
+run "a" {
+  sandbox         = sandbox.local.dev
+  agent           = agent.command.a
+  prompt          = "x"
+  branch_strategy = { type = "branch", branch = "agent/a" }
+}
+run "b" {
+  sandbox = sandbox.bubblewrap.shared
+  agent   = agent.command.shared
+  prompt  = "x"
+}
+`)
+	r := run(t, dir, "run", "-c", "cfg.hcl", "a")
+	if r.code != 0 || strings.Count(r.stderr, "both set FOO") != 1 || !strings.Contains(r.stderr, "Warning") {
+		t.Fatalf("run a: exit %d, want 0 with b's overlap as one warning\n%s", r.code, r.stderr)
+	}
+	r = run(t, dir, "validate", "-c", "cfg.hcl")
+	if r.code != 1 || strings.Count(r.stderr, "both set FOO") != 1 || !strings.Contains(r.stderr, "cfg.hcl:18:") {
+		t.Fatalf("validate: exit %d, want 1 with b's overlap once, at run b\n%s", r.code, r.stderr)
+	}
+}
+
+// TestSudoHookOnBubblewrapReportedOnce: a sudo hook on a sandbox without
+// sudo is one diagnostic, at the hooks block.
+func TestSudoHookOnBubblewrapReportedOnce(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "bubblewrap" "b" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "r" {
+  prompt = "x"
+  hooks {
+    sandbox {
+      on_sandbox_ready {
+        command = "apt-get install -y jq"
+        sudo    = true
+      }
+    }
+  }
+}
+`)
+	for _, args := range [][]string{{"validate", "-c", "cfg.hcl"}, {"run", "-c", "cfg.hcl"}} {
+		r := run(t, dir, args...)
+		if r.code == 0 || strings.Count(r.stderr, "cannot run hooks with sudo") != 1 || !strings.Contains(r.stderr, "cfg.hcl:7:") {
+			t.Fatalf("%v: exit %d, want one sudo diagnostic at the hooks block\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestPluginCommandsGoThroughCobra: a plugin's commands are sanddune
+// commands: --log-level works for them, an unknown word is an unknown
+// command.
+func TestPluginCommandsGoThroughCobra(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "docker", "nope")
+	if r.code != 2 || !strings.Contains(r.stderr, `unknown command "nope" for "sanddune docker"`) {
+		t.Fatalf("docker nope: exit %d\n%s", r.code, r.stderr)
+	}
+	r = run(t, dir, "--log-level", "debug", "docker", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "build-image") || !strings.Contains(r.stderr, "[DEBUG]") {
+		t.Fatalf("--log-level debug docker --help: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, dir, "docker", "build-image", "--log-level=debug", "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "sanddune docker build-image") || !strings.Contains(r.stderr, "[DEBUG]") {
+		t.Fatalf("docker build-image --log-level=debug --help: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDryRunPrintsThePlan: run --dry-run prints what each run would do,
+// as text or JSON, and starts nothing.
+func TestDryRunPrintsThePlan(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "cfg.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = `+commitAgent+`
+}
+run "a" {
+  prompt          = "x"
+  branch_strategy = { type = "branch", branch = "agent/dry" }
+  env             = { SECRET_TOKEN = "hunter2" }
+}
+`)
+	r := run(t, dir, "run", "-c", "cfg.hcl", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "run a") || !strings.Contains(r.stdout, "commits land on agent/dry") ||
+		!strings.Contains(r.stdout, "SECRET_TOKEN") || strings.Contains(r.stdout+r.stderr, "hunter2") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, dir, "run", "-c", "cfg.hcl", "--dry-run", "--json")
+	var doc struct {
+		Runs []struct {
+			Name     string `json:"name"`
+			Strategy string `json:"branch_strategy"`
+			Branch   string `json:"branch"`
+			Sandbox  string `json:"sandbox"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
+		t.Fatalf("exit %d, %v:\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if len(doc.Runs) != 1 || doc.Runs[0].Name != "a" || doc.Runs[0].Strategy != "branch" || doc.Runs[0].Branch != "agent/dry" || doc.Runs[0].Sandbox != "sandbox.local.dev" {
+		t.Fatalf("plan %+v", doc)
+	}
+	if out := gitOut(t, dir, "branch", "--list", "agent/dry"); out != "" || fileExists(filepath.Join(dir, ".sanddune")) {
+		t.Fatalf("a dry run started something: branch %q", out)
 	}
 }

@@ -4,63 +4,92 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
-	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/missingstudio/sanddune/core/pluginhost"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// runPluginCommand runs `sanddune <plugin> <command> [args...]`: a command a
-// plugin adds under its own name, such as `sanddune docker build-image`.
-// It reports ok=false when no plugin has that name.
-func runPluginCommand(name string, args []string) (code int, ok bool) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// addPluginCommands adds to root the commands of the plugin named by the
+// first word of args, when that word is no built-in command: `sanddune
+// <plugin> <command> [args...]`, e.g. `sanddune docker build-image`. The
+// plugin parses its own arguments; --log-level works before or after the
+// plugin's name. The returned func closes the plugin host.
+func addPluginCommands(ctx context.Context, root *cobra.Command, g *globals, args []string) (closeHost func()) {
+	word := firstWord(args)
+	if word == "help" { // sanddune help <plugin>
+		word = firstWord(args[slices.Index(args, "help")+1:])
+	}
+	if word == "" || word == "completion" {
+		return func() {}
+	}
+	for _, c := range root.Commands() {
+		if c.Name() == word || c.HasAlias(word) {
+			return func() {}
+		}
+	}
+	g.logLevel = logLevelArg(args, g.logLevel)
 	wd, _ := os.Getwd()
-	g := &globals{logLevel: envOr("SANDDUNE_LOG_LEVEL", "warn")}
 	host := g.newHost(wd)
-	defer host.Close()
-
-	cp, err := commandProvider(ctx, host, name)
+	cp, err := commandProvider(ctx, host, word)
 	if err != nil {
 		var nf *pluginhost.NotFoundError
-		if errors.As(err, &nf) {
-			return 0, false
+		if !errors.As(err, &nf) {
+			g.logger().Warn("plugin failed", "plugin", word, "error", err)
 		}
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return exitFailure, true
+		return host.Close // cobra reports the unknown command
 	}
 	specs, err := cp.Commands(ctx)
-	if errors.Is(err, sdk.ErrNotSupported) || (err == nil && len(specs) == 0) {
-		fmt.Fprintf(os.Stderr, "Error: plugin %q has no commands\n", name)
-		return exitUsage, true
+	if err != nil && !errors.Is(err, sdk.ErrNotSupported) {
+		g.logger().Warn("plugin failed to list its commands", "plugin", word, "error", err)
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: plugin %q: %v\n", name, err)
-		return exitFailure, true
+	parent := &cobra.Command{
+		Use:   word,
+		Short: fmt.Sprintf("Commands of the %s plugin", word),
+		Args:  cobra.NoArgs, // an unknown word is an unknown command
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.Help()
+			return &exitError{code: exitUsage, err: errors.New("")}
+		},
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
-		printPluginCommands(os.Stdout, name, specs)
-		if len(args) == 0 {
-			return exitUsage, true
-		}
-		return exitOK, true
+	if len(specs) == 0 {
+		parent.Long = fmt.Sprintf("The %s plugin has no commands.", word)
 	}
-	known := false
 	for _, s := range specs {
-		known = known || s.Name == args[0]
+		usage := s.Usage
+		if usage == "" {
+			usage = s.Name
+		}
+		parent.AddCommand(&cobra.Command{
+			Use:                usage,
+			Short:              s.Short,
+			DisableFlagParsing: true, // the plugin's own arguments
+			RunE: func(cmd *cobra.Command, args []string) error {
+				args = withoutLogLevel(args)
+				if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+					return cmd.Help()
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return runPluginCommand(ctx, cp, word, s.Name, args)
+			},
+		})
 	}
-	if !known {
-		fmt.Fprintf(os.Stderr, "Error: plugin %q has no command %q\n", name, args[0])
-		printPluginCommands(os.Stderr, name, specs)
-		return exitUsage, true
-	}
-	req := sdk.RunCommandRequest{Name: args[0], Args: args[1:], Cwd: wd, HostUID: os.Getuid(), HostGID: os.Getgid()}
+	root.AddCommand(parent)
+	return host.Close
+}
+
+// runPluginCommand runs one plugin command with the host's terminal.
+func runPluginCommand(ctx context.Context, cp sdk.CommandProvider, plugin, name string, args []string) error {
+	wd, _ := os.Getwd()
+	req := sdk.RunCommandRequest{Name: name, Args: args, Cwd: wd, HostUID: os.Getuid(), HostGID: os.Getgid()}
 	if repo, err := worktree.Open(ctx, wd); err == nil {
 		req.HostRepoPath = repo.Root
 	}
@@ -74,19 +103,20 @@ func runPluginCommand(name string, args []string) (code int, ok bool) {
 			w.Write([]byte{'\n'})
 		}
 	})
-	code, err = cp.RunCommand(ctx, req, out)
-	if err != nil {
-		if ctx.Err() != nil {
-			return exitCancelled, true
-		}
+	code, err := cp.RunCommand(ctx, req, out)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return &exitError{code: exitCancelled, err: errors.New("")}
+	case err != nil:
 		var pe *sdk.PluginError
 		if errors.As(err, &pe) && !errors.Is(err, sdk.ErrPluginShutdown) {
 			err = pe.Err // the plugin's own message; the command line names the plugin
 		}
-		fmt.Fprintf(os.Stderr, "Error: sanddune %s %s: %v\n", name, args[0], err)
-		return exitFailure, true
+		return &exitError{code: exitFailure, err: fmt.Errorf("sanddune %s %s: %w", plugin, name, err)}
+	case code != 0:
+		return &exitError{code: code, err: errors.New("")}
 	}
-	return code, true
+	return nil
 }
 
 // commandProvider finds a plugin named name (sandbox first, then agent).
@@ -108,15 +138,44 @@ func commandProvider(ctx context.Context, host *pluginhost.Host, name string) (s
 	return cp, nil
 }
 
-func printPluginCommands(w io.Writer, name string, specs []sdk.CommandSpec) {
-	fmt.Fprintf(w, "Commands of plugin %s:\n", name)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, s := range specs {
-		usage := s.Usage
-		if usage == "" {
-			usage = s.Name
+// firstWord is the first argument that is neither a flag nor a flag's
+// value (only --log-level takes one before a command).
+func firstWord(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--log-level":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
 		}
-		fmt.Fprintf(tw, "  sanddune %s %s\t%s\n", name, usage, s.Short)
 	}
-	tw.Flush()
+	return ""
+}
+
+// logLevelArg is the value of the last --log-level in args, else def.
+func logLevelArg(args []string, def string) string {
+	for i := 0; i < len(args); i++ {
+		if v, ok := strings.CutPrefix(args[i], "--log-level="); ok {
+			def = v
+		} else if args[i] == "--log-level" && i+1 < len(args) {
+			def = args[i+1]
+			i++
+		}
+	}
+	return def
+}
+
+func withoutLogLevel(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case strings.HasPrefix(args[i], "--log-level="):
+		case args[i] == "--log-level":
+			i++
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }

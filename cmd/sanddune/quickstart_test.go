@@ -16,6 +16,7 @@ import (
 // fresh repo: a commit lands on sanddune/quickstart with the rendered
 // prompt, and the working tree is untouched.
 func TestQuickStart(t *testing.T) {
+	t.Parallel()
 	_, err := exec.LookPath("bwrap")
 	kittest.RequireEngine(t, "bubblewrap", err)
 	dir := gitRepo(t)
@@ -44,6 +45,7 @@ func TestQuickStart(t *testing.T) {
 // TestEventsFile checks --events: one JSON object per agent event, with
 // type, run, iteration, timestamp and payload.
 func TestEventsFile(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "script" {

@@ -10,6 +10,7 @@ import (
 // TestREADMEConfigExample keeps the README's configuration example true:
 // it is canonically formatted and valid.
 func TestREADMEConfigExample(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

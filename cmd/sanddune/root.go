@@ -17,7 +17,7 @@ type globals struct {
 	logLevel string
 }
 
-func newRootCommand() *cobra.Command {
+func newRootCommand() (*cobra.Command, *globals) {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:   "sanddune",
@@ -41,7 +41,7 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		newRunCommand(g),
 		newGCCommand(g),
 	)
-	return root
+	return root, g
 }
 
 func envOr(key, def string) string {

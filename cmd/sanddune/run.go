@@ -2,23 +2,18 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/missingstudio/sanddune/core"
-	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/runlog"
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 type runFlags struct {
@@ -27,6 +22,7 @@ type runFlags struct {
 	log      string
 	events   string
 	parallel int
+	dryRun   bool
 }
 
 func newRunCommand(g *globals) *cobra.Command {
@@ -49,6 +45,7 @@ where uncommitted work is preserved.`,
 	cmd.Flags().StringVar(&f.events, "events", "", "write every agent event as a JSON line to this file")
 	cmd.Flags().StringVar(&f.configFlags.repo, "repo", "", "host git repository (default: the repo containing the working directory); overrides the runs' repo")
 	cmd.Flags().IntVarP(&f.parallel, "parallel", "p", 1, "how many runs to run at once")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "check the config and print the plan (what each run would do) without running anything; JSON with --json")
 	return cmd
 }
 
@@ -68,134 +65,43 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		stop()
 	}()
 
-	if f.configFlags.repo != "" {
-		f.configFlags.repo, _ = filepath.Abs(f.configFlags.repo)
+	base := core.RunOptions{Repo: f.configFlags.repo, Logging: core.Logging{Mode: core.LogMode(f.log)}, Version: version, Logger: g.logger()}
+	if base.Repo != "" {
+		base.Repo, _ = filepath.Abs(base.Repo)
 	}
-	l, err := loadConfig(ctx, g, &f.configFlags)
-	if err != nil {
-		return err
-	}
-	defer l.host.Close()
-	runs, err := selectRuns(l.file, names)
-	if err != nil {
-		return err
-	}
-	if f.parallel > 1 {
-		if err := checkParallel(runs, f.configFlags.repo); err != nil {
-			return err
-		}
-	}
-
-	term := runlog.Stdio()
+	base.Logging.Terminal = runlog.Stdio()
 	if f.json {
-		term = runlog.NewTerminal(os.Stderr, os.Stderr)
+		base.Logging.Terminal = runlog.NewTerminal(os.Stderr, os.Stderr)
 	}
-	var onEvent func(core.AgentEvent)
-	if f.events != "" {
+	var events *EventWriter
+	if f.events != "" && !f.dryRun {
 		ef, err := os.Create(f.events)
 		if err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--events: %w", err)}
 		}
 		defer ef.Close()
-		onEvent = core.NewEventWriter(ef).Write
+		events = NewEventWriter(ef)
+		base.OnEvent = events.Write
 	}
-
-	opts := make([]core.RunOptions, len(runs))
-	for i, r := range runs {
-		o := r.Options
-		o.Sandbox.Provider = mustResolve(ctx, l, r.Sandbox)
-		o.Agent.Provider = mustResolve(ctx, l, r.Agent)
-		if f.configFlags.repo != "" {
-			o.Repo = f.configFlags.repo
-		}
-		if f.log != "" {
-			o.Logging.Mode = core.LogMode(f.log)
-		}
-		o.Logging.Terminal = term
-		o.OnEvent = onEvent
-		o.Version = version
-		opts[i] = o
-	}
-
-	results := make([]*core.Result, len(opts))
-	errs := make([]error, len(opts))
-	sem := make(chan struct{}, f.parallel)
-	var wg sync.WaitGroup
-	for i := range opts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[i], errs[i] = core.Run(ctx, opts[i])
-		}()
-	}
-	wg.Wait()
-
-	if f.json {
-		printJSON(cmd, opts, results, errs)
-	} else {
-		printSummary(term, opts, results, errs)
-	}
-	return worstExit(errs)
-}
-
-// checkParallel refuses to start at once two runs that would work on the
-// same branch: the second would only fail on the first one's lock.
-func checkParallel(runs []*config.RunBlock, repoFlag string) error {
-	seen := map[string]string{}
-	for _, r := range runs {
-		o := r.Options
-		repo := o.Repo
-		if repoFlag != "" {
-			repo = repoFlag
-		}
-		var key string
-		switch t := o.BranchStrategy.Type; {
-		case t == core.StrategyBranch:
-			key = "branch " + o.BranchStrategy.Branch
-		case t == core.StrategyHead, t == "" && r.Sandbox.Info.Sandbox != nil && r.Sandbox.Info.Sandbox.Contract == sdk.ContractBindMount:
-			key = "the checked-out branch (head strategy)"
-		default:
-			continue // merge-to-head: a temp branch of its own
-		}
-		if other, ok := seen[repo+"\x00"+key]; ok {
-			return &exitError{code: exitUsage, err: fmt.Errorf("runs %q and %q both work on %s, so they cannot run at the same time: run them one after the other (without --parallel) or give them different branches", other, o.Name, key)}
-		}
-		seen[repo+"\x00"+key] = o.Name
-	}
-	return nil
-}
-
-// mustResolve returns the provider of a block loadConfig already resolved.
-func mustResolve(ctx context.Context, l *loaded, b *config.ProviderBlock) sdk.Provider {
-	c, err := l.host.Resolve(ctx, b.Kind, b.Plugin)
+	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
 	if err != nil {
-		panic(fmt.Sprintf("provider %s resolved during validation but not now: %v", b.Address, err))
+		return err
 	}
-	return c.Provider
-}
+	defer p.host.Close()
+	if f.dryRun {
+		return printPlan(cmd.OutOrStdout(), p.plan, f.json)
+	}
 
-func selectRuns(file *config.File, names []string) ([]*config.RunBlock, error) {
-	if len(file.Runs) == 0 {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s has no run blocks", file.Path)}
+	outs := core.Execute(ctx, p.plan)
+	if f.json {
+		printJSON(cmd, outs)
+	} else {
+		printSummary(base.Logging.Terminal, outs)
 	}
-	if len(names) == 0 {
-		return file.Runs, nil
+	if events != nil && events.Err() != nil {
+		fmt.Fprintln(os.Stderr, "Error: --events:", events.Err())
 	}
-	var out []*config.RunBlock
-	for _, n := range names {
-		r := file.Run(n)
-		if r == nil {
-			var have []string
-			for _, r := range file.Runs {
-				have = append(have, r.Label)
-			}
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("no run %q in %s (runs: %s)", n, file.Path, strings.Join(have, ", "))}
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return worstExit(outs)
 }
 
 // jsonRun is one entry of the --json document: the run's result (what a
@@ -225,31 +131,33 @@ func (j jsonRun) MarshalJSON() ([]byte, error) {
 	return append(append(b, bytes.TrimSpace(e.Bytes())...), '}'), nil
 }
 
-func printJSON(cmd *cobra.Command, opts []core.RunOptions, results []*core.Result, errs []error) {
+func printJSON(cmd *cobra.Command, outs []core.Outcome) {
 	doc := struct {
 		Runs []jsonRun `json:"runs"`
 	}{}
-	for i, r := range results {
+	for _, o := range outs {
+		r := o.Result
 		if r == nil {
-			r = &core.Result{Name: opts[i].Name}
+			r = &core.Result{Name: o.Name}
 		}
-		doc.Runs = append(doc.Runs, jsonRun{Result: r, Error: errs[i]})
+		doc.Runs = append(doc.Runs, jsonRun{Result: r, Error: o.Err})
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	enc.Encode(doc)
-	for _, err := range errs {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "Error:", err)
+	for _, o := range outs {
+		if o.Err != nil {
+			fmt.Fprintln(os.Stderr, "Error:", o.Err)
 		}
 	}
 }
 
-func printSummary(term *runlog.Terminal, opts []core.RunOptions, results []*core.Result, errs []error) {
-	for i, r := range results {
-		if errs[i] != nil {
-			term.Eprintln(fmt.Sprintf("✗ %s: %v", opts[i].Name, errs[i]))
+func printSummary(term *runlog.Terminal, outs []core.Outcome) {
+	for _, o := range outs {
+		r := o.Result
+		if o.Err != nil {
+			term.Eprintln(fmt.Sprintf("✗ %s: %v", o.Name, o.Err))
 			continue
 		}
 		line := fmt.Sprintf("✓ %s: %d commit(s) on %s", r.Name, len(r.Commits), r.Branch)
@@ -268,18 +176,10 @@ func printSummary(term *runlog.Terminal, opts []core.RunOptions, results []*core
 
 // worstExit maps the runs' errors to the command's exit code: cancelled
 // beats usage beats failure.
-func worstExit(errs []error) error {
+func worstExit(outs []core.Outcome) error {
 	code := exitOK
-	var first error
-	for _, err := range errs {
-		c := core.ExitCode(err)
-		if c == exitOK {
-			continue
-		}
-		if first == nil {
-			first = err
-		}
-		if rank(c) > rank(code) {
+	for _, o := range outs {
+		if c := exitCode(o.Err); rank(c) > rank(code) {
 			code = c
 		}
 	}

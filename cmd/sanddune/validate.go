@@ -8,6 +8,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/missingstudio/sanddune/core"
 	"github.com/missingstudio/sanddune/core/config"
 )
 
@@ -16,20 +17,21 @@ func newValidateCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check a config file without running anything",
-		Long: `Parse the config, decode every provider block against its plugin's schema, let each
-plugin check its block, and check that every run is possible (branch strategy, sudo hooks...).
+		Long: `Plan the config without executing it: decode every provider block against its plugin's
+schema, let each plugin check its block, and check that every run is possible (branch strategy,
+sudo hooks, env...).
 Problems are printed with file:line:col and a snippet. Exit code 1 when there are errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadConfig(cmd.Context(), g, f)
+			p, err := planConfig(cmd.Context(), g, f, core.Selection{Strict: true}, core.RunOptions{}, 1)
 			if err != nil {
 				if ee, ok := err.(*exitError); ok && ee.code == exitUsage {
 					ee.code = exitFailure
 				}
 				return err
 			}
-			defer l.host.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)\n", f.path, len(l.file.Runs), len(l.file.Sandboxes), len(l.file.Agents))
+			defer p.host.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)\n", f.path, len(p.file.Runs), len(p.file.Sandboxes), len(p.file.Agents))
 			return nil
 		},
 	}

@@ -1,23 +1,16 @@
-// Package config turns a sanddune HCL file into validated run configuration.
+// Package config decodes a sanddune HCL file and keeps its source ranges;
+// it checks nothing beyond the HCL itself (core.Plan does).
 //
 // Load decodes in phases, the way Packer and Nomad do: the root schema
 // (variable, sandbox, agent and run blocks), then the variables (defaults <
-// SANDDUNE_VAR_<NAME> env < --var), then each provider block against the
-// schema its plugin declares (fetched through a SchemaSource), then the run
-// blocks into core.RunOptions. Every problem is an hcl.Diagnostic with a
-// source range, reported before any plugin is asked to do work; render them
-// with File.WriteDiagnostics.
-//
-// After Load, the caller configures each provider (Configure) and maps the
-// plugin's sdk.Diagnostics back to source with ProviderBlock.MapDiagnostics.
-// What depends on the providers and the repository (the branch strategy
-// against the sandbox's contract and the host branch, the prompt template,
-// env layers) is checked by core.Check.
+// SANDDUNE_VAR_<NAME> env < --var), then the run blocks declaratively
+// (gohcl, into RunBody). A provider block keeps its body (`,remain`) until
+// the planner knows its plugin's schema and calls File.DecodeProvider.
+// Problems of one block stay with the block (Diags), so that a broken block
+// does not stop the others; render them with File.WriteDiagnostics.
 package config
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -27,25 +20,11 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/missingstudio/sanddune/core"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// ErrUnknownPlugin is wrapped by SchemaSource errors when no plugin of the
-// requested kind and name is installed.
-var ErrUnknownPlugin = errors.New("unknown plugin")
-
-// SchemaSource gives the config schema and info of plugin components; the
-// plugin host implements it.
-type SchemaSource interface {
-	// Schema returns the schema and info of the named plugin of a kind. The
-	// error wraps ErrUnknownPlugin when no such plugin is installed.
-	Schema(ctx context.Context, kind sdk.Kind, plugin string) (sdk.Schema, sdk.Info, error)
-}
-
 // File is a decoded config file. Load returns one even when it reports
-// errors, so that its diagnostics can be rendered; only a File loaded without
-// error diagnostics is fit to run.
+// errors, so that its diagnostics can be rendered.
 type File struct {
 	// Path is the file as given to Load; Dir is its absolute directory.
 	Path string
@@ -57,7 +36,8 @@ type File struct {
 	// Runs are in file order.
 	Runs []*RunBlock
 
-	parser *hclparse.Parser
+	parser  *hclparse.Parser
+	evalCtx *hcl.EvalContext
 }
 
 // Variable is a declared input variable with its final value.
@@ -71,36 +51,29 @@ type Variable struct {
 }
 
 // ProviderBlock is a `sandbox "<plugin>" "<name>"` or
-// `agent "<plugin>" "<name>"` block decoded against its plugin's schema.
+// `agent "<plugin>" "<name>"` block; its body is decoded against its
+// plugin's schema by File.DecodeProvider.
 type ProviderBlock struct {
 	Kind    sdk.Kind
 	Plugin  string
 	Name    string
 	Address string // e.g. "sandbox.docker.default"
-	// Info and Schema are what the SchemaSource returned (zero when the
-	// plugin is unknown).
-	Info   sdk.Info
-	Schema sdk.Schema
-	Config sdk.Config
 
 	DeclRange hcl.Range
 	// PluginRange is the range of the plugin (type) label.
 	PluginRange hcl.Range
-
-	body hcl.Body
-}
-
-// Ref returns the block as a core.ProviderRef, without Provider (the caller
-// dispenses it).
-func (p *ProviderBlock) Ref() core.ProviderRef {
-	return core.ProviderRef{Address: p.Address, Plugin: p.Plugin, Config: p.Config}
+	// Body is the block's body, for the plugin's schema.
+	Body hcl.Body
+	// Diags are the block's own problems (its labels).
+	Diags hcl.Diagnostics
 }
 
 // Load parses and decodes the config file at path. vars are the --var
 // values, env the process environment (os.Environ()) searched for
-// SANDDUNE_VAR_<NAME>; --var wins over env, env over defaults. A nil
-// schemas treats every plugin as unknown.
-func Load(ctx context.Context, path string, vars map[string]string, env []string, schemas SchemaSource) (*File, hcl.Diagnostics) {
+// SANDDUNE_VAR_<NAME>; --var wins over env, env over defaults. The
+// diagnostics returned are the file's own (syntax, variables, duplicate
+// blocks); each block keeps its own in Diags.
+func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnostics) {
 	f := &File{Path: path, parser: hclparse.NewParser()}
 	var diags hcl.Diagnostics
 	abs, err := filepath.Abs(path)
@@ -129,16 +102,15 @@ func Load(ctx context.Context, path string, vars map[string]string, env []string
 
 	f.Variables, moreDiags = decodeVariables(byType["variable"], vars, env)
 	diags = append(diags, moreDiags...)
-	evalCtx := evalContext(f.Variables, f.Dir)
+	f.evalCtx = evalContext(f.Variables, f.Dir)
 
-	pd := &providerDecoder{ctx: ctx, schemas: schemas, evalCtx: evalCtx, seen: map[string]hcl.Range{}, cache: map[string]component{}}
-	f.Sandboxes = pd.decode(sdk.KindSandbox, byType["sandbox"])
-	f.Agents = pd.decode(sdk.KindAgent, byType["agent"])
-	diags = append(diags, pd.diags...)
-
-	rd := &runDecoder{file: f, evalCtx: evalCtx}
-	f.Runs = rd.decode(byType["run"])
-	diags = append(diags, rd.diags...)
+	seen := map[string]hcl.Range{}
+	f.Sandboxes, moreDiags = decodeProviders(sdk.KindSandbox, byType["sandbox"], seen)
+	diags = append(diags, moreDiags...)
+	f.Agents, moreDiags = decodeProviders(sdk.KindAgent, byType["agent"], seen)
+	diags = append(diags, moreDiags...)
+	f.Runs, moreDiags = f.decodeRuns(byType["run"])
+	diags = append(diags, moreDiags...)
 	return f, diags
 }
 
@@ -149,6 +121,22 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "agent", LabelNames: []string{"plugin", "name"}},
 		{Type: "run", LabelNames: []string{"name"}},
 	},
+}
+
+// Block returns the run or provider block with the given address
+// ("run.<label>", "sandbox.<plugin>.<name>"), or nil.
+func (f *File) Block(addr string) (run *RunBlock, provider *ProviderBlock) {
+	for _, r := range f.Runs {
+		if "run."+r.Label == addr {
+			return r, nil
+		}
+	}
+	for _, p := range append(append([]*ProviderBlock{}, f.Sandboxes...), f.Agents...) {
+		if p.Address == addr {
+			return nil, p
+		}
+	}
+	return nil, nil
 }
 
 // Run returns the run block with the given label, or nil.

@@ -9,6 +9,7 @@ import (
 )
 
 func TestFormat(t *testing.T) {
+	t.Parallel()
 	out, diags := Format([]byte("run \"r\" {\nprompt=\"x\"\n  max_iterations   = 2\n}\n"), "sanddune.hcl")
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -23,6 +24,7 @@ func TestFormat(t *testing.T) {
 }
 
 func TestFormatSyntaxError(t *testing.T) {
+	t.Parallel()
 	src := []byte("run \"r\" {\n  prompt = \n}\n")
 	out, diags := Format(src, "bad.hcl")
 	if !diags.HasErrors() || !bytes.Equal(out, src) {
@@ -38,6 +40,7 @@ func TestFormatSyntaxError(t *testing.T) {
 }
 
 func TestFormatLeavesJSONAlone(t *testing.T) {
+	t.Parallel()
 	src := []byte(`{"run":{"r":{"prompt":"x"}}}`)
 	out, diags := Format(src, "sanddune.hcl.json")
 	if diags.HasErrors() || len(diags) != 1 || !bytes.Equal(out, src) {

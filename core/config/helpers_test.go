@@ -2,8 +2,6 @@ package config
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,16 +18,8 @@ type fakeComponent struct {
 	schema sdk.Schema
 }
 
-// fakeSchemas is a SchemaSource keyed by "<kind>/<plugin>".
+// fakeSchemas are plugin schemas keyed by "<kind>/<plugin>".
 type fakeSchemas map[string]fakeComponent
-
-func (f fakeSchemas) Schema(_ context.Context, kind sdk.Kind, plugin string) (sdk.Schema, sdk.Info, error) {
-	c, ok := f[string(kind)+"/"+plugin]
-	if !ok {
-		return sdk.Schema{}, sdk.Info{}, fmt.Errorf("%w: %s %s", ErrUnknownPlugin, kind, plugin)
-	}
-	return c.schema, c.info, nil
-}
 
 var fakeBoxSchema = sdk.Schema{
 	Attributes: []sdk.Attribute{
@@ -105,7 +95,38 @@ func load(t *testing.T, src string, opts ...loadOpts) (*File, hcl.Diagnostics) {
 		o = opts[0]
 	}
 	path := writeFile(t, t.TempDir(), o.name, src)
-	return Load(context.Background(), path, o.vars, o.env, fakeSource())
+	return loadPath(t, path, o.vars, o.env)
+}
+
+// loadPath loads a file and decodes its blocks the way the planner does
+// (provider bodies against the fake schemas), returning every diagnostic.
+func loadPath(t *testing.T, path string, vars map[string]string, env []string) (*File, hcl.Diagnostics) {
+	t.Helper()
+	f, diags := Load(path, vars, env)
+	schemas := fakeSource()
+	for _, p := range append(append([]*ProviderBlock{}, f.Sandboxes...), f.Agents...) {
+		diags = append(diags, p.Diags...)
+		c, ok := schemas[string(p.Kind)+"/"+p.Plugin]
+		if !ok {
+			t.Fatalf("no fake plugin %s/%s", p.Kind, p.Plugin)
+		}
+		_, more := f.DecodeProvider(p, c.schema)
+		diags = append(diags, more...)
+	}
+	for _, r := range f.Runs {
+		diags = append(diags, r.Diags...)
+	}
+	return f, diags
+}
+
+// configOf decodes a provider block against its fake schema.
+func configOf(t *testing.T, f *File, p *ProviderBlock) sdk.Config {
+	t.Helper()
+	cfg, diags := f.DecodeProvider(p, fakeSource()[string(p.Kind)+"/"+p.Plugin].schema)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return cfg
 }
 
 func render(t *testing.T, f *File, diags hcl.Diagnostics) string {

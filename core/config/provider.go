@@ -1,8 +1,6 @@
 package config
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,106 +14,46 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-type providerDecoder struct {
-	ctx     context.Context
-	schemas SchemaSource
-	evalCtx *hcl.EvalContext
-	seen    map[string]hcl.Range
-	cache   map[string]component
-	diags   hcl.Diagnostics
-}
-
-type component struct {
-	schema sdk.Schema
-	info   sdk.Info
-	err    error
-}
-
-// component asks the SchemaSource once per plugin.
-func (d *providerDecoder) component(kind sdk.Kind, plugin string) component {
-	key := string(kind) + "/" + plugin
-	c, ok := d.cache[key]
-	if !ok {
-		if d.schemas == nil {
-			c.err = ErrUnknownPlugin
-		} else {
-			c.schema, c.info, c.err = d.schemas.Schema(d.ctx, kind, plugin)
-		}
-		d.cache[key] = c
-	}
-	return c
-}
-
-func (d *providerDecoder) decode(kind sdk.Kind, blocks []*hcl.Block) []*ProviderBlock {
+func decodeProviders(kind sdk.Kind, blocks []*hcl.Block, seen map[string]hcl.Range) ([]*ProviderBlock, hcl.Diagnostics) {
 	var out []*ProviderBlock
+	var diags hcl.Diagnostics
 	for _, b := range blocks {
 		p := &ProviderBlock{
 			Kind:        kind,
 			Plugin:      b.Labels[0],
 			Name:        b.Labels[1],
 			Address:     fmt.Sprintf("%s.%s.%s", kind, b.Labels[0], b.Labels[1]),
-			Config:      sdk.Config{Value: cty.NullVal(cty.DynamicPseudoType)},
 			DeclRange:   b.DefRange,
 			PluginRange: b.LabelRanges[0],
-			body:        b.Body,
+			Body:        b.Body,
 		}
-		if !d.validLabels(b) {
-			continue
+		for i, l := range b.Labels {
+			if !hclsyntax.ValidIdentifier(l) {
+				p.Diags = append(p.Diags, errorDiag(b.LabelRanges[i], fmt.Sprintf("Invalid %s label", b.Type),
+					"%q is not a valid name: it must start with a letter and contain only letters, digits, underscores and dashes.", l))
+			}
 		}
-		if prev, dup := d.seen[p.Address]; dup {
-			d.diags = append(d.diags, errorDiag(b.DefRange, fmt.Sprintf("Duplicate %s block", kind),
+		if prev, dup := seen[p.Address]; dup {
+			diags = append(diags, errorDiag(b.DefRange, fmt.Sprintf("Duplicate %s block", kind),
 				"%s was already declared at %s.", p.Address, prev))
 			continue
 		}
-		d.seen[p.Address] = b.DefRange
+		seen[p.Address] = b.DefRange
 		out = append(out, p)
-
-		c := d.component(kind, p.Plugin)
-		if c.err != nil {
-			d.diags = append(d.diags, unknownPluginDiag(kind, p.Plugin, p.PluginRange, c.err))
-			continue
-		}
-		p.Info, p.Schema = c.info, c.schema
-		spec, err := objectSpec(c.schema)
-		if err != nil {
-			d.diags = append(d.diags, errorDiag(p.PluginRange, "Invalid plugin schema",
-				"The %s plugin %q declares an invalid config schema: %s. This is a bug in the plugin.", kind, p.Plugin, err))
-			continue
-		}
-		val, diags := hcldec.Decode(b.Body, spec, d.evalCtx)
-		d.diags = append(d.diags, diags...)
-		p.Config = sdk.Config{Value: val}
 	}
-	return out
+	return out, diags
 }
 
-func (d *providerDecoder) validLabels(b *hcl.Block) bool {
-	ok := true
-	for i, l := range b.Labels {
-		if !hclsyntax.ValidIdentifier(l) {
-			d.diags = append(d.diags, errorDiag(b.LabelRanges[i], fmt.Sprintf("Invalid %s label", b.Type),
-				"%q is not a valid name: it must start with a letter and contain only letters, digits, underscores and dashes.", l))
-			ok = false
-		}
+// DecodeProvider decodes a provider block's body against its plugin's
+// schema (defaults filled in).
+func (f *File) DecodeProvider(p *ProviderBlock, schema sdk.Schema) (sdk.Config, hcl.Diagnostics) {
+	spec, err := objectSpec(schema)
+	if err != nil {
+		return sdk.Config{}, hcl.Diagnostics{errorDiag(p.PluginRange, "Invalid plugin schema",
+			"The %s plugin %q declares an invalid config schema: %s. This is a bug in the plugin.", p.Kind, p.Plugin, err)}
 	}
-	return ok
-}
-
-func unknownPluginDiag(kind sdk.Kind, plugin string, rng hcl.Range, err error) *hcl.Diagnostic {
-	if errors.Is(err, ErrUnknownPlugin) {
-		didYouMean := ""
-		var k interface{ KnownPlugins() []string }
-		if errors.As(err, &k) {
-			if s := suggest(plugin, k.KnownPlugins()); s != "" {
-				didYouMean = fmt.Sprintf("Did you mean %q? ", s)
-			}
-		}
-		return errorDiag(rng, fmt.Sprintf("Unknown %s plugin %q", kind, plugin),
-			"%sNo %s plugin named %q is installed. Install an executable named sanddune-plugin-%s in a directory listed in SANDDUNE_PLUGIN_PATH, "+
-				"in .sanddune/plugins/ of the repository, in $XDG_DATA_HOME/sanddune/plugins or next to the sanddune executable. "+
-				"`sanddune plugins list` shows the plugins found.", didYouMean, kind, plugin, plugin)
-	}
-	return errorDiag(rng, fmt.Sprintf("Failed to load %s plugin %q", kind, plugin), "%s", err)
+	val, diags := hcldec.Decode(p.Body, spec, f.evalCtx)
+	return sdk.Config{Value: val}, diags
 }
 
 // objectSpec converts a plugin schema to the hcldec spec it is decoded with.
@@ -167,24 +105,14 @@ func objectSpec(s sdk.Schema) (hcldec.ObjectSpec, error) {
 	return spec, nil
 }
 
-// MapDiagnostics turns the diagnostics a plugin returned for this block
-// (from Configure) into hcl diagnostics pointing at the attribute each one
-// names, e.g. "network" or "mount.0.host_path", or at the block when the
-// path is empty or not found in the source.
-func (p *ProviderBlock) MapDiagnostics(ds sdk.Diagnostics) hcl.Diagnostics {
-	var out hcl.Diagnostics
-	for _, d := range ds {
-		sev := hcl.DiagError
-		if d.Severity == sdk.SeverityWarning {
-			sev = hcl.DiagWarning
-		}
-		rng := p.DeclRange
-		if d.Attribute != "" && p.body != nil {
-			rng = attributeRange(p.body, p.Schema, strings.Split(d.Attribute, "."), p.DeclRange)
-		}
-		out = append(out, &hcl.Diagnostic{Severity: sev, Summary: d.Summary, Detail: d.Detail, Subject: rng.Ptr()})
+// AttrRange returns the source range of an attribute path of the block
+// under its plugin's schema, e.g. "network" or "mount.0.host_path", or the
+// block's range when the path is empty or not found in the source.
+func (p *ProviderBlock) AttrRange(schema sdk.Schema, path string) hcl.Range {
+	if path == "" || p.Body == nil {
+		return p.DeclRange
 	}
-	return out
+	return attributeRange(p.Body, schema, strings.Split(path, "."), p.DeclRange)
 }
 
 // attributeRange finds the source range of an attribute path in body, or the

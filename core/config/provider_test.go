@@ -11,6 +11,7 @@ import (
 )
 
 func TestFakeProviderTypoSuggestsName(t *testing.T) {
+	t.Parallel()
 	f, diags := load(t, `sandbox "fakebox" "dev" {
   image   = "debian"
   netwrok = "none"
@@ -30,6 +31,7 @@ func TestFakeProviderTypoSuggestsName(t *testing.T) {
 }
 
 func TestFakeProviderWrongType(t *testing.T) {
+	t.Parallel()
 	f, diags := load(t, `sandbox "fakebox" "dev" {
   image = "debian"
   cpus  = "many"
@@ -43,6 +45,7 @@ func TestFakeProviderWrongType(t *testing.T) {
 }
 
 func TestFakeProviderMissingRequired(t *testing.T) {
+	t.Parallel()
 	f, diags := load(t, `sandbox "fakebox" "dev" {
   mount {
     sandbox_path = "/x"
@@ -62,6 +65,7 @@ func TestFakeProviderMissingRequired(t *testing.T) {
 }
 
 func TestFakeProviderDefaultsAndNestedBlocks(t *testing.T) {
+	t.Parallel()
 	f := mustLoad(t, `variable "cache" { default = "/var/cache" }
 sandbox "fakebox" "dev" {
   image = "debian"
@@ -96,10 +100,10 @@ sandbox "fakebox" "other" {
 		Resources *resources `cty:"resources"`
 	}
 	var dev, other box
-	if err := f.Sandboxes[0].Config.Decode(&dev); err != nil {
+	if err := configOf(t, f, f.Sandboxes[0]).Decode(&dev); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Sandboxes[1].Config.Decode(&other); err != nil {
+	if err := configOf(t, f, f.Sandboxes[1]).Decode(&other); err != nil {
 		t.Fatal(err)
 	}
 	if dev.Network != "bridge" || dev.CPUs != nil || dev.Resources != nil || len(dev.Mounts) != 2 {
@@ -119,24 +123,10 @@ sandbox "fakebox" "other" {
 	}
 }
 
-func TestFakeUnknownPlugin(t *testing.T) {
-	f, diags := load(t, `sandbox "nope" "dev" {
-  image = "x"
-}
-`)
-	d := wantError(t, f, diags, `Unknown sandbox plugin "nope"`)
-	wantAt(t, d, "sanddune.hcl", 1, 9)
-	for _, want := range []string{"sanddune-plugin-nope", "SANDDUNE_PLUGIN_PATH"} {
-		if !strings.Contains(d.Detail, want) {
-			t.Fatalf("detail %q lacks %q", d.Detail, want)
-		}
-	}
-	if len(diags) != 1 {
-		t.Fatalf("want only the unknown-plugin diagnostic:\n%s", render(t, f, diags))
-	}
-}
-
-func TestFakeMapDiagnostics(t *testing.T) {
+// TestFakeAttrRange: a plugin names an attribute path; the block maps it
+// to where it is written.
+func TestFakeAttrRange(t *testing.T) {
+	t.Parallel()
 	f := mustLoad(t, `sandbox "fakebox" "dev" {
   image = "debian"
   mount {
@@ -155,34 +145,27 @@ agent "fakeagent" "a" {
 `)
 	box, agent := f.Sandboxes[0], f.Agents[0]
 	cases := []struct {
-		block      *ProviderBlock
-		attr       string
-		line, col  int
-		severity   hcl.DiagnosticSeverity
-		sdkWarning bool
+		block     *ProviderBlock
+		attr      string
+		line, col int
 	}{
-		{box, "image", 2, 11, hcl.DiagError, false},
-		{box, "mount.1.host_path", 7, 17, hcl.DiagError, false},
-		{box, "mount.1", 6, 3, hcl.DiagError, false},
-		{box, "network", 1, 1, hcl.DiagError, false}, // not in source: the block
-		{box, "", 1, 1, hcl.DiagWarning, true},
-		{agent, "env.FOO", 13, 11, hcl.DiagError, false},
-		{agent, "command.0", 11, 14, hcl.DiagError, false},
+		{box, "image", 2, 11},
+		{box, "mount.1.host_path", 7, 17},
+		{box, "mount.1", 6, 3},
+		{box, "network", 1, 1}, // not in source: the block
+		{box, "", 1, 1},
+		{agent, "env.FOO", 13, 11},
+		{agent, "command.0", 11, 14},
 	}
+	schemas := fakeSource()
 	for _, c := range cases {
-		sev := sdk.SeverityError
-		if c.sdkWarning {
-			sev = sdk.SeverityWarning
-		}
-		ds := c.block.MapDiagnostics(sdk.Diagnostics{{Severity: sev, Summary: "bad", Detail: "because", Attribute: c.attr}})
-		if len(ds) != 1 || ds[0].Severity != c.severity || ds[0].Summary != "bad" || ds[0].Detail != "because" {
-			t.Fatalf("%s: got %v", c.attr, ds)
-		}
-		wantAt(t, ds[0], "sanddune.hcl", c.line, c.col)
+		rng := c.block.AttrRange(schemas[string(c.block.Kind)+"/"+c.block.Plugin].schema, c.attr)
+		wantAt(t, &hcl.Diagnostic{Summary: c.attr, Subject: &rng}, "sanddune.hcl", c.line, c.col)
 	}
 }
 
 func TestFakeDuplicateBlocks(t *testing.T) {
+	t.Parallel()
 	f, diags := load(t, header+`
 sandbox "fakebox" "dev" {
   image = "again"
@@ -198,12 +181,12 @@ run "r" { prompt = "y" }
 }
 
 func TestFakeInvalidPluginSchema(t *testing.T) {
-	src := fakeSource()
-	src["sandbox/broken"] = fakeComponent{schema: sdk.Schema{Attributes: []sdk.Attribute{
-		{Name: "n", Type: cty.Number, Default: cty.StringVal("not a number")},
-	}}}
+	t.Parallel()
 	path := writeFile(t, t.TempDir(), "sanddune.hcl", `sandbox "broken" "x" {}`)
-	f, diags := Load(t.Context(), path, nil, nil, src)
+	f, diags := Load(path, nil, nil)
+	_, diags = f.DecodeProvider(f.Sandboxes[0], sdk.Schema{Attributes: []sdk.Attribute{
+		{Name: "n", Type: cty.Number, Default: cty.StringVal("not a number")},
+	}})
 	if d := wantError(t, f, diags, "Invalid plugin schema"); !strings.Contains(d.Detail, `"n"`) {
 		t.Fatalf("detail %q", d.Detail)
 	}

@@ -23,7 +23,7 @@ import (
 func BenchmarkIterationOverhead(b *testing.B) {
 	for _, c := range []struct {
 		name    string
-		sandbox func(testing.TB) core.ProviderRef
+		sandbox func(testing.TB) core.SandboxRef
 	}{
 		{"local", localSandbox},      // isolated: merge-to-head, git bundle sync in and out
 		{"bubblewrap", bwrapSandbox}, // bind-mount: head, no worktree

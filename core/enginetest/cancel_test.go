@@ -54,6 +54,7 @@ func eventually(cond func() bool) bool {
 // TestCancel cancels the run's context while the agent runs: the agent's
 // processes die, the work is kept, and the error means exit code 130.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	for _, c := range bothSandboxes {
 		t.Run(c.name, func(t *testing.T) {
 			sb := c.sandbox(t)
@@ -82,7 +83,7 @@ func TestCancel(t *testing.T) {
 			if err == nil {
 				t.Fatal("Run succeeded after cancellation")
 			}
-			if code := core.ExitCode(err); code != core.ExitCancelled || !errors.Is(err, context.Canceled) {
+			if code := exitCode(err); code != exitCancelled || !errors.Is(err, context.Canceled) {
 				t.Errorf("err = %v (exit code %d); want the cancellation, exit code 130", err, code)
 			}
 			if !eventually(func() bool { return len(withMarker(marker)) == 0 }) {
@@ -121,6 +122,7 @@ func TestCancel(t *testing.T) {
 // TestCancelDuringHooks: cancelling while a hook runs kills it, host or
 // sandbox side, and nothing after it runs.
 func TestCancelDuringHooks(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"host", "sandbox"} {
 		t.Run(where, func(t *testing.T) {
 			repo := newRepo(t)
@@ -141,7 +143,7 @@ func TestCancelDuringHooks(t *testing.T) {
 			}()
 			_, err := core.Run(ctx, o)
 			var re *core.RunError
-			if !asError(err, &re) || re.Phase != core.PhaseHooks || core.ExitCode(err) != core.ExitCancelled {
+			if !asError(err, &re) || re.Phase != core.PhaseHooks || exitCode(err) != exitCancelled {
 				t.Fatalf("err = %v; want a cancellation during hooks", err)
 			}
 			if !eventually(func() bool { return len(withMarker(marker)) == 0 }) {

@@ -18,7 +18,7 @@ import (
 // dockerSandbox is the docker sandbox over the plugin protocol, on the
 // test image scripts/ci-setup.sh builds; the test is skipped (failed under
 // SANDDUNE_REQUIRE_ENGINES=1) when the daemon or the image is missing.
-func dockerSandbox(t testing.TB) core.ProviderRef {
+func dockerSandbox(t testing.TB) core.SandboxRef {
 	t.Helper()
 	image := os.Getenv("SANDDUNE_TEST_IMAGE")
 	if image == "" {
@@ -28,7 +28,7 @@ func dockerSandbox(t testing.TB) core.ProviderRef {
 	p := docker.New()
 	err := p.Preflight(context.Background(), sdk.PreflightRequest{Config: cfg, HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()})
 	kittest.RequireEngine(t, "docker", err)
-	return core.ProviderRef{Address: "sandbox.docker.test", Plugin: "docker", Provider: plugintest.Sandbox(t, p), Config: cfg}
+	return core.SandboxRef{Address: "sandbox.docker.test", Plugin: "docker", Provider: plugintest.Sandbox(t, p), Config: cfg}
 }
 
 // TestPermissionBypassOnlyWhenConfined: the agent is told it may skip its
@@ -37,7 +37,7 @@ func dockerSandbox(t testing.TB) core.ProviderRef {
 func TestPermissionBypassOnlyWhenConfined(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		sandbox func(testing.TB) core.ProviderRef
+		sandbox func(testing.TB) core.SandboxRef
 		bypass  bool
 	}{
 		{"Local", localSandbox, false},

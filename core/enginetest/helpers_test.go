@@ -97,21 +97,21 @@ func commitScript(file string) string {
 // one isolated, one bind-mount.
 var bothSandboxes = []struct {
 	name    string
-	sandbox func(testing.TB) core.ProviderRef
+	sandbox func(testing.TB) core.SandboxRef
 }{
 	{"Local", localSandbox},
 	{"Bubblewrap", bwrapSandbox},
 }
 
-func localSandbox(t testing.TB) core.ProviderRef {
-	return core.ProviderRef{Address: "sandbox.local.test", Plugin: "local",
+func localSandbox(t testing.TB) core.SandboxRef {
+	return core.SandboxRef{Address: "sandbox.local.test", Plugin: "local",
 		Provider: plugintest.Sandbox(t, local.New()), Config: sdk.Config{Value: cty.EmptyObjectVal}}
 }
 
 // bwrapSandbox is the bubblewrap (bind-mount) sandbox over the plugin
 // protocol; the test is skipped (failed under SANDDUNE_REQUIRE_ENGINES=1)
 // when bwrap cannot run here.
-func bwrapSandbox(t testing.TB) core.ProviderRef {
+func bwrapSandbox(t testing.TB) core.SandboxRef {
 	t.Helper()
 	p := bubblewrap.New()
 	err := p.Preflight(context.Background(), sdk.PreflightRequest{HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()})
@@ -122,14 +122,14 @@ func bwrapSandbox(t testing.TB) core.ProviderRef {
 		}
 		t.Skip(msg)
 	}
-	return core.ProviderRef{Address: "sandbox.bubblewrap.test", Plugin: "bubblewrap",
+	return core.SandboxRef{Address: "sandbox.bubblewrap.test", Plugin: "bubblewrap",
 		Provider: plugintest.Sandbox(t, p), Config: sdk.Config{Value: cty.EmptyObjectVal}}
 }
 
 // commandAgent is the command agent running `sh -c script` (prompt on
 // stdin, every stdout line a text event).
-func commandAgent(t testing.TB, script string) core.ProviderRef {
-	return core.ProviderRef{Address: "agent.command.test", Plugin: "command",
+func commandAgent(t testing.TB, script string) core.AgentRef {
+	return core.AgentRef{Address: "agent.command.test", Plugin: "command",
 		Provider: plugintest.Agent(t, command.New()), Config: commandConfig(script)}
 }
 
@@ -141,8 +141,8 @@ func commandConfig(script string) sdk.Config {
 }
 
 // fake serves a fakeAgent over the plugin protocol.
-func fake(t testing.TB, f *fakeAgent) core.ProviderRef {
-	return core.ProviderRef{Address: "agent.fake.test", Plugin: "fake",
+func fake(t testing.TB, f *fakeAgent) core.AgentRef {
+	return core.AgentRef{Address: "agent.fake.test", Plugin: "fake",
 		Provider: plugintest.Agent(t, f), Config: sdk.Config{Value: cty.EmptyObjectVal}}
 }
 
@@ -170,7 +170,7 @@ func (b *buffer) String() string {
 }
 
 // options is a run in repo with its terminal output captured in term.
-func options(repo string, sb, agent core.ProviderRef, term *buffer) core.RunOptions {
+func options(repo string, sb core.SandboxRef, agent core.AgentRef, term *buffer) core.RunOptions {
 	return core.RunOptions{
 		Name: "test", Repo: repo, Sandbox: sb, Agent: agent, Prompt: "do the work",
 		Logging: core.Logging{Terminal: runlog.NewTerminal(term, term)},
@@ -240,3 +240,23 @@ func readLog(t testing.TB, res *core.Result) string {
 }
 
 func asError[T error](err error, target *T) bool { return errors.As(err, target) }
+
+// The CLI's exit codes (cmd/sanddune maps a run's error to them the same way).
+const (
+	exitFailure   = 1
+	exitConfig    = 2
+	exitCancelled = 130
+)
+
+func exitCode(err error) int {
+	var re *core.RunError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &re) && re.Cancelled, errors.Is(err, context.Canceled):
+		return exitCancelled
+	case errors.As(err, &re) && re.Phase == core.PhaseConfig:
+		return exitConfig
+	}
+	return exitFailure
+}

@@ -15,6 +15,7 @@ import (
 // TestLockContention: a second run on a branch a live run holds fails
 // fast, naming the holder; the first run is unaffected.
 func TestLockContention(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	sb, agent := localSandbox(t), commandAgent(t, "true")
 	goFile := filepath.Join(t.TempDir(), "go")
@@ -57,8 +58,8 @@ func TestLockContention(t *testing.T) {
 		!strings.Contains(msg, "first") || !strings.Contains(msg, fmt.Sprint(os.Getpid())) {
 		t.Errorf("the error does not name the holder (run first, pid %d): %+v\n%s", os.Getpid(), locked.Holder, msg)
 	}
-	if core.ExitCode(err) != core.ExitFailure {
-		t.Errorf("exit code %d", core.ExitCode(err))
+	if exitCode(err) != exitFailure {
+		t.Errorf("exit code %d", exitCode(err))
 	}
 
 	write(t, goFile, "")
@@ -76,12 +77,13 @@ func TestLockContention(t *testing.T) {
 }
 
 // fakeAgentRef is the fake agent running s.
-func fakeAgentRef(t testing.TB, s string) core.ProviderRef { return fake(t, script(s)) }
+func fakeAgentRef(t testing.TB, s string) core.AgentRef { return fake(t, script(s)) }
 
 // TestMergeConflict: a merge-to-head whose branch conflicts with the host
 // leaves the host repo clean, keeps the temporary branch and says how to
 // finish.
 func TestMergeConflict(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	hostTip := ""
 	var term buffer
@@ -118,8 +120,8 @@ func TestMergeConflict(t *testing.T) {
 	if !strings.Contains(msg, branch) || me.Command == "" || !strings.Contains(msg, me.Command) {
 		t.Errorf("the error does not name the branch and the command to finish:\n%s", msg)
 	}
-	if core.ExitCode(err) != core.ExitFailure {
-		t.Errorf("exit code %d", core.ExitCode(err))
+	if exitCode(err) != exitFailure {
+		t.Errorf("exit code %d", exitCode(err))
 	}
 	if git(t, repo, "rev-parse", "HEAD") != hostTip {
 		t.Errorf("host moved")
@@ -129,6 +131,7 @@ func TestMergeConflict(t *testing.T) {
 // TestMergeDirtyHost: a merge-to-head that would overwrite uncommitted host
 // changes changes nothing and keeps the branch; elsewhere they are fine.
 func TestMergeDirtyHost(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	write(t, filepath.Join(repo, "notes.txt"), "tracked\n")
 	git(t, repo, "add", "notes.txt")

@@ -24,6 +24,7 @@ func iterationScript(sigAt int, sig string) func(int) string {
 }
 
 func TestFakeMaxIterationsWithoutSignal(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	o := options(repo, localSandbox(t), fake(t, &fakeAgent{Script: iterationScript(0, "")}), &term)
@@ -50,6 +51,7 @@ func TestFakeMaxIterationsWithoutSignal(t *testing.T) {
 }
 
 func TestFakeSignalStopsLoop(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	o := options(repo, localSandbox(t), fake(t, &fakeAgent{Script: iterationScript(2, signal)}), &term)
@@ -63,6 +65,7 @@ func TestFakeSignalStopsLoop(t *testing.T) {
 // TestFakeFirstListedSignalWins: of the signals an iteration printed, the
 // one listed first is reported, whatever the order they came in.
 func TestFakeFirstListedSignalWins(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, script, want string
 	}{
@@ -87,6 +90,7 @@ func TestFakeFirstListedSignalWins(t *testing.T) {
 
 // TestFakeSignalSplitAcrossDeltas: text deltas are matched as one stream.
 func TestFakeSignalSplitAcrossDeltas(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	var events []sdk.Event
@@ -105,6 +109,7 @@ func TestFakeSignalSplitAcrossDeltas(t *testing.T) {
 // TestFakeAgentFailure: a non-zero exit fails the run with the agent's
 // stderr.
 func TestFakeAgentFailure(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	o := options(repo, localSandbox(t), fake(t, script("echo 'TEXT trying'; echo 'no credentials found' >&2; exit 3")), &term)
@@ -113,8 +118,8 @@ func TestFakeAgentFailure(t *testing.T) {
 	if !asError(err, &exit) || exit.ExitCode != 3 || !strings.Contains(err.Error(), "no credentials found") {
 		t.Fatalf("err = %v; want an AgentExitError with code 3 and the agent's stderr", err)
 	}
-	if core.ExitCode(err) != core.ExitFailure || res == nil || len(res.Iterations) != 1 {
-		t.Fatalf("exit code %d, result %+v", core.ExitCode(err), res)
+	if exitCode(err) != exitFailure || res == nil || len(res.Iterations) != 1 {
+		t.Fatalf("exit code %d, result %+v", exitCode(err), res)
 	}
 	// merge-to-head without commits: no temporary branch is left, and the
 	// result points at the host branch.
@@ -126,11 +131,12 @@ func TestFakeAgentFailure(t *testing.T) {
 // TestFakeAgentFailureKeepsCommits: a failed merge-to-head run is not
 // merged; its commits stay on the temporary branch it reports.
 func TestFakeAgentFailureKeepsCommits(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	o := options(repo, localSandbox(t), fake(t, script(commitScript("x.txt")+"; exit 1")), &term)
 	res, err := core.Run(t.Context(), o)
-	if core.ExitCode(err) != core.ExitFailure {
+	if exitCode(err) != exitFailure {
 		t.Fatalf("err = %v", err)
 	}
 	if !strings.HasPrefix(res.Branch, "sanddune/test/") || len(res.Commits) != 1 ||
@@ -145,6 +151,7 @@ func TestFakeAgentFailureKeepsCommits(t *testing.T) {
 // TestBlankLinesKept: empty output lines reach the parser (the command
 // agent's text keeps its paragraphs).
 func TestBlankLinesKept(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	res := run(t, options(repo, localSandbox(t), commandAgent(t, "printf 'one\\n\\ntwo\\n\\n\\nthree\\n'"), &term))
@@ -156,6 +163,7 @@ func TestBlankLinesKept(t *testing.T) {
 // TestObserverPanicRecovered: a panicking OnEvent drops events, not the
 // run.
 func TestObserverPanicRecovered(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	o := options(repo, localSandbox(t), commandAgent(t, "echo one; echo '"+signal+"'"), &term)

@@ -11,6 +11,7 @@ import (
 // can delete or move host branches that are not the run's; the run warns
 // about each, with the command that restores it.
 func TestRefGuardWarnsAboutOtherBranches(t *testing.T) {
+	t.Parallel()
 	sb := bwrapSandbox(t)
 	repo := newRepo(t)
 	head := git(t, repo, "rev-parse", "HEAD")

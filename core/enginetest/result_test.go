@@ -13,6 +13,7 @@ import (
 
 // TestFakeResultJSON: the --json entry of a run has the documented shape.
 func TestFakeResultJSON(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	o := options(repo, localSandbox(t), fake(t, &fakeAgent{Script: iterationScript(0, "")}), &term)
@@ -76,6 +77,7 @@ func TestFakeResultJSON(t *testing.T) {
 // TestParallelRuns: runs on different branches share no state and all land
 // their commits (same repo, same plugin connections).
 func TestParallelRuns(t *testing.T) {
+	t.Parallel()
 	for _, c := range bothSandboxes {
 		t.Run(c.name, func(t *testing.T) {
 			sb := c.sandbox(t)

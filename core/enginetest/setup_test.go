@@ -21,6 +21,7 @@ import (
 // and its uncommitted work (staged, unstaged, untracked) is saved to a
 // patch that applies on the synced branch.
 func TestIsolatedSyncAndPatch(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	agent := commitScript("c1.txt") + " && " + commitScript("c2.txt") + " && git rev-list --reverse HEAD~2..HEAD | sed 's/^/SHA /'" +
 		" && echo changed >> README && echo staged > staged.txt && git add staged.txt && echo new > untracked.txt"
@@ -56,6 +57,7 @@ func TestIsolatedSyncAndPatch(t *testing.T) {
 // TestPromptHostileArgument: `!` text in an argument value is data, never
 // run; the template's own expressions are expanded in the sandbox.
 func TestPromptHostileArgument(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	canary := t.TempDir()
 	hostile := "!`touch " + canary + "/pwned` $(touch " + canary + "/pwned2) `touch " + canary + "/pwned3`; touch " + canary + "/pwned4"
@@ -96,6 +98,7 @@ func TestPromptHostileArgument(t *testing.T) {
 // TestPromptExpressionFailure: a failing expression fails the run with
 // the expression and its stderr.
 func TestPromptExpressionFailure(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "prompt.md"), "Status: !`echo nope >&2; exit 5`\n")
@@ -121,6 +124,7 @@ func withEnv(m map[string]string) sdk.Config {
 // is a configuration error listing the keys (never the values), raised
 // before anything starts.
 func TestFakeEnvOverlap(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	f := script("true")
@@ -135,8 +139,8 @@ func TestFakeEnvOverlap(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "SHARED_A") || !strings.Contains(msg, "SHARED_B") || strings.Contains(msg, "secret") {
 		t.Errorf("message must list the keys and no value:\n%s", msg)
 	}
-	if core.ExitCode(err) != core.ExitConfig {
-		t.Errorf("exit code %d, want 2", core.ExitCode(err))
+	if exitCode(err) != exitConfig {
+		t.Errorf("exit code %d, want 2", exitCode(err))
 	}
 	assertNothingStarted(t, repo)
 }
@@ -144,6 +148,7 @@ func TestFakeEnvOverlap(t *testing.T) {
 // TestFakeRequiredEnvMissing: missing credentials fail before anything
 // starts, naming the keys.
 func TestFakeRequiredEnvMissing(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	f := script("true")
@@ -153,8 +158,8 @@ func TestFakeRequiredEnvMissing(t *testing.T) {
 	if !asError(err, &missing) || !strings.Contains(err.Error(), "SANDDUNE_TEST_NO_SUCH_KEY_A") || !strings.Contains(err.Error(), "SANDDUNE_TEST_NO_SUCH_KEY_B") {
 		t.Fatalf("err = %v; want a missing-env error naming both keys", err)
 	}
-	if core.ExitCode(err) != core.ExitConfig {
-		t.Errorf("exit code %d, want 2", core.ExitCode(err))
+	if exitCode(err) != exitConfig {
+		t.Errorf("exit code %d, want 2", exitCode(err))
 	}
 	assertNothingStarted(t, repo)
 }
@@ -197,6 +202,7 @@ func TestFakeEnvLayers(t *testing.T) {
 // TestHooksOrder: copy_to_worktree, host on_worktree_ready (in order),
 // then the sandbox, then both on_sandbox_ready sides, then the agent.
 func TestHooksOrder(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	write(t, filepath.Join(repo, ".gitignore"), "local.env\n")
 	git(t, repo, "add", ".gitignore")
@@ -233,6 +239,7 @@ func TestHooksOrder(t *testing.T) {
 // TestHookFailure: a failing or hanging hook fails setup with its command
 // and output tail; nothing after it runs.
 func TestHookFailure(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		hooks core.Hooks

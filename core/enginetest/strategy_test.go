@@ -27,9 +27,10 @@ func printedSHAs(stdout string) []string {
 }
 
 func TestStrategies(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
-		sandbox  func(testing.TB) core.ProviderRef
+		sandbox  func(testing.TB) core.SandboxRef
 		strategy core.BranchStrategy
 	}{
 		{"BranchLocal", localSandbox, core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/work"}},
@@ -98,13 +99,14 @@ func TestStrategies(t *testing.T) {
 // TestHeadRejectedForIsolated: a strategy the provider cannot honour is a
 // configuration error raised before anything starts.
 func TestHeadRejectedForIsolated(t *testing.T) {
+	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
 	o := options(repo, localSandbox(t), commandAgent(t, "true"), &term)
 	o.BranchStrategy = core.BranchStrategy{Type: core.StrategyHead}
 	_, err := core.Run(t.Context(), o)
-	if core.ExitCode(err) != core.ExitConfig {
-		t.Fatalf("err = %v (exit %d), want a configuration error", err, core.ExitCode(err))
+	if exitCode(err) != exitConfig {
+		t.Fatalf("err = %v (exit %d), want a configuration error", err, exitCode(err))
 	}
 	if exists(filepath.Join(repo, ".sanddune")) {
 		t.Errorf(".sanddune created by a run rejected before it started")

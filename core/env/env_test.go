@@ -16,6 +16,7 @@ func lookupFrom(m map[string]string) func(string) (string, bool) {
 }
 
 func TestResolvePrecedence(t *testing.T) {
+	t.Parallel()
 	got, err := Resolve(Layers{
 		Lookup:  lookupFrom(map[string]string{"A": "proc", "B": "proc", "TOKEN": "proc-token", "PATH": "/host/bin"}),
 		DotEnv:  map[string]string{"A": "", "B": "dot", "C": "dot", "D": "dot"},
@@ -39,6 +40,7 @@ func TestResolvePrecedence(t *testing.T) {
 }
 
 func TestProcessEnvNotDumped(t *testing.T) {
+	t.Parallel()
 	got, err := Resolve(Layers{Lookup: lookupFrom(map[string]string{"HOME": "/root", "PATH": "/bin"})})
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +51,7 @@ func TestProcessEnvNotDumped(t *testing.T) {
 }
 
 func TestOverlapIsErrorListingKeys(t *testing.T) {
+	t.Parallel()
 	_, err := Resolve(Layers{
 		Agent:   map[string]string{"Z": "secret-a", "A": "1", "X": "2"},
 		Sandbox: map[string]string{"Z": "secret-b", "A": "3", "Y": "4"},
@@ -63,6 +66,7 @@ func TestOverlapIsErrorListingKeys(t *testing.T) {
 }
 
 func TestRunEnvMayOverlapProviders(t *testing.T) {
+	t.Parallel()
 	got, err := Resolve(Layers{Agent: map[string]string{"K": "a"}, Run: map[string]string{"K": "r"}})
 	if err != nil || got["K"] != "r" {
 		t.Fatalf("got %v, %v", got, err)
@@ -70,6 +74,7 @@ func TestRunEnvMayOverlapProviders(t *testing.T) {
 }
 
 func TestRequiredMissingNamesKeys(t *testing.T) {
+	t.Parallel()
 	_, err := Resolve(Layers{
 		Lookup:   lookupFrom(map[string]string{"ANTHROPIC_API_KEY": ""}),
 		Required: [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}, {"GH_TOKEN"}},
@@ -82,6 +87,7 @@ func TestRequiredMissingNamesKeys(t *testing.T) {
 }
 
 func TestReadFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if m, err := ReadFile(filepath.Join(dir, "missing")); err != nil || len(m) != 0 {
 		t.Fatalf("missing file: %v %v", m, err)

@@ -52,6 +52,7 @@ func deadPID(t *testing.T) int {
 }
 
 func TestOrphaned(t *testing.T) {
+	t.Parallel()
 	dead := deadPID(t)
 	for name, tc := range map[string]struct {
 		labels map[string]string
@@ -69,6 +70,7 @@ func TestOrphaned(t *testing.T) {
 }
 
 func TestFakeBindMountOrphansAreRemoved(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := &fakeProvider{caps: &sdk.SandboxCapabilities{Contract: sdk.ContractBindMount}, resources: []sdk.Resource{
 		{ID: "dead", Labels: labels(t, deadPID(t))}, {ID: "live", Labels: labels(t, os.Getpid())},
@@ -86,6 +88,7 @@ func TestFakeBindMountOrphansAreRemoved(t *testing.T) {
 // A provider that does not say its contract may hold work: it is treated
 // as isolated, and kept since it cannot recover its sandboxes.
 func TestFakeUnknownContractIsKept(t *testing.T) {
+	t.Parallel()
 	p := &fakeProvider{resources: []sdk.Resource{{ID: "dead", Labels: labels(t, deadPID(t))}}}
 	sbs, err := Sandboxes(context.Background(), "fake", p, Options{})
 	if err != nil || len(sbs) != 1 || !sbs[0].Isolated || sbs[0].Action != Kept || len(p.removed) != 0 ||
@@ -95,6 +98,7 @@ func TestFakeUnknownContractIsKept(t *testing.T) {
 }
 
 func TestFakeListingErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := &fakeProvider{listErr: errors.New("daemon down")}
 	if _, err := Sandboxes(ctx, "fake", p, Options{}); err == nil || !strings.Contains(err.Error(), "daemon down") {

@@ -75,6 +75,7 @@ func prepare(t *testing.T, r *worktree.Repo, s worktree.Strategy) (*worktree.Wor
 }
 
 func TestSyncInFakeClonesWithSameSHAs(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws, sb, _ := prepare(t, r, worktree.Strategy{})
 	got := sb.sh(t, "git rev-parse HEAD; git symbolic-ref HEAD; git log --format=%H main 2>/dev/null || true; git rev-list --count HEAD; cat a.txt; git status --porcelain")
@@ -92,6 +93,7 @@ func TestSyncInFakeClonesWithSameSHAs(t *testing.T) {
 }
 
 func TestSyncInFakeKeepsSandboxIdentity(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	sb := newFakeSandbox(t)
 	writeFile(t, filepath.Join(sb.info.HomePath, ".gitconfig"), "[user]\n\tname = Image User\n\temail = img@example.com\n")
@@ -110,6 +112,7 @@ func TestSyncInFakeKeepsSandboxIdentity(t *testing.T) {
 }
 
 func TestSyncInRefusesMovedBranch(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	git(t, r.Root, "branch", "x", "HEAD~1")
 	err := SyncIn(ctx, newFakeSandbox(t), Spec{HostRepo: r.Root, Branch: "x", Base: git(t, r.Root, "rev-parse", "HEAD")})
@@ -119,6 +122,7 @@ func TestSyncInRefusesMovedBranch(t *testing.T) {
 }
 
 func TestSyncOutFakeKeepsSHAsAuthorsAndMerges(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws, sb, spec := prepare(t, r, worktree.Strategy{})
 	sb.sh(t, `
@@ -174,6 +178,7 @@ git merge -q --no-ff -m "merge side" side`)
 }
 
 func TestSyncOutFakeSavesUncommittedWork(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws, sb, spec := prepare(t, r, worktree.Strategy{Type: worktree.StrategyBranch, Branch: "agent/x"})
 	sb.sh(t, `
@@ -221,6 +226,7 @@ printf '\000\001binary' > bin.dat`)
 }
 
 func TestSyncOutFakeNothingToDo(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws, sb, spec := prepare(t, r, worktree.Strategy{})
 	out, err := SyncOut(ctx, sb, spec)
@@ -233,6 +239,7 @@ func TestSyncOutFakeNothingToDo(t *testing.T) {
 }
 
 func TestSyncOutFakeRescuesWhenBranchMoved(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws, sb, spec := prepare(t, r, worktree.Strategy{Type: worktree.StrategyBranch, Branch: "agent/x"})
 	sb.sh(t, `echo c > c.txt && git add c.txt && git -c user.name=A -c user.email=a@x commit -q -m "agent commit"`)
@@ -253,6 +260,7 @@ func TestSyncOutFakeRescuesWhenBranchMoved(t *testing.T) {
 }
 
 func TestSandboxCommandErrorsCarryStderr(t *testing.T) {
+	t.Parallel()
 	sb := newFakeSandbox(t)
 	_, err := sandbox{sb}.git(ctx, nil, "rev-parse", "HEAD")
 	if err == nil || exitCode(err) != 128 || !strings.Contains(err.Error(), "not a git repository") {

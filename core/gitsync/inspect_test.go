@@ -8,6 +8,7 @@ import (
 )
 
 func TestInspectFakeReportsUnsyncedWorkAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	base := git(t, r.Root, "rev-parse", "main")
 

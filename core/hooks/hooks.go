@@ -34,6 +34,13 @@ type Hook struct {
 	Sudo    bool          // sandbox hooks only
 }
 
+// Set is a run's hooks, by when and where they run.
+type Set struct {
+	HostOnWorktreeReady   []Hook // sequential, on the host, in the worktree
+	HostOnSandboxReady    []Hook // on the host, parallel with SandboxOnSandboxReady
+	SandboxOnSandboxReady []Hook // inside the sandbox
+}
+
 // Where a hook runs.
 const (
 	Host    = "host"

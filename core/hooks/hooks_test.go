@@ -71,6 +71,7 @@ func (f *sandboxFake) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.Out
 }
 
 func TestHostHooksSequentialInOrder(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var lines []string
 	err := RunHost(context.Background(), dir, []Hook{
@@ -90,6 +91,7 @@ func TestHostHooksSequentialInOrder(t *testing.T) {
 }
 
 func TestHostHookFailureFailsFast(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	err := RunHost(context.Background(), dir, []Hook{
 		{Command: "echo broken >&2; exit 4"},
@@ -137,9 +139,10 @@ func readPID(t *testing.T, path string) int {
 }
 
 func TestHostHookTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	err := RunHost(context.Background(), dir, []Hook{
-		{Command: "sleep 300 & echo $! > bg.pid; wait", Timeout: 200 * time.Millisecond},
+		{Command: "sleep 300 & echo $! > bg.pid; wait", Timeout: 2 * time.Second}, // room to start the background process
 	}, nil)
 	var he *Error
 	if !errors.As(err, &he) || !he.TimedOut || !strings.Contains(err.Error(), "timed out") {
@@ -149,6 +152,7 @@ func TestHostHookTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestHostHookCancellationKillsIt(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("user interrupt")
@@ -164,6 +168,7 @@ func TestHostHookCancellationKillsIt(t *testing.T) {
 }
 
 func TestParallelHostAndSandboxHooksFake(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sb := &sandboxFake{dir: dir}
 	// Each hook waits for the other's file: they only finish when run at
@@ -179,6 +184,7 @@ func TestParallelHostAndSandboxHooksFake(t *testing.T) {
 }
 
 func TestParallelFailureCancelsOthersFake(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sb := &sandboxFake{dir: dir}
 	err := RunParallel(context.Background(), dir,
@@ -193,6 +199,7 @@ func TestParallelFailureCancelsOthersFake(t *testing.T) {
 }
 
 func TestSandboxHookTimeoutFake(t *testing.T) {
+	t.Parallel()
 	err := RunSandbox(context.Background(), &sandboxFake{dir: t.TempDir()}, Hook{Command: "sleep 5", Timeout: 50 * time.Millisecond}, nil)
 	var he *Error
 	if !errors.As(err, &he) || !he.TimedOut {

@@ -82,6 +82,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestSearchDirsOrder(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"SANDDUNE_PLUGIN_PATH": "/a:/b", "XDG_DATA_HOME": "/data", "HOME": "/home/u"}
 	got := SearchDirs("/repo", func(k string) string { return env[k] }, "/opt/bin/sanddune")
 	want := []string{"/a", "/b", "/repo/.sanddune/plugins", "/data/sanddune/plugins", "/opt/bin"}
@@ -97,6 +98,7 @@ func TestSearchDirsOrder(t *testing.T) {
 }
 
 func TestCandidates(t *testing.T) {
+	t.Parallel()
 	got := candidates("acme-big-vm")
 	want := []string{"acme-big-vm", "acme-big", "acme"}
 	if !reflect.DeepEqual(got, want) {
@@ -105,6 +107,7 @@ func TestCandidates(t *testing.T) {
 }
 
 func TestBuiltinServedByReExec(t *testing.T) {
+	t.Parallel()
 	h, _ := newHost(t, "", "alpha")
 	p, c, err := h.Sandbox(context.Background(), "alpha")
 	if err != nil {
@@ -129,6 +132,7 @@ func TestBuiltinServedByReExec(t *testing.T) {
 }
 
 func TestExternalBinaryOverridesBuiltin(t *testing.T) {
+	t.Parallel()
 	dir := pluginDir(t, "alpha")
 	h, logs := newHost(t, dir, "alpha")
 	_, c, err := h.Sandbox(context.Background(), "alpha")
@@ -144,6 +148,7 @@ func TestExternalBinaryOverridesBuiltin(t *testing.T) {
 }
 
 func TestComponentOfMultiComponentBinary(t *testing.T) {
+	t.Parallel()
 	// A label "acme-vm" is served by sanddune-plugin-acme when there is no
 	// sanddune-plugin-acme-vm; this fake serves only "acme", so the lookup
 	// falls through to a clear not-found error after asking it.
@@ -156,6 +161,7 @@ func TestComponentOfMultiComponentBinary(t *testing.T) {
 }
 
 func TestOneProcessPerPlugin(t *testing.T) {
+	t.Parallel()
 	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
@@ -176,6 +182,7 @@ func TestOneProcessPerPlugin(t *testing.T) {
 }
 
 func TestCloseKillsPluginProcesses(t *testing.T) {
+	t.Parallel()
 	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
 	for _, n := range []string{"alpha", "beta"} {
 		if _, _, err := h.Sandbox(context.Background(), n); err != nil {
@@ -211,6 +218,7 @@ func alive(pid int) bool {
 }
 
 func TestProtocolVersionMismatch(t *testing.T) {
+	t.Parallel()
 	dir := pluginDir(t, "future")
 	h, _ := newHost(t, dir)
 	_, _, err := h.Sandbox(context.Background(), "future")
@@ -227,6 +235,7 @@ func TestProtocolVersionMismatch(t *testing.T) {
 }
 
 func TestPluginCrashMidCallNamesOperation(t *testing.T) {
+	t.Parallel()
 	h, _ := newHost(t, pluginDir(t, "crashy"))
 	p, _, err := h.Sandbox(context.Background(), "crashy")
 	if err != nil {
@@ -246,6 +255,7 @@ func TestPluginCrashMidCallNamesOperation(t *testing.T) {
 }
 
 func TestNotFoundListsSearchDirs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h, _ := newHost(t, dir)
 	_, _, err := h.Agent(context.Background(), "nope")
@@ -256,6 +266,7 @@ func TestNotFoundListsSearchDirs(t *testing.T) {
 }
 
 func TestListShowsBuiltinsAndBinaries(t *testing.T) {
+	t.Parallel()
 	h, _ := newHost(t, pluginDir(t, "beta", "future"), "alpha")
 	rows := h.List(context.Background())
 	got := map[string]string{}
@@ -279,6 +290,7 @@ func TestListShowsBuiltinsAndBinaries(t *testing.T) {
 // answers the handshake fails after StartTimeout, and none of its
 // processes is left behind.
 func TestHungPluginStartTimesOut(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
 	script := "#!/bin/sh\nsleep 1000 &\necho $! > " + pidFile + "\nwait\n"
@@ -314,6 +326,7 @@ func TestHungPluginStartTimesOut(t *testing.T) {
 // TestNonExecutablePluginIsReported: a plugin file without its execute bit
 // is an error that says how to fix it, not "not installed".
 func TestNonExecutablePluginIsReported(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, BinaryPrefix+"noexec"), []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ func load(t *testing.T, text string, args map[string]string) (*Template, error) 
 }
 
 func TestLoadSourceRules(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		src  Source
@@ -53,6 +54,7 @@ func TestLoadSourceRules(t *testing.T) {
 }
 
 func TestInlinePromptIsLiteral(t *testing.T) {
+	t.Parallel()
 	tpl, err := Load(Source{Inline: "fix {{ISSUE}} and !`rm -rf /` {{SOURCE_BRANCH}}"})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +73,7 @@ func TestInlinePromptIsLiteral(t *testing.T) {
 }
 
 func TestSubstitution(t *testing.T) {
+	t.Parallel()
 	tpl, err := load(t, "Issue {{ ISSUE }} and {{ISSUE}} on {{SOURCE_BRANCH}} -> {{\tTARGET_BRANCH}} by {{WHO_2}}", map[string]string{"ISSUE": "42", "WHO_2": "me"})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +91,7 @@ func TestSubstitution(t *testing.T) {
 }
 
 func TestMissingKeyNamesKeyAndFile(t *testing.T) {
+	t.Parallel()
 	_, err := load(t, "a {{FIRST}} {{SECOND}}", map[string]string{"SECOND": "x"})
 	var pe *Error
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "{{FIRST}}") || !strings.Contains(err.Error(), "prompt.md") {
@@ -96,6 +100,7 @@ func TestMissingKeyNamesKeyAndFile(t *testing.T) {
 }
 
 func TestMissingKeyInsideShellExpression(t *testing.T) {
+	t.Parallel()
 	_, err := load(t, "!`gh issue view {{N}}`", nil)
 	if err == nil || !strings.Contains(err.Error(), "{{N}}") {
 		t.Fatalf("err = %v", err)
@@ -103,6 +108,7 @@ func TestMissingKeyInsideShellExpression(t *testing.T) {
 }
 
 func TestUnusedKeyWarns(t *testing.T) {
+	t.Parallel()
 	tpl, err := load(t, "hello", map[string]string{"B": "1", "A": "2"})
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +119,7 @@ func TestUnusedKeyWarns(t *testing.T) {
 }
 
 func TestBuiltinOverrideRejected(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{SourceBranch, TargetBranch} {
 		_, err := load(t, "x", map[string]string{k: "evil"})
 		if err == nil || !strings.Contains(err.Error(), "built-in") || !strings.Contains(err.Error(), k) {
@@ -122,6 +129,7 @@ func TestBuiltinOverrideRejected(t *testing.T) {
 }
 
 func TestRelativeFileResolvesAgainstBaseDir(t *testing.T) {
+	t.Parallel()
 	dir := writeFile(t, "from base")
 	tpl, err := Load(Source{File: "prompt.md", BaseDir: dir})
 	if err != nil {
@@ -184,6 +192,7 @@ func (f *shellFake) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.Outpu
 }
 
 func TestRenderShellExpressionsFake(t *testing.T) {
+	t.Parallel()
 	tpl, err := load(t, "A:!`echo one`\nB:!`printf 'two\\n\\n'`\nC:!`echo {{X}} on {{SOURCE_BRANCH}}`", map[string]string{"X": "x y  z"})
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +212,7 @@ func TestRenderShellExpressionsFake(t *testing.T) {
 }
 
 func TestRenderRunsInParallelFake(t *testing.T) {
+	t.Parallel()
 	tpl, err := load(t, "!`sleep 0.3`!`sleep 0.3`!`sleep 0.3`", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +227,7 @@ func TestRenderRunsInParallelFake(t *testing.T) {
 }
 
 func TestHostileArgumentIsInertFake(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "pwned")
 	hostile := "!`touch " + marker + "` $(touch " + marker + ") `touch " + marker + "`; touch " + marker + " ' \" {{X}}"
@@ -239,6 +250,7 @@ func TestHostileArgumentIsInertFake(t *testing.T) {
 }
 
 func TestExpressionOutputIsNotRescannedFake(t *testing.T) {
+	t.Parallel()
 	tpl, err := load(t, "!`printf '!\\140touch pwned\\140 \\173\\173X\\175\\175'`", map[string]string{"X": "v"})
 	if err != nil {
 		t.Fatal(err)
@@ -257,6 +269,7 @@ func TestExpressionOutputIsNotRescannedFake(t *testing.T) {
 }
 
 func TestExpressionFailureShowsExpressionAndStderrFake(t *testing.T) {
+	t.Parallel()
 	tpl, err := load(t, "ok !`echo fine` bad !`echo boom >&2; exit 3`", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +282,7 @@ func TestExpressionFailureShowsExpressionAndStderrFake(t *testing.T) {
 }
 
 func TestExpressionTimeoutFake(t *testing.T) {
+	t.Parallel()
 	tpl, err := load(t, "!`sleep 5`", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -281,6 +295,7 @@ func TestExpressionTimeoutFake(t *testing.T) {
 }
 
 func TestQuotePlaceholders(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"echo {{A}}", `echo "${SANDDUNE_ARG_A}"`},
 		{`echo "x {{A}}"`, `echo "x ${SANDDUNE_ARG_A}"`},

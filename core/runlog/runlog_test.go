@@ -30,6 +30,7 @@ func (s *syncBuf) String() string {
 }
 
 func TestFileModeWritesLogAndHint(t *testing.T) {
+	t.Parallel()
 	var out, errOut syncBuf
 	path := filepath.Join(t.TempDir(), "logs", "fix-1.log")
 	l, err := Open(Options{Run: "fix-1", Path: path, Terminal: NewTerminal(&out, &errOut)})
@@ -64,6 +65,7 @@ func TestFileModeWritesLogAndHint(t *testing.T) {
 }
 
 func TestStdoutModePrefixesLines(t *testing.T) {
+	t.Parallel()
 	var out, errOut syncBuf
 	term := NewTerminal(&out, &errOut)
 	a, _ := Open(Options{Run: "a", Mode: Stdout, Terminal: term})

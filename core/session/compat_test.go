@@ -70,6 +70,7 @@ func claudeInit(t *testing.T, out string) string {
 // claude in one sandbox is captured to the host, where `claude --resume`
 // finds it, then resumed and forked in another sandbox.
 func TestCompatClaudeSessionRoundTripFake(t *testing.T) {
+	t.Parallel()
 	claude := filepath.Join(agentsBin(t), "claude")
 	e := newEnv(t)
 	print := []string{claude, "--print", "--verbose", "--output-format", "stream-json"}
@@ -119,6 +120,7 @@ func TestCompatClaudeSessionRoundTripFake(t *testing.T) {
 // captured file as a session of the host repo, and the resumed one in the
 // sandbox (pi resolves --session before printing --help).
 func TestCompatPiSessionRoundTripFake(t *testing.T) {
+	t.Parallel()
 	pi := filepath.Join(agentsBin(t), "pi")
 	e := newEnv(t)
 	const id = "019e8c52-3b4c-7e25-8d66-7a1f3c9b5e28"

@@ -147,6 +147,7 @@ var (
 )
 
 func TestClaudeCaptureResumeRoundTripFake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const id = "3f6c2a9e-8d41-4b7e-9a53-1c0e7d2b6f48"
 	sbFile := filepath.Join(e.sb.home, ".claude", "projects", agentkit.EncodeClaudeCwd(e.sb.repo), id+".jsonl")
@@ -204,6 +205,7 @@ func TestClaudeCaptureResumeRoundTripFake(t *testing.T) {
 }
 
 func TestCodexCaptureResumeRoundTripFake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const id = "019e8c41-7a2b-7d13-9c55-6f0e2b8a4d17"
 	rel := filepath.Join("2026", "07", "01", "rollout-2026-07-01T10-00-00-"+id+".jsonl")
@@ -237,6 +239,7 @@ func TestCodexCaptureResumeRoundTripFake(t *testing.T) {
 }
 
 func TestPiCaptureResumeRoundTripFake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const id = "019e8c52-3b4c-7e25-8d66-7a1f3c9b5e28"
 	name := "2026-07-01T10-20-00-000Z_" + id + ".jsonl"
@@ -278,6 +281,7 @@ func TestPiCaptureResumeRoundTripFake(t *testing.T) {
 }
 
 func TestNotFoundFake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const id = "0b7e4c1e-missing"
 	_, err := Capture(context.Background(), e.transfer(claudeStorage, id))
@@ -299,6 +303,7 @@ func TestNotFoundFake(t *testing.T) {
 }
 
 func TestCheckResumeAndCaptureEnabled(t *testing.T) {
+	t.Parallel()
 	claude := sdk.AgentDescription{Sessions: &claudeStorage, Resume: true, Fork: true}
 	noFork := sdk.AgentDescription{Sessions: &claudeStorage, Resume: true}
 	if CheckResume(claude, true) != nil || CheckResume(noFork, false) != nil {
@@ -317,6 +322,7 @@ func TestCheckResumeAndCaptureEnabled(t *testing.T) {
 // TestLargeSessionOverGRPCFake rewrites a session bigger than gRPC's
 // default 4 MiB message limit through a real plugin connection.
 func TestLargeSessionOverGRPCFake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const id = "3f6c2a9e-large"
 	line := `{"type":"assistant","cwd":"` + e.sb.repo + `","message":"` + strings.Repeat("x", 1<<20) + `"}` + "\n"
@@ -341,6 +347,7 @@ func objectWithCapture(v bool) cty.Value {
 }
 
 func TestGlobCharactersInPathsFake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.sb.repo = filepath.Join(filepath.Dir(e.sb.repo), "we[ir]d*repo?")
 	e.hostRepo = filepath.Join(filepath.Dir(e.hostRepo), "host [x]*")
@@ -369,6 +376,7 @@ func TestGlobCharactersInPathsFake(t *testing.T) {
 }
 
 func TestExpandErrors(t *testing.T) {
+	t.Parallel()
 	sd := side{home: "/home/a", cwd: "/w"}
 	for _, p := range []string{"{home}/{nope}/x", "{home}/{unclosed", "relative/{session_id}", "{home}/x"} {
 		_, err := expand(sdk.SessionStorage{PathPattern: p}, sd, "id")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCopyPaths(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	commitFile(t, r.Root, ".gitignore", "node_modules/\n.env\n", "ignore")
 	writeFile(t, filepath.Join(r.Root, ".env"), "SECRET=1\n")
@@ -64,6 +65,7 @@ func TestCopyPaths(t *testing.T) {
 }
 
 func TestCopyPathsRejectsEscapes(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	outside := t.TempDir()
 	writeFile(t, filepath.Join(outside, "secret"), "s")
@@ -93,6 +95,7 @@ func TestCopyPathsRejectsEscapes(t *testing.T) {
 }
 
 func TestCopySources(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	src, skipped, err := CopySources(r.Root, []string{"a.txt", "nope/x"})
 	if err != nil || len(src) != 1 || src[0].Rel != "a.txt" || src[0].HostPath != filepath.Join(r.Root, "a.txt") ||
@@ -102,6 +105,7 @@ func TestCopySources(t *testing.T) {
 }
 
 func TestEnsureIgnoredDirKeepsHostClean(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	dir := r.StateDir("logs")
 	if err := EnsureIgnoredDir(dir); err != nil {

@@ -26,7 +26,7 @@
 // copy_to_worktree paths come from CopySources (validated host paths, ignored
 // files included) and go in with Sandbox.CopyIn after the sync-in.
 //
-// Strategy mirrors core.BranchStrategy because core imports this package.
+// Strategy is core.BranchStrategy (an alias): core owns no copy of it.
 // Nothing is left half-done: a failed Prepare removes what it created and
 // releases its locks, a failed Merge changes nothing in the host, and Close
 // runs even on a cancelled context.

@@ -14,6 +14,7 @@ import (
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestLockFailsFastAndReleases(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	l, err := r.Lock("branch a", "run-1")
 	if err != nil {
@@ -55,6 +56,7 @@ func writeStaleLock(t *testing.T, r *Repo, key string) string {
 }
 
 func TestStaleLockRecovered(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	writeStaleLock(t, r, "branch a")
 	l, err := r.Lock("branch a", "run-1")
@@ -79,6 +81,7 @@ func TestStaleLockRecovered(t *testing.T) {
 }
 
 func TestForeignHostLockIsNotBroken(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	info := LockInfo{Key: "branch a", Run: "remote", PID: deadPID(t), Host: "another-host", Started: time.Now(), Token: "x"}
 	data, _ := json.Marshal(info)
@@ -91,6 +94,7 @@ func TestForeignHostLockIsNotBroken(t *testing.T) {
 }
 
 func TestParallelLockOneWinner(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	for round, stale := range []bool{false, true} {
 		key := "branch race-" + itoa(round)
@@ -130,6 +134,7 @@ func TestParallelLockOneWinner(t *testing.T) {
 }
 
 func TestParallelPrepareSameBranch(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	const n = 6
 	var wg sync.WaitGroup
@@ -160,6 +165,7 @@ func TestParallelPrepareSameBranch(t *testing.T) {
 }
 
 func TestParallelMergeToHeadRuns(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	const n = 4
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 )
 
 func TestGitMountsOfWorktree(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "m")
 	defer closeWS(t, ws)
@@ -41,6 +42,7 @@ func TestGitMountsOfWorktree(t *testing.T) {
 // when only the worktree and GitMounts are visible (the rest of the host
 // repo is hidden by a tmpfs), using bubblewrap as a stand-in sandbox.
 func TestGitMountsSufficeInBwrap(t *testing.T) {
+	t.Parallel()
 	bwrap, err := exec.LookPath("bwrap")
 	if err == nil {
 		err = exec.Command(bwrap, "--dev-bind", "/", "/", "true").Run()
@@ -96,6 +98,7 @@ if git config core.hooksPath /tmp/evil 2>/dev/null; then echo "config writable";
 }
 
 func TestGitMountsWhenHostIsLinkedWorktree(t *testing.T) {
+	t.Parallel()
 	primary := newRepo(t)
 	linked := filepath.Join(t.TempDir(), "linked")
 	git(t, primary.Root, "worktree", "add", "--quiet", "-b", "feature", linked)

@@ -7,9 +7,7 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// StrategyType names a branch strategy. The values equal core.StrategyType's
-// (core imports this package, so it cannot be imported here): convert with
-// worktree.StrategyType(opts.BranchStrategy.Type).
+// StrategyType names a branch strategy (core.StrategyType is this type).
 type StrategyType string
 
 const (
@@ -18,7 +16,8 @@ const (
 	StrategyBranch      StrategyType = "branch"
 )
 
-// Strategy mirrors core.BranchStrategy.
+// Strategy says where a run's commits go (core.BranchStrategy is this
+// type).
 type Strategy struct {
 	Type       StrategyType // "" = the contract's default
 	Branch     string       // branch strategy: the target branch

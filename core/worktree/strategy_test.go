@@ -8,6 +8,7 @@ import (
 )
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	bind, iso := sdk.ContractBindMount, sdk.ContractIsolated
 	tests := []struct {
 		name     string
@@ -86,6 +87,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestCheckBranchName(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"main", "agent/fix-42", "a.b", "feature/x_y", "sanddune/run/20240101-010101-abcdef"} {
 		if err := CheckBranchName(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestSweepLocksRemovesOnlyStaleOnes(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	stale := writeStaleLock(t, r, "branch dead")
 	live, err := r.Lock("branch live", "live-run")
@@ -53,6 +54,7 @@ func TestSweepLocksRemovesOnlyStaleOnes(t *testing.T) {
 }
 
 func TestSweepBranchesDeletesOnlyEmptyTempBranches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newRepo(t)
 	base := git(t, r.Root, "rev-parse", "HEAD")
@@ -112,6 +114,7 @@ func TestSweepBranchesDeletesOnlyEmptyTempBranches(t *testing.T) {
 }
 
 func TestSweepDryRunLeavesStaleLocks(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	dir := filepath.Join(r.StateDir("worktrees"), "x")
 	git(t, r.Root, "worktree", "add", "--quiet", "--detach", dir)

@@ -15,6 +15,7 @@ import (
 var ctx = context.Background()
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	sub := filepath.Join(r.Root, "sub")
 	os.Mkdir(sub, 0o755)
@@ -47,6 +48,7 @@ func TestOpenWithoutGitSaysGitIsMissing(t *testing.T) {
 }
 
 func TestGitErrorCarriesStderr(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	_, err := r.Git(ctx, "rev-parse", "--verify", "no-such-branch")
 	var ge *GitError
@@ -67,6 +69,7 @@ func TestGitIgnoresInheritedRepoEnv(t *testing.T) {
 }
 
 func TestCommits(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	base := git(t, r.Root, "rev-parse", "HEAD")
 	commitFile(t, r.Root, "x", "1", "first change")
@@ -89,6 +92,7 @@ func TestCommits(t *testing.T) {
 }
 
 func TestHeadStrategyWorksInHostRepo(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{}, sdk.ContractBindMount, "fix-42")
 	if ws.Dir != r.Root || ws.Branch != "main" || ws.TargetBranch != "main" || ws.Temp {
@@ -113,6 +117,7 @@ func TestHeadStrategyWorksInHostRepo(t *testing.T) {
 var tempBranchRe = regexp.MustCompile(`^sanddune/fix-42/\d{8}-\d{6}-[0-9a-f]{6}$`)
 
 func TestMergeToHeadFastForward(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	base := git(t, r.Root, "rev-parse", "HEAD")
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "Fix 42")
@@ -162,6 +167,7 @@ func TestMergeToHeadFastForward(t *testing.T) {
 }
 
 func TestMergeToHeadDivergedMakesMergeCommit(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "fix-42")
 	commitFile(t, ws.Dir, "agent.txt", "agent\n", "agent change")
@@ -189,6 +195,7 @@ func TestMergeToHeadDivergedMakesMergeCommit(t *testing.T) {
 }
 
 func TestMergeToHeadConflictLeavesHostClean(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "fix-42")
 	agent := commitFile(t, ws.Dir, "a.txt", "agent\n", "agent edits a")
@@ -226,6 +233,7 @@ func TestMergeToHeadConflictLeavesHostClean(t *testing.T) {
 }
 
 func TestMergeToHeadRefusesDirtyOverlap(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "fix-42")
 	commitFile(t, ws.Dir, "a.txt", "agent\n", "agent edits a")
@@ -274,6 +282,7 @@ func TestMergeToHeadRefusesDirtyOverlap(t *testing.T) {
 }
 
 func TestMergeToHeadTargetNotCheckedOut(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "fix-42")
 	commitFile(t, ws.Dir, "b.txt", "b\n", "agent")
@@ -294,6 +303,7 @@ func TestMergeToHeadTargetNotCheckedOut(t *testing.T) {
 }
 
 func TestMergeToHeadWithoutCommits(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "noop")
 	res, err := ws.Merge(ctx)
@@ -309,6 +319,7 @@ func TestMergeToHeadWithoutCommits(t *testing.T) {
 }
 
 func TestCloseDropsEmptyTempBranchWithoutMerge(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "failed")
 	if closed := closeWS(t, ws); closed != (CloseResult{}) {
@@ -326,6 +337,7 @@ func TestCloseDropsEmptyTempBranchWithoutMerge(t *testing.T) {
 }
 
 func TestCloseDirtyPreservedCleanRemoved(t *testing.T) {
+	t.Parallel()
 	for _, dirt := range []struct {
 		name string
 		make func(dir string)
@@ -373,6 +385,7 @@ func TestCloseDirtyPreservedCleanRemoved(t *testing.T) {
 }
 
 func TestBranchStrategyCreatesFromHeadOrBase(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	head := git(t, r.Root, "rev-parse", "HEAD")
 	git(t, r.Root, "branch", "dev")
@@ -422,6 +435,7 @@ func TestBranchStrategyCreatesFromHeadOrBase(t *testing.T) {
 }
 
 func TestBranchStrategyContinuesFromPreservedWorktree(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r1")
 	writeFile(t, filepath.Join(ws.Dir, "wip.txt"), "wip")
@@ -471,6 +485,7 @@ func TestBranchLimitsAreWhatGitAndTheWorktreeAllow(t *testing.T) {
 }
 
 func TestBranchStrategyReuseFastForwardsFromOrigin(t *testing.T) {
+	t.Parallel()
 	origin := newRepo(t)
 	git(t, origin.Root, "branch", "agent/x")
 	clone := t.TempDir()
@@ -495,6 +510,7 @@ func TestBranchStrategyReuseFastForwardsFromOrigin(t *testing.T) {
 }
 
 func TestBranchCheckedOutElsewhere(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	git(t, r.Root, "branch", "agent/x")
 	other := filepath.Join(t.TempDir(), "elsewhere")
@@ -517,6 +533,7 @@ func TestBranchCheckedOutElsewhere(t *testing.T) {
 }
 
 func TestIsolatedStrategiesCreateBranchesOnly(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	base := git(t, r.Root, "rev-parse", "HEAD")
 	ws := prepare(t, r, Strategy{}, sdk.ContractIsolated, "iso")
@@ -539,6 +556,7 @@ func TestIsolatedStrategiesCreateBranchesOnly(t *testing.T) {
 }
 
 func TestLockContentionBetweenRuns(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "fix-42")
 	_, err := tryPrepare(r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "other")
@@ -569,6 +587,7 @@ func TestLockContentionBetweenRuns(t *testing.T) {
 }
 
 func TestFailedPrepareLeavesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	hook := filepath.Join(r.CommonDir, "hooks", "post-checkout")
 	writeFile(t, hook, "#!/bin/sh\necho hook refuses >&2\nexit 1\n")

@@ -1,4 +1,4 @@
-package core
+package agentexec
 
 import (
 	"strings"
@@ -6,7 +6,8 @@ import (
 )
 
 func TestRing(t *testing.T) {
-	r := newRing(8)
+	t.Parallel()
+	r := NewRing(8)
 	r.WriteString("abc")
 	if r.String() != "abc" || r.Len() != 3 {
 		t.Fatalf("%q %d", r.String(), r.Len())
@@ -26,6 +27,7 @@ func TestRing(t *testing.T) {
 }
 
 func TestAssembler(t *testing.T) {
+	t.Parallel()
 	a := assembler{max: 5}
 	if l, tr := a.add([]byte("abc"), false); string(l) != "abc" || tr {
 		t.Errorf("whole line: %q %v", l, tr)
@@ -51,6 +53,7 @@ func TestAssembler(t *testing.T) {
 }
 
 func TestMatcher(t *testing.T) {
+	t.Parallel()
 	sigs := []string{"<done/>", "<abort/>"}
 	for _, c := range []struct {
 		name  string

@@ -1,4 +1,4 @@
-package core
+package main
 
 import (
 	"encoding/json"
@@ -6,15 +6,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
+	"github.com/missingstudio/sanddune/core"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 // EventWriter writes agent events as JSON lines (`--events FILE`), one
 // object per event: {"type", "run", "iteration", "timestamp", "payload"}.
 // It is safe for the concurrent runs of a process; use Write as
-// RunOptions.OnEvent.
+// core.RunOptions.OnEvent.
 type EventWriter struct {
 	mu  sync.Mutex
 	enc *json.Encoder
@@ -28,7 +27,7 @@ func NewEventWriter(w io.Writer) *EventWriter {
 
 // Write writes one event. After a write error it drops events; Err
 // reports the error.
-func (w *EventWriter) Write(e AgentEvent) {
+func (w *EventWriter) Write(e core.AgentEvent) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -52,7 +51,7 @@ type eventLine struct {
 	Payload   any           `json:"payload"`
 }
 
-func eventJSON(e AgentEvent) eventLine {
+func eventJSON(e core.AgentEvent) eventLine {
 	ev := e.Event
 	var payload any
 	switch ev.Type {
@@ -73,14 +72,4 @@ func eventJSON(e AgentEvent) eventLine {
 		}{ev.Text}
 	}
 	return eventLine{Type: ev.Type, Run: e.Run, Iteration: e.Iteration, Timestamp: e.Time.UTC(), Payload: payload}
-}
-
-// deliver calls an observer, recovering its panics.
-func deliver(fn func(AgentEvent), e AgentEvent, log hclog.Logger) {
-	defer func() {
-		if p := recover(); p != nil {
-			log.Warn("event observer panicked; event dropped", "panic", p)
-		}
-	}()
-	fn(e)
 }

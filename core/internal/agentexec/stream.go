@@ -1,20 +1,21 @@
-package core
+package agentexec
 
 import (
 	"bytes"
 	"strings"
 )
 
-// ring keeps the last bytes written to it, in constant memory.
-type ring struct {
+// Ring keeps the last bytes written to it, in constant memory.
+type Ring struct {
 	buf  []byte
 	pos  int // next write position
 	full bool
 }
 
-func newRing(size int) *ring { return &ring{buf: make([]byte, size)} }
+// NewRing keeps the last size bytes.
+func NewRing(size int) *Ring { return &Ring{buf: make([]byte, size)} }
 
-func (r *ring) Write(p []byte) {
+func (r *Ring) Write(p []byte) {
 	n := len(r.buf)
 	if len(p) >= n {
 		copy(r.buf, p[len(p)-n:])
@@ -32,7 +33,7 @@ func (r *ring) Write(p []byte) {
 	}
 }
 
-func (r *ring) WriteString(s string) {
+func (r *Ring) WriteString(s string) {
 	n := len(r.buf)
 	if len(s) >= n {
 		s = s[len(s)-n:]
@@ -40,7 +41,7 @@ func (r *ring) WriteString(s string) {
 	r.Write([]byte(s))
 }
 
-func (r *ring) Bytes() []byte {
+func (r *Ring) Bytes() []byte {
 	if !r.full {
 		return append([]byte(nil), r.buf[:r.pos]...)
 	}
@@ -49,9 +50,9 @@ func (r *ring) Bytes() []byte {
 	return append(out, r.buf[:r.pos]...)
 }
 
-func (r *ring) String() string { return string(r.Bytes()) }
+func (r *Ring) String() string { return string(r.Bytes()) }
 
-func (r *ring) Len() int {
+func (r *Ring) Len() int {
 	if r.full {
 		return len(r.buf)
 	}

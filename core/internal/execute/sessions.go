@@ -1,8 +1,7 @@
-package core
+package execute
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/missingstudio/sanddune/core/session"
 )
@@ -11,43 +10,26 @@ import (
 // each iteration's session to where the agent CLI's own resume finds it on
 // the host (under the host repo root, whatever worktree the run used).
 
-// checkResume verifies, before anything starts, that the agent can resume
-// (or fork) and that the session exists on the host.
-func (r *runner) checkResume() error {
-	o := r.opts
-	if o.ResumeSession == "" {
-		return nil
-	}
-	if o.MaxIterations > 1 {
-		return fmt.Errorf("resume_session resumes iteration 1 only, so max_iterations must be 1 (it is %d)", o.MaxIterations)
-	}
-	if err := session.CheckResume(r.desc, o.ForkSession); err != nil {
-		return err
-	}
-	_, err := session.FindHost(*r.desc.Sessions, r.repo.Root, "", o.ResumeSession)
-	return err
-}
-
 func (r *runner) sessionTransfer(id string) session.Transfer {
 	return session.Transfer{
-		Sandbox: r.sb, Agent: r.agentP, Config: r.opts.Agent.Config, Storage: *r.desc.Sessions,
-		SessionID: id, HostRepo: r.repo.Root, Logger: r.log,
+		Sandbox: r.sb, Agent: r.Agent, Config: r.AgentCfg, Storage: *r.Desc.Sessions,
+		SessionID: id, HostRepo: r.Repo.Root, Logger: r.log,
 	}
 }
 
 // prepareResume copies the session to resume into the sandbox.
 func (r *runner) prepareResume(ctx context.Context) error {
-	if r.opts.ResumeSession == "" {
+	if r.ResumeSession == "" {
 		return nil
 	}
-	_, err := session.PrepareResume(ctx, r.sessionTransfer(r.opts.ResumeSession))
+	_, err := session.PrepareResume(ctx, r.sessionTransfer(r.ResumeSession))
 	return err
 }
 
 // captureSession copies an iteration's session to the host and returns
 // its path; a failure is a warning and gives "".
 func (r *runner) captureSession(ctx context.Context, id string) string {
-	if id == "" || r.desc.Sessions == nil || !session.CaptureEnabled(r.opts.Agent.Config, r.desc) {
+	if id == "" || r.Desc.Sessions == nil || !r.CaptureSessions {
 		return ""
 	}
 	path, err := session.Capture(ctx, r.sessionTransfer(id))

@@ -1,4 +1,8 @@
-package core
+// Package agentexec runs one agent iteration inside a sandbox: it builds
+// the agent's command, streams its output in bounded memory to the agent's
+// parser, watches for completion signals and idleness, and says what the
+// iteration produced or why it failed.
+package agentexec
 
 import (
 	"context"
@@ -34,29 +38,32 @@ const (
 
 var errStopped = errors.New("stopped by sanddune")
 
-// agentRunner invokes the agent for the iterations of one run.
-type agentRunner struct {
-	agent      sdk.AgentProvider
-	cfg        sdk.Config
-	sb         sdk.Sandbox
-	signals    []string
-	idle       time.Duration
-	completion time.Duration
-	runsAsRoot bool
-	// confined: the sandbox confines the agent, which may then bypass its
+// MaxOutputBytes bounds the output an iteration keeps.
+const MaxOutputBytes = 64 << 10
+
+// Runner invokes the agent for the iterations of one run.
+type Runner struct {
+	Agent             sdk.AgentProvider
+	Config            sdk.Config
+	Sandbox           sdk.Sandbox
+	Signals           []string
+	IdleTimeout       time.Duration
+	CompletionTimeout time.Duration
+	RunsAsRoot        bool
+	// Confined: the sandbox confines the agent, which may then bypass its
 	// permission prompts.
-	confined bool
-	log      *runlog.Log
-	// observe sees every event (OnEvent and the like).
-	observe func(iteration int, e sdk.Event)
+	Confined bool
+	Log      *runlog.Log
+	// Observe sees every event (OnEvent and the like).
+	Observe func(iteration int, e sdk.Event)
 }
 
-// iterationOutcome is what one agent invocation produced.
-type iterationOutcome struct {
-	signal    string
-	sessionID string
-	usage     *sdk.Usage
-	output    string // result text, else the text blocks (bounded)
+// Outcome is what one agent invocation produced.
+type Outcome struct {
+	Signal    string
+	SessionID string
+	Usage     *sdk.Usage
+	Output    string // result text, else the text blocks (bounded)
 }
 
 type stopReason int32
@@ -78,16 +85,16 @@ type stream struct {
 
 	outMu  sync.Mutex
 	asm    assembler
-	stdout *ring
-	stderr *ring
+	stdout *Ring
+	stderr *Ring
 
 	mu        sync.Mutex
 	match     *matcher
-	text      *ring
+	text      *Ring
 	hasText   bool
-	result    *ring
+	result    *Ring
 	hasResult bool
-	errs      *ring
+	errs      *Ring
 	sessionID string
 	usage     *sdk.Usage
 	truncated int
@@ -95,29 +102,31 @@ type stream struct {
 
 func (s *stream) touch() { s.last.Store(int64(time.Since(s.start))) }
 
-func (a *agentRunner) invoke(ctx context.Context, n int, prompt, resume string, fork bool) (iterationOutcome, error) {
-	cmd, err := a.agent.BuildCommand(ctx, sdk.CommandRequest{
-		Config: a.cfg, Mode: sdk.ModePrint, Prompt: prompt, Iteration: n,
+// Invoke runs iteration n with the rendered prompt, resuming (or forking)
+// the session resume when it is set.
+func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork bool) (Outcome, error) {
+	cmd, err := a.Agent.BuildCommand(ctx, sdk.CommandRequest{
+		Config: a.Config, Mode: sdk.ModePrint, Prompt: prompt, Iteration: n,
 		ResumeSessionID: resume, ForkSession: fork,
-		SkipPermissions: a.confined, RunsAsRoot: a.runsAsRoot,
+		SkipPermissions: a.Confined, RunsAsRoot: a.RunsAsRoot,
 	})
 	if err != nil {
-		return iterationOutcome{}, fmt.Errorf("building the agent command: %w", err)
+		return Outcome{}, fmt.Errorf("building the agent command: %w", err)
 	}
 	if (len(cmd.Argv) > 0) == (cmd.Shell != "") {
-		return iterationOutcome{}, errors.New("the agent plugin returned a command with both or neither of argv and shell")
+		return Outcome{}, errors.New("the agent plugin returned a command with both or neither of argv and shell")
 	}
 
 	s := &stream{
 		start:  time.Now(),
 		wake:   make(chan struct{}, 1),
 		asm:    assembler{max: MaxAgentLine},
-		stdout: newRing(tailBytes),
-		stderr: newRing(tailBytes),
-		match:  newMatcher(a.signals),
-		text:   newRing(MaxStdoutBytes),
-		result: newRing(MaxStdoutBytes),
-		errs:   newRing(detailBytes),
+		stdout: NewRing(tailBytes),
+		stderr: NewRing(tailBytes),
+		match:  newMatcher(a.Signals),
+		text:   NewRing(MaxOutputBytes),
+		result: NewRing(MaxOutputBytes),
+		errs:   NewRing(detailBytes),
 	}
 	execCtx, stopExec := context.WithCancelCause(ctx)
 	defer stopExec(nil)
@@ -133,14 +142,14 @@ func (a *agentRunner) invoke(ctx context.Context, n int, prompt, resume string, 
 	var parseErr error
 	go func() {
 		defer close(parsed)
-		parseErr = a.agent.ParseStream(parseCtx, a.cfg, lines, func(e sdk.Event) { a.event(s, n, e) })
+		parseErr = a.Agent.ParseStream(parseCtx, a.Config, lines, func(e sdk.Event) { a.event(s, n, e) })
 	}()
 	go relay(queue, lines, budget, parsed)
 
 	watchDone := make(chan struct{})
 	go a.watch(s, stopExec, watchDone)
 
-	res, execErr := a.sb.Exec(execCtx, sdk.ExecRequest{Argv: cmd.Argv, Shell: cmd.Shell, Env: cmd.Env, Stdin: cmd.Stdin},
+	res, execErr := a.Sandbox.Exec(execCtx, sdk.ExecRequest{Argv: cmd.Argv, Shell: cmd.Shell, Env: cmd.Env, Stdin: cmd.Stdin},
 		func(l sdk.OutputLine) { s.output(execCtx, l, queue, budget) })
 	close(queue)
 	select {
@@ -153,27 +162,27 @@ func (a *agentRunner) invoke(ctx context.Context, n int, prompt, resume string, 
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := iterationOutcome{signal: s.match.matched(), sessionID: s.sessionID, usage: s.usage}
+	out := Outcome{Signal: s.match.matched(), SessionID: s.sessionID, Usage: s.usage}
 	if s.hasResult {
-		out.output = s.result.String()
+		out.Output = s.result.String()
 	} else {
-		out.output = s.text.String()
+		out.Output = s.text.String()
 	}
 	if s.truncated > 0 {
-		a.log.Warn("%d agent output line(s) longer than %d MiB were truncated", s.truncated, MaxAgentLine>>20)
+		a.Log.Warn("%d agent output line(s) longer than %d MiB were truncated", s.truncated, MaxAgentLine>>20)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return out, context.Cause(ctx)
 	case stopReason(s.stop.Load()) == stoppedIdle:
-		return out, &IdleTimeoutError{Timeout: a.idle}
+		return out, &IdleTimeoutError{Timeout: a.IdleTimeout}
 	case stopReason(s.stop.Load()) == stoppedCompletion:
-		a.log.Warn("completion signal seen but the agent process kept running; stopped it after %s without output", a.completion)
+		a.Log.Warn("completion signal seen but the agent process kept running; stopped it after %s without output", a.CompletionTimeout)
 		return out, nil
 	case execErr != nil:
 		return out, fmt.Errorf("running the agent in the sandbox: %w", execErr)
 	case res.ExitCode != 0:
-		return out, &AgentExitError{ExitCode: res.ExitCode, Detail: s.detail()}
+		return out, &ExitError{ExitCode: res.ExitCode, Detail: s.detail()}
 	case parseErr != nil:
 		return out, fmt.Errorf("the agent plugin failed to parse the output: %w", parseErr)
 	}
@@ -232,16 +241,16 @@ func (s *stream) output(ctx context.Context, l sdk.OutputLine, queue chan<- []by
 }
 
 // event handles one parsed agent event.
-func (a *agentRunner) event(s *stream, n int, e sdk.Event) {
+func (a *Runner) event(s *stream, n int, e sdk.Event) {
 	s.touch()
-	if a.observe != nil {
-		a.observe(n, e)
+	if a.Observe != nil {
+		a.Observe(n, e)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch e.Type {
 	case sdk.EventText:
-		a.log.Text(e.Text)
+		a.Log.Text(e.Text)
 		if s.hasText {
 			s.text.WriteString("\n")
 		}
@@ -249,12 +258,12 @@ func (a *agentRunner) event(s *stream, n int, e sdk.Event) {
 		s.hasText = true
 		s.feed(e.Text)
 	case sdk.EventResult:
-		s.result = newRing(MaxStdoutBytes)
+		s.result = NewRing(MaxOutputBytes)
 		s.result.WriteString(e.Text)
 		s.hasResult = true
 		s.feed(e.Text)
 	case sdk.EventToolCall:
-		a.log.ToolCall(e.ToolName, e.ToolArg)
+		a.Log.ToolCall(e.ToolName, e.ToolArg)
 	case sdk.EventSessionID:
 		s.sessionID = e.SessionID
 	case sdk.EventUsage:
@@ -263,7 +272,7 @@ func (a *agentRunner) event(s *stream, n int, e sdk.Event) {
 			s.usage = &u
 		}
 	case sdk.EventError:
-		a.log.Error("agent: %s", e.Text)
+		a.Log.Error("agent: %s", e.Text)
 		if s.errs.Len() > 0 {
 			s.errs.WriteString("\n")
 		}
@@ -285,13 +294,13 @@ func (s *stream) feed(text string) {
 // watch stops the command after the idle timeout (before a completion
 // signal) or the completion timeout (after one), both counted from the
 // last output.
-func (a *agentRunner) watch(s *stream, stopExec context.CancelCauseFunc, done <-chan struct{}) {
-	t := time.NewTimer(a.idle)
+func (a *Runner) watch(s *stream, stopExec context.CancelCauseFunc, done <-chan struct{}) {
+	t := time.NewTimer(a.IdleTimeout)
 	defer t.Stop()
 	for {
-		limit, why := a.idle, stoppedIdle
+		limit, why := a.IdleTimeout, stoppedIdle
 		if s.seen.Load() {
-			limit, why = a.completion, stoppedCompletion
+			limit, why = a.CompletionTimeout, stoppedCompletion
 		}
 		wait := time.Duration(s.last.Load()) + limit - time.Since(s.start)
 		if wait <= 0 {
@@ -335,4 +344,27 @@ func lastBytes(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// IdleTimeoutError is an agent that printed nothing for Timeout.
+type IdleTimeoutError struct{ Timeout time.Duration }
+
+func (e *IdleTimeoutError) Error() string {
+	return fmt.Sprintf("agent idle for %s: no output received; the agent process was stopped", e.Timeout)
+}
+
+// ExitError is an agent process that exited non-zero.
+type ExitError struct {
+	ExitCode int
+	// Detail is what the agent said: its error events, else the tail of
+	// its stderr, else of its stdout.
+	Detail string
+}
+
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("agent exited with code %d", e.ExitCode)
+	if d := strings.TrimSpace(e.Detail); d != "" {
+		msg += ":\n    " + strings.ReplaceAll(d, "\n", "\n    ")
+	}
+	return msg
 }

@@ -1,12 +1,12 @@
-package core
+package execute
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/missingstudio/sanddune/core/gitsync"
+	"github.com/missingstudio/sanddune/core/internal/agentexec"
 	"github.com/missingstudio/sanddune/core/prompt"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -15,56 +15,55 @@ import (
 // iterate runs the agent up to MaxIterations times in the run's sandbox,
 // stopping at the first completion signal.
 func (r *runner) iterate(ctx context.Context) *RunError {
-	o := r.opts
-	target := r.hostBranch
+	target := r.HostBranch
 	if target == "" {
 		target = r.ws.TargetBranch
 	}
-	p := r.tpl.Fill(r.ws.Branch, target)
-	ar := &agentRunner{
-		agent: r.agentP, cfg: o.Agent.Config, sb: r.sb,
-		signals: o.CompletionSignals, idle: o.IdleTimeout, completion: o.CompletionTimeout,
-		runsAsRoot: r.runsAsRoot(ctx), confined: r.caps.Confines, log: r.progress, observe: r.observe,
+	p := r.Prompt.Fill(r.ws.Branch, target)
+	ar := &agentexec.Runner{
+		Agent: r.Agent, Config: r.AgentCfg, Sandbox: r.sb,
+		Signals: r.Signals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
+		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Log: r.progress, Observe: r.observe,
 	}
-	stdout := newRing(MaxStdoutBytes)
+	stdout := agentexec.NewRing(MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()
-	for n := 1; n <= o.MaxIterations; n++ {
+	for n := 1; n <= r.MaxIterations; n++ {
 		if ctx.Err() != nil {
 			return r.fail(ctx, PhaseAgent, "", n, context.Cause(ctx), "")
 		}
-		r.progress.Info("iteration %d/%d", n, o.MaxIterations)
+		r.progress.Info("iteration %d/%d", n, r.MaxIterations)
 		text, err := r.renderPrompt(ctx, p)
 		if err != nil {
-			return r.fail(ctx, PhasePrompt, r.sandboxAddr(), n, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
+			return r.fail(ctx, PhasePrompt, r.SandboxAddr, n, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
 		}
 		resume, fork := "", false
 		if n == 1 {
-			resume, fork = o.ResumeSession, o.ForkSession
+			resume, fork = r.ResumeSession, r.ForkSession
 		}
-		ph := r.progress.Phase(fmt.Sprintf("Running agent (iteration %d/%d)", n, o.MaxIterations))
-		out, err := ar.invoke(ctx, n, text, resume, fork)
+		ph := r.progress.Phase(fmt.Sprintf("Running agent (iteration %d/%d)", n, r.MaxIterations))
+		out, err := ar.Invoke(ctx, n, text, resume, fork)
 		ph.Done(err)
-		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.sessionID, SessionFilePath: r.captureSession(ctx, out.sessionID), Usage: out.usage})
-		if n > 1 && out.output != "" && stdout.Len() > 0 {
+		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.SessionID, SessionFilePath: r.captureSession(ctx, out.SessionID), Usage: out.Usage})
+		if n > 1 && out.Output != "" && stdout.Len() > 0 {
 			stdout.WriteString("\n")
 		}
-		stdout.WriteString(out.output)
+		stdout.WriteString(out.Output)
 		if err != nil {
-			return r.fail(ctx, PhaseAgent, r.agentAddr(), n, err, agentHint(err))
+			return r.fail(ctx, PhaseAgent, r.AgentAddr, n, err, agentHint(err))
 		}
-		if out.signal != "" {
-			r.res.CompletionSignal = out.signal
-			r.progress.Info("agent signalled completion (%s) after %d iteration(s)", out.signal, n)
+		if out.Signal != "" {
+			r.res.CompletionSignal = out.Signal
+			r.progress.Info("agent signalled completion (%s) after %d iteration(s)", out.Signal, n)
 			return nil
 		}
 	}
-	r.progress.Info("reached max iterations (%d) without a completion signal", o.MaxIterations)
+	r.progress.Info("reached max iterations (%d) without a completion signal", r.MaxIterations)
 	return nil
 }
 
 func agentHint(err error) string {
-	var idle *IdleTimeoutError
-	var exit *AgentExitError
+	var idle *agentexec.IdleTimeoutError
+	var exit *agentexec.ExitError
 	switch {
 	case errors.As(err, &idle):
 		return "raise idle_timeout if the agent needs longer silent stretches, or check the agent's setup in the log"
@@ -80,7 +79,7 @@ func (r *runner) renderPrompt(ctx context.Context, p *prompt.Prompt) (string, er
 	}
 	ph := r.progress.Phase("Expanding shell expressions")
 	text, err := p.Render(ctx, r.sb, prompt.RenderOptions{
-		Timeout: r.opts.ExpressionTimeout,
+		Timeout: r.ExpressionTimeout,
 		Expanded: func(expr string, size int) {
 			r.progress.Output("expr", fmt.Sprintf("!`%s` → ~%d tokens", expr, (size+3)/4))
 		},
@@ -90,9 +89,15 @@ func (r *runner) renderPrompt(ctx context.Context, p *prompt.Prompt) (string, er
 }
 
 func (r *runner) observe(n int, e sdk.Event) {
-	if r.opts.OnEvent != nil {
-		deliver(r.opts.OnEvent, AgentEvent{Run: r.name, Iteration: n, Time: time.Now(), Event: e}, r.log)
+	if r.OnEvent == nil {
+		return
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Warn("event observer panicked; event dropped", "panic", p)
+		}
+	}()
+	r.OnEvent(n, e)
 }
 
 // teardown brings the work home and releases everything, whatever
@@ -111,7 +116,7 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 		}
 	}
 	keepSandbox := false
-	if r.sb != nil && r.caps.Contract == sdk.ContractIsolated && r.syncedIn {
+	if r.sb != nil && r.Caps.Contract == sdk.ContractIsolated && r.syncedIn {
 		ph := r.progress.Phase("Syncing commits out of the sandbox")
 		out, err := gitsync.SyncOut(tctx, r.sb, r.syncSpec())
 		ph.Done(err)
@@ -122,19 +127,19 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 		var rescue *gitsync.RescueError
 		switch {
 		case errors.As(err, &rescue):
-			r.res.Branch, r.res.Commits = rescue.RescueBranch, commitsOf(rescue.Commits)
-			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.sandboxAddr(), Err: err})
+			r.res.Branch, r.res.Commits = rescue.RescueBranch, rescue.Commits
+			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err})
 		case err != nil:
 			keepSandbox = true
 			info := r.sb.Info()
 			r.progress.Warn("sync-out failed; the sandbox %s is left in place so its work is not lost (repo at %s); remove it with sanddune gc once recovered", info.ID, info.RepoPath)
-			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.sandboxAddr(), Err: err,
+			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err,
 				Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)})
 		}
 	}
 
 	merged := false
-	if runErr == nil && failed == nil && r.plan.Type == worktree.StrategyMergeToHead {
+	if runErr == nil && failed == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
 		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
 		mr, err := r.ws.Merge(tctx)
 		ph.Done(err)
@@ -142,9 +147,9 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 		switch {
 		case err == nil:
 			merged = true
-			r.res.Branch, r.res.Commits = mr.Target, commitsOf(mr.Commits)
+			r.res.Branch, r.res.Commits = mr.Target, mr.Commits
 		case errors.As(err, &me):
-			r.res.Commits = commitsOf(me.Commits)
+			r.res.Commits = me.Commits
 			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err}) // its message says how to finish
 		default:
 			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err})
@@ -155,7 +160,7 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 		if err != nil {
 			r.progress.Warn("listing the run's commits failed: %v", err)
 		}
-		r.res.Commits = commitsOf(cs)
+		r.res.Commits = cs
 	}
 
 	if r.sb != nil && !keepSandbox {
@@ -178,18 +183,10 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 			r.progress.Warn("the run's %d commit(s) are kept on branch %s", len(r.res.Commits), cr.KeptBranch)
 		}
 	}
-	if r.plan.Type == worktree.StrategyMergeToHead && r.res.Branch == r.ws.Branch && err == nil && cr.KeptBranch == "" {
+	if r.Strategy.Type == worktree.StrategyMergeToHead && r.res.Branch == r.ws.Branch && err == nil && cr.KeptBranch == "" {
 		// The temporary branch is gone (nothing to keep): the host
 		// branch is where the run's work is, if any.
 		r.res.Branch = r.ws.TargetBranch
 	}
 	return failed
-}
-
-func commitsOf(cs []worktree.Commit) []Commit {
-	out := make([]Commit, len(cs))
-	for i, c := range cs {
-		out[i] = Commit{SHA: c.SHA, Subject: c.Subject}
-	}
-	return out
 }

@@ -1,21 +1,17 @@
-package core
+package execute
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/missingstudio/sanddune/core/worktree"
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Phase names the step of a run an error comes from.
 type Phase string
 
 const (
-	PhaseConfig    Phase = "config"    // options, prompt, env, strategy: before anything starts
+	PhaseConfig    Phase = "config"    // the plan: options, prompt, env, strategy, before anything starts
 	PhasePreflight Phase = "preflight" // the sandbox provider's checks
 	PhaseWorktree  Phase = "worktree"  // locks, worktree and branch creation
 	PhaseCopy      Phase = "copy"      // copy_to_worktree
@@ -45,7 +41,7 @@ type RunError struct {
 	// failure), the commits, a preserved worktree, a patch of uncommitted
 	// sandbox work, the log.
 	Branch            string
-	Commits           []Commit
+	Commits           []worktree.Commit
 	PreservedWorktree string
 	PatchPath         string
 	LogFile           string
@@ -94,63 +90,3 @@ func (e *RunError) Error() string {
 }
 
 func (e *RunError) Unwrap() error { return e.Err }
-
-// IdleTimeoutError is an agent that printed nothing for Timeout.
-type IdleTimeoutError struct{ Timeout time.Duration }
-
-func (e *IdleTimeoutError) Error() string {
-	return fmt.Sprintf("agent idle for %s: no output received; the agent process was stopped", e.Timeout)
-}
-
-// AgentExitError is an agent process that exited non-zero.
-type AgentExitError struct {
-	ExitCode int
-	// Detail is what the agent said: its error events, else the tail of
-	// its stderr, else of its stdout.
-	Detail string
-}
-
-func (e *AgentExitError) Error() string {
-	msg := fmt.Sprintf("agent exited with code %d", e.ExitCode)
-	if d := strings.TrimSpace(e.Detail); d != "" {
-		msg += ":\n" + indent(d)
-	}
-	return msg
-}
-
-func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
-
-// Exit codes for the CLI.
-const (
-	ExitOK        = 0
-	ExitFailure   = 1
-	ExitConfig    = 2
-	ExitCancelled = 130
-)
-
-// ExitCode classifies an error from Run: 0 for nil, 130 when cancelled, 2
-// for configuration and usage errors, 1 for any other failure.
-func ExitCode(err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	var re *RunError
-	if errors.As(err, &re) {
-		switch {
-		case re.Cancelled:
-			return ExitCancelled
-		case re.Phase == PhaseConfig:
-			return ExitConfig
-		}
-		return ExitFailure
-	}
-	var diags sdk.Diagnostics
-	var plan *worktree.PlanError
-	switch {
-	case errors.Is(err, context.Canceled):
-		return ExitCancelled
-	case errors.As(err, &diags), errors.As(err, &plan):
-		return ExitConfig
-	}
-	return ExitFailure
-}

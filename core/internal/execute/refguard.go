@@ -1,4 +1,4 @@
-package core
+package execute
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 // snapshotRefs records the host's branches and tags (bind-mount only).
 func (r *runner) snapshotRefs(ctx context.Context) {
-	if r.caps.Contract != sdk.ContractBindMount {
+	if r.Caps.Contract != sdk.ContractBindMount {
 		return
 	}
 	refs, err := r.refs(ctx)
@@ -29,7 +29,7 @@ func (r *runner) snapshotRefs(ctx context.Context) {
 }
 
 func (r *runner) refs(ctx context.Context) (map[string]string, error) {
-	out, err := r.repo.Git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
+	out, err := r.Repo.Git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (r *runner) checkRefs(ctx context.Context) {
 		return
 	}
 	own := map[string]bool{}
-	for _, b := range []string{r.hostBranch, r.ws.Branch, r.ws.TargetBranch} {
+	for _, b := range []string{r.HostBranch, r.ws.Branch, r.ws.TargetBranch} {
 		own["refs/heads/"+b] = true
 	}
 	for name, was := range r.refsBefore {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/missingstudio/sanddune/core"
+)
+
+// printPlan prints what each planned run would do (run --dry-run).
+func printPlan(w io.Writer, p *core.RunPlan, asJSON bool) error {
+	if asJSON {
+		runs := p.Runs
+		if runs == nil {
+			runs = []*core.PlannedRun{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(struct {
+			Runs []*core.PlannedRun `json:"runs"`
+		}{runs})
+	}
+	for _, r := range p.Runs {
+		fmt.Fprintf(w, "run %s\n", r.Name)
+		fmt.Fprintf(w, "  repo:      %s\n", r.Repo)
+		fmt.Fprintf(w, "  sandbox:   %s (%s)\n", r.Sandbox, r.Contract)
+		fmt.Fprintf(w, "  agent:     %s\n", r.Agent)
+		where := r.TargetBranch
+		switch {
+		case r.StrategyType == core.StrategyMergeToHead:
+			where = "a temporary branch, merged into " + r.TargetBranch
+		case where == "":
+			where = "(detached HEAD)"
+		}
+		fmt.Fprintf(w, "  strategy:  %s: commits land on %s\n", r.StrategyType, where)
+		prompt := "inline"
+		if r.PromptFile != "" {
+			prompt = r.PromptFile
+		}
+		fmt.Fprintf(w, "  prompt:    %s\n", prompt)
+		fmt.Fprintf(w, "  loop:      up to %d iteration(s), until %s; idle timeout %s\n", r.MaxIterations, strings.Join(r.CompletionSignals, " or "), r.IdleTimeout)
+		if len(r.EnvKeys) > 0 {
+			fmt.Fprintf(w, "  env:       %s\n", strings.Join(r.EnvKeys, ", "))
+		}
+		if len(r.CopyToWorktree) > 0 {
+			fmt.Fprintf(w, "  copy:      %s\n", strings.Join(r.CopyToWorktree, ", "))
+		}
+		if r.Hooks > 0 {
+			fmt.Fprintf(w, "  hooks:     %d\n", r.Hooks)
+		}
+		if r.ResumeSession != "" {
+			fmt.Fprintf(w, "  resumes:   session %s\n", r.ResumeSession)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package core
+
+import (
+	"context"
+	"sync"
+
+	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// PlannedRun is one run of a plan, as `sanddune run --dry-run` shows it.
+type PlannedRun struct {
+	Name     string        `json:"name"`
+	Repo     string        `json:"repo"`
+	Sandbox  string        `json:"sandbox"`
+	Contract sdk.Contract  `json:"contract"`
+	Agent    string        `json:"agent"`
+	Strategy worktree.Plan `json:"-"`
+	// StrategyType, Branch and TargetBranch say where commits go: Branch
+	// is "" for merge-to-head, whose temporary branch is made at run time.
+	StrategyType      StrategyType `json:"branch_strategy"`
+	Branch            string       `json:"branch"`
+	TargetBranch      string       `json:"target_branch"`
+	PromptFile        string       `json:"prompt_file"`
+	MaxIterations     int          `json:"max_iterations"`
+	CompletionSignals []string     `json:"completion_signals"`
+	IdleTimeout       string       `json:"idle_timeout"`
+	CompletionTimeout string       `json:"completion_timeout"`
+	CopyToWorktree    []string     `json:"copy_to_worktree"`
+	// EnvKeys are the names of the env the sandbox gets (never values).
+	EnvKeys       []string `json:"env_keys"`
+	Hooks         int      `json:"hooks"`
+	ResumeSession string   `json:"resume_session"`
+
+	spec *execute.Spec
+}
+
+func plannedRun(s *execute.Spec) *PlannedRun {
+	return &PlannedRun{
+		Name: s.Name, Repo: s.Repo.Root, Sandbox: s.SandboxAddr, Contract: s.Caps.Contract, Agent: s.AgentAddr,
+		Strategy: s.Strategy, StrategyType: s.Strategy.Type, Branch: s.Strategy.Branch, TargetBranch: s.Strategy.TargetBranch,
+		PromptFile: s.Prompt.File, MaxIterations: s.MaxIterations, CompletionSignals: s.Signals,
+		IdleTimeout: s.IdleTimeout.String(), CompletionTimeout: s.CompletionTimeout.String(),
+		CopyToWorktree: s.CopyPaths, EnvKeys: env.Keys(s.Env),
+		Hooks:         len(s.Hooks.HostOnWorktreeReady) + len(s.Hooks.HostOnSandboxReady) + len(s.Hooks.SandboxOnSandboxReady),
+		ResumeSession: s.ResumeSession, spec: s,
+	}
+}
+
+// Outcome is how one run of a plan went: its result (also of a failed run,
+// once setup began) and its error, a *RunError.
+type Outcome struct {
+	Name   string
+	Result *Result
+	Err    error
+}
+
+// Execute runs a plan's runs, Config.Parallel at once, and returns their
+// outcomes in plan order.
+func Execute(ctx context.Context, p *RunPlan) []Outcome {
+	out := make([]Outcome, len(p.Runs))
+	sem := make(chan struct{}, max(p.parallel, 1))
+	var wg sync.WaitGroup
+	for i, r := range p.Runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := execute.Run(ctx, r.spec)
+			out[i] = Outcome{Name: r.Name, Result: res, Err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Run plans and executes one run built in Go. On success it returns the
+// result. On failure it returns a *RunError and, once setup began, a
+// partial result as well (commits, branch, preserved paths so far).
+func Run(ctx context.Context, o RunOptions) (*Result, error) {
+	p, err := PlanRun(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	out := Execute(ctx, p)[0]
+	return out.Result, out.Err
+}

@@ -1,0 +1,44 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/internal/planning"
+)
+
+// optionsOf converts a decoded run block into RunOptions; defaults and
+// checks are the planner's. base holds what the caller sets for every run.
+func optionsOf(f *config.File, r *config.RunBlock, base RunOptions) (RunOptions, Diagnostics) {
+	b := r.Body
+	v := &planning.Values{Block: "run." + r.Label}
+	str := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	o := base
+	o.Name, o.BaseDir = r.Name(), f.Dir
+	if o.Repo == "" {
+		o.Repo = str(b.Repo)
+	}
+	o.Prompt, o.PromptFile, o.PromptArgs = str(b.Prompt), str(b.PromptFile), b.PromptArgs
+	o.CopyToWorktree, o.Env, o.ResumeSession = b.CopyToWorktree, b.Env, str(b.ResumeSession)
+	o.ForkSession = b.ForkSession != nil && *b.ForkSession
+	if b.MaxIterations != nil {
+		if o.MaxIterations = *b.MaxIterations; o.MaxIterations < 1 {
+			v.Diags = append(v.Diags, Diagnostic{Severity: Error, Block: v.Block, Attribute: "max_iterations", Summary: "Invalid max_iterations",
+				Detail: fmt.Sprintf("max_iterations must be at least 1, got %d.", o.MaxIterations)})
+		}
+	}
+	o.IdleTimeout = v.Duration("idle_timeout", b.IdleTimeout)
+	o.CompletionTimeout = v.Duration("completion_timeout", b.CompletionTimeout)
+	o.CompletionSignals = v.Signals(b.CompletionSignal)
+	o.BranchStrategy = v.Strategy(b.BranchStrategy)
+	o.Hooks = v.Hooks(b.Hooks)
+	if b.Logging != nil && base.Logging.Mode == "" {
+		o.Logging.Mode, o.Logging.Path = v.Logging(b.Logging)
+	}
+	return o, v.Diags
+}

@@ -1,0 +1,403 @@
+// Package execute carries out one planned run: the branch and worktree,
+// the sandbox, the hooks, the iteration loop and the teardown.
+//
+// Teardown runs whatever happened, also after a failure or a cancelled
+// context: commits are never lost (they stay on their branch, which a
+// failed merge-to-head keeps), uncommitted work stays in a preserved
+// worktree or, for an isolated sandbox, in a patch file; the error says
+// where. Runs share no state: several may run at once in one process, on
+// different branches.
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/missingstudio/sanddune/core/gitsync"
+	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/runlog"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Teardown steps get their own time: they run after a cancellation too.
+const (
+	teardownTimeout = 2 * time.Minute
+	probeTimeout    = 10 * time.Second
+)
+
+// Spec is a planned run: every value checked and resolved.
+type Spec struct {
+	Name       string
+	Repo       *worktree.Repo
+	HostBranch string // "" when detached
+	Strategy   worktree.Plan
+
+	Sandbox     sdk.SandboxProvider
+	SandboxAddr string
+	SandboxCfg  sdk.Config
+	Caps        sdk.SandboxCapabilities
+
+	Agent     sdk.AgentProvider
+	AgentAddr string
+	AgentCfg  sdk.Config
+	Desc      sdk.AgentDescription
+	// CaptureSessions copies each iteration's session to the host.
+	CaptureSessions bool
+
+	Prompt    *prompt.Template
+	Env       map[string]string
+	CopyPaths []string
+	Hooks     hooks.Set
+
+	MaxIterations     int
+	Signals           []string
+	IdleTimeout       time.Duration
+	CompletionTimeout time.Duration
+	ExpressionTimeout time.Duration
+	ResumeSession     string
+	ForkSession       bool
+
+	LogMode  runlog.Mode
+	LogPath  string // absolute; "" = .sanddune/logs/<run>-<stamp>.log
+	Terminal *runlog.Terminal
+	// OnEvent sees every agent event; panics are recovered.
+	OnEvent func(iteration int, e sdk.Event)
+	Logger  hclog.Logger
+	Version string
+}
+
+// Run asks the sandbox provider for its preflight, then runs. On failure
+// it returns a *RunError and, once setup began, a partial result as well.
+func Run(ctx context.Context, s *Spec) (*Result, error) {
+	r := &runner{Spec: s, name: s.Name, start: time.Now()}
+	r.log = s.Logger
+	if r.log == nil {
+		r.log = hclog.NewNullLogger()
+	}
+	r.log = r.log.Named(r.name)
+	if ctx.Err() != nil {
+		return nil, &RunError{Run: r.name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
+	}
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+// runner is the state of one run.
+type runner struct {
+	*Spec
+	start time.Time
+	name  string
+	log   hclog.Logger
+	stamp string
+
+	progress *runlog.Log
+	ws       *worktree.Workspace
+	sb       sdk.Sandbox
+	res      *Result
+	syncedIn bool
+	// refsBefore are the host's branches and tags when the sandbox started.
+	refsBefore map[string]string
+}
+
+// preflight asks the sandbox provider whether it can create a sandbox
+// here and now.
+func (r *runner) preflight(ctx context.Context) error {
+	if err := r.Sandbox.Preflight(ctx, sdk.PreflightRequest{
+		Config: r.SandboxCfg, HostRepoPath: r.Repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
+	}); err != nil {
+		if ctx.Err() != nil {
+			return &RunError{Run: r.name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
+		}
+		return &RunError{Run: r.name, Phase: PhasePreflight, Plugin: r.SandboxAddr, Err: err,
+			Hint: "fix what the sandbox provider reports above, then run again"}
+	}
+	return nil
+}
+
+// fail builds the RunError of a failed step, marking cancellations.
+func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration int, err error, hint string) *RunError {
+	e := &RunError{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
+	if ctx.Err() != nil {
+		e.Cancelled, e.Err, e.Hint = true, context.Cause(ctx), ""
+		if !errors.Is(err, context.Cause(ctx)) {
+			r.log.Debug("step ended by cancellation", "phase", phase, "error", err)
+		}
+	}
+	return e
+}
+
+func (r *runner) openLog() error {
+	path := r.LogPath
+	if r.LogMode != runlog.Stdout && path == "" {
+		dir := r.Repo.StateDir("logs")
+		if err := worktree.EnsureIgnoredDir(dir); err != nil {
+			return err
+		}
+		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")
+	}
+	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.LogMode, Path: path, Terminal: r.Terminal})
+	if err != nil {
+		return err
+	}
+	r.progress = l
+	return nil
+}
+
+// run does the setup, the iterations and the teardown.
+func (r *runner) run(ctx context.Context) (_ *Result, err error) {
+	r.stamp = worktree.Stamp(r.start)
+	r.res = &Result{Name: r.name}
+	if err := r.openLog(); err != nil {
+		return nil, &RunError{Run: r.name, Phase: PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
+	}
+	r.res.LogFile = r.progress.Path()
+	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
+		r.name, r.AgentAddr, r.SandboxAddr, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
+	for _, w := range r.Prompt.Warnings {
+		r.progress.Warn("%s", w)
+	}
+
+	var runErr *RunError
+	defer func() {
+		if e := r.teardown(ctx, runErr); runErr == nil {
+			runErr = e
+		}
+		r.checkRefs(ctx)
+		r.res.Elapsed = time.Since(r.start)
+		var summaryErr error
+		if runErr != nil {
+			summaryErr = runErr
+		}
+		r.progress.Summary(runlog.Summary{
+			Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
+			Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Elapsed: r.res.Elapsed,
+			Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, Err: summaryErr,
+		})
+		if runErr != nil {
+			runErr.Branch, runErr.Commits = r.res.Branch, r.res.Commits
+			runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
+			r.progress.Error("%v", runErr)
+			err = runErr
+		}
+		r.progress.Close()
+	}()
+
+	if runErr = r.setup(ctx); runErr != nil {
+		return r.res, runErr
+	}
+	if err := r.prepareResume(ctx); err != nil {
+		runErr = r.fail(ctx, PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
+		return r.res, runErr
+	}
+	runErr = r.iterate(ctx)
+	return r.res, nil
+}
+
+// setup prepares the workspace and the sandbox.
+func (r *runner) setup(ctx context.Context) *RunError {
+	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
+	ws, err := worktree.Prepare(ctx, r.Repo, r.Strategy, worktree.PrepareOptions{RunName: r.name, Logger: r.log})
+	ph.Done(err)
+	if err != nil {
+		hint := ""
+		var le *worktree.LockedError
+		if errors.As(err, &le) {
+			hint = "wait for that run to finish, or use another branch"
+		}
+		return r.fail(ctx, PhaseWorktree, "", 0, err, hint)
+	}
+	r.ws = ws
+	r.res.Branch = ws.Branch
+	if ws.Dir != "" && ws.Dir != r.Repo.Root {
+		r.progress.Info("worktree %s on branch %s", ws.Dir, ws.Branch)
+	} else {
+		r.progress.Info("branch %s", orDetached(ws.Branch))
+	}
+
+	hostDir := ws.Dir
+	if hostDir == "" {
+		hostDir = r.Repo.Root
+	}
+	if len(r.CopyPaths) > 0 && r.Strategy.Worktree {
+		ph := r.progress.Phase("Copying to worktree")
+		skipped, err := worktree.CopyPaths(r.Repo.Root, ws.Dir, r.CopyPaths)
+		ph.Done(err)
+		if err != nil {
+			return r.fail(ctx, PhaseCopy, "", 0, err, "check the copy_to_worktree paths")
+		}
+		r.skipped(skipped)
+	}
+	if err := r.hookPhase("Running host on_worktree_ready hooks", len(r.Hooks.HostOnWorktreeReady), func() error {
+		return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnWorktreeReady, r.hookOutput)
+	}); err != nil {
+		return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+	}
+
+	r.snapshotRefs(ctx)
+	ph = r.progress.Phase("Creating sandbox")
+	req := sdk.CreateRequest{
+		Config: r.SandboxCfg, RunID: worktree.SanitizeName(r.name) + "-" + r.stamp, RunName: r.name,
+		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
+		HostUID: os.Getuid(), HostGID: os.Getgid(),
+	}
+	if r.Caps.Contract == sdk.ContractBindMount {
+		req.WorktreePath, req.GitMounts = ws.Dir, ws.GitMounts
+	}
+	req.Labels[sdk.LabelRun] = req.RunID
+	sb, err := r.Sandbox.Create(ctx, req)
+	ph.Done(err)
+	if err != nil {
+		return r.fail(ctx, PhaseSandbox, r.SandboxAddr, 0, err, "")
+	}
+	r.sb = sb
+	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
+
+	if r.Caps.Contract == sdk.ContractIsolated {
+		ph := r.progress.Phase("Syncing the repository into the sandbox")
+		err := gitsync.SyncIn(ctx, sb, r.syncSpec())
+		ph.Done(err)
+		if err != nil {
+			return r.fail(ctx, PhaseSyncIn, r.SandboxAddr, 0, err, "")
+		}
+		r.syncedIn = true
+		if len(r.CopyPaths) > 0 {
+			if err := r.copyIntoSandbox(ctx); err != nil {
+				return r.fail(ctx, PhaseCopy, r.SandboxAddr, 0, err, "check the copy_to_worktree paths")
+			}
+		}
+	}
+
+	n := len(r.Hooks.HostOnSandboxReady) + len(r.Hooks.SandboxOnSandboxReady)
+	if err := r.hookPhase("Running on_sandbox_ready hooks", n, func() error {
+		return hooks.RunParallel(ctx, hostDir, r.Hooks.HostOnSandboxReady, sb, r.Hooks.SandboxOnSandboxReady, r.hookOutput)
+	}); err != nil {
+		plugin := ""
+		var he *hooks.Error
+		if errors.As(err, &he) && he.Where == hooks.Sandbox {
+			plugin = r.SandboxAddr
+		}
+		return r.fail(ctx, PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
+	}
+	return nil
+}
+
+func (r *runner) skipped(paths []string) {
+	if len(paths) > 0 {
+		r.progress.Warn("copy_to_worktree: not in the repo, skipped: %s", strings.Join(paths, ", "))
+	}
+}
+
+func (r *runner) copyIntoSandbox(ctx context.Context) error {
+	ph := r.progress.Phase("Copying to sandbox")
+	sources, skipped, err := worktree.CopySources(r.Repo.Root, r.CopyPaths)
+	if err == nil {
+		for _, s := range sources {
+			if err = r.sb.CopyIn(ctx, s.HostPath, s.Rel); err != nil {
+				err = fmt.Errorf("copying %s into the sandbox: %w", s.Rel, err)
+				break
+			}
+		}
+	}
+	ph.Done(err)
+	r.skipped(skipped)
+	return err
+}
+
+func (r *runner) hookPhase(title string, n int, run func() error) error {
+	if n == 0 {
+		return nil
+	}
+	ph := r.progress.Phase(title)
+	err := run()
+	ph.Done(err)
+	return err
+}
+
+func (r *runner) hookOutput(where, command, line string) {
+	r.progress.Output(where+" hook", line)
+}
+
+func (r *runner) syncSpec() gitsync.Spec {
+	return gitsync.Spec{HostRepo: r.Repo.Root, Branch: r.ws.Branch, Base: r.ws.Base, RunName: r.name}
+}
+
+// sandboxEnv is the resolved env plus what git needs in a bind-mounted
+// worktree: the host's identity (the host's global git config is not
+// mounted) and trust in a repository owned by another uid, both passed as
+// env so no git config file is written. The run's own env wins.
+func (r *runner) sandboxEnv(ctx context.Context) map[string]string {
+	out := make(map[string]string, len(r.Env)+6)
+	if r.Caps.Contract == sdk.ContractBindMount {
+		name, _ := r.Repo.Git(ctx, "config", "user.name")
+		email, _ := r.Repo.Git(ctx, "config", "user.email")
+		for k, v := range map[string]string{
+			"GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name,
+			"GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_EMAIL": email,
+		} {
+			if v != "" {
+				out[k] = v
+			}
+		}
+		if _, set := r.Env["GIT_CONFIG_COUNT"]; !set {
+			out["GIT_CONFIG_COUNT"], out["GIT_CONFIG_KEY_0"], out["GIT_CONFIG_VALUE_0"] = "1", "safe.directory", "*"
+		}
+	}
+	for k, v := range r.Env {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *runner) labels() map[string]string {
+	l := map[string]string{
+		sdk.LabelSandbox: r.SandboxAddr,
+		sdk.LabelPID:     fmt.Sprint(os.Getpid()),
+		sdk.LabelRunName: r.name,
+		sdk.LabelRepo:    r.Repo.Root,
+		sdk.LabelBranch:  r.ws.Branch,
+		sdk.LabelBase:    r.ws.Base,
+	}
+	if r.Version != "" {
+		l[sdk.LabelVersion] = r.Version
+	}
+	if h, err := os.Hostname(); err == nil {
+		l[sdk.LabelHost] = h
+	}
+	return l
+}
+
+// runsAsRoot asks the sandbox whether commands run as uid 0 (agents such
+// as Claude Code refuse to skip permissions as root without being told).
+func (r *runner) runsAsRoot(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var uid string
+	res, err := r.sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"id", "-u"}, Timeout: probeTimeout}, func(l sdk.OutputLine) {
+		if l.Stream == sdk.Stdout {
+			uid += string(l.Text)
+		}
+	})
+	if err != nil || res.ExitCode != 0 {
+		r.log.Debug("could not tell the sandbox user's uid", "error", err)
+		return false
+	}
+	return strings.TrimSpace(uid) == "0"
+}
+
+func orDetached(b string) string {
+	if b == "" {
+		return "(detached HEAD)"
+	}
+	return b
+}

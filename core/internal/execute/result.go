@@ -1,0 +1,119 @@
+package execute
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Result is what a run produced. Its JSON form is one entry of the
+// `sanddune run --json` document; absent values are null.
+type Result struct {
+	Name string
+	// Branch is where the commits are: the host branch (head,
+	// merge-to-head) or the named branch (branch). On a failed
+	// merge-to-head run it is the kept temporary branch (the host branch
+	// when there was nothing to keep).
+	Branch  string
+	Commits []worktree.Commit
+	// CompletionSignal is the signal that ended the loop, "" when none did.
+	CompletionSignal string
+	Iterations       []Iteration
+	// Stdout is the agent's output (its result text, else its text), the
+	// last MaxStdoutBytes of it.
+	Stdout string
+	// LogFile is the run's log (file mode only).
+	LogFile string
+	// PreservedWorktreePath is a worktree kept because it had uncommitted
+	// changes.
+	PreservedWorktreePath string
+	// PatchPath is uncommitted work saved from an isolated sandbox.
+	PatchPath string
+	// Elapsed is the run's wall time.
+	Elapsed time.Duration
+}
+
+// MaxStdoutBytes bounds Result.Stdout.
+const MaxStdoutBytes = 64 << 10
+
+// Iteration is one agent invocation.
+type Iteration struct {
+	SessionID string
+	// SessionFilePath is the captured session file on the host.
+	SessionFilePath string
+	Usage           *sdk.Usage
+}
+
+// Usage sums the iterations' token usage; nil when none reported any.
+func (r *Result) Usage() *sdk.Usage {
+	var total *sdk.Usage
+	for _, it := range r.Iterations {
+		if it.Usage != nil {
+			if total == nil {
+				total = &sdk.Usage{}
+			}
+			*total = total.Add(*it.Usage)
+		}
+	}
+	return total
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON writes the documented shape: every key always present,
+// null when there is no value.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type commit struct {
+		SHA string `json:"sha"`
+	}
+	commits := make([]commit, len(r.Commits))
+	for i, c := range r.Commits {
+		commits[i] = commit{c.SHA}
+	}
+	its := r.Iterations
+	if its == nil {
+		its = []Iteration{}
+	}
+	return marshal(struct {
+		Name                  string      `json:"name"`
+		Branch                *string     `json:"branch"`
+		Commits               []commit    `json:"commits"`
+		CompletionSignal      *string     `json:"completion_signal"`
+		Iterations            []Iteration `json:"iterations"`
+		Stdout                string      `json:"stdout"`
+		LogFile               *string     `json:"log_file"`
+		PreservedWorktreePath *string     `json:"preserved_worktree_path"`
+		PatchPath             *string     `json:"patch_path"`
+	}{r.Name, nullable(r.Branch), commits, nullable(r.CompletionSignal), its, r.Stdout, nullable(r.LogFile),
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath)})
+}
+
+// MarshalJSON writes the documented shape, null for absent values.
+func (it Iteration) MarshalJSON() ([]byte, error) {
+	return marshal(struct {
+		SessionID       *string    `json:"session_id"`
+		SessionFilePath *string    `json:"session_file_path"`
+		Usage           *sdk.Usage `json:"usage"`
+	}{nullable(it.SessionID), nullable(it.SessionFilePath), it.Usage})
+}
+
+// marshal is json.Marshal without HTML escaping: signals like
+// <promise>COMPLETE</promise> stay readable (an encoder that wants
+// escaping re-escapes a Marshaler's output).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,198 @@
+package planning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Plugins dispenses providers by plugin name: the plugin host
+// (*pluginhost.Host).
+type Plugins interface {
+	Sandbox(ctx context.Context, plugin string) (sdk.SandboxProvider, pluginhost.Component, error)
+	Agent(ctx context.Context, plugin string) (sdk.AgentProvider, pluginhost.Component, error)
+}
+
+// Sandbox is a sandbox block resolved, decoded and configured.
+type Sandbox struct {
+	Provider sdk.SandboxProvider
+	Config   sdk.Config
+	Caps     sdk.SandboxCapabilities
+}
+
+// Agent is an agent block resolved, decoded, configured and described.
+type Agent struct {
+	Provider sdk.AgentProvider
+	Config   sdk.Config
+	Desc     sdk.AgentDescription
+}
+
+// Providers plans the provider blocks of one config file.
+type Providers struct {
+	File    *config.File
+	Plugins Plugins
+}
+
+// Sandbox resolves, decodes and configures a sandbox block; nil when it
+// cannot be used.
+func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandbox, Diagnostics) {
+	prov, comp, cfg, diags := configure(ctx, p, b, p.Plugins.Sandbox)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if comp.Info.Sandbox == nil {
+		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.PluginRange.Ptr(),
+			Summary: "Plugin declares no sandbox capabilities", Detail: fmt.Sprintf("%s (%s) is not usable as a sandbox provider; this is a bug in the plugin.", b.Plugin, comp.Source)})
+	}
+	return &Sandbox{Provider: prov, Config: cfg, Caps: *comp.Info.Sandbox}, diags
+}
+
+// Agent resolves, decodes, configures and describes an agent block; nil
+// when it cannot be used.
+func (p Providers) Agent(ctx context.Context, b *config.ProviderBlock) (*Agent, Diagnostics) {
+	prov, comp, cfg, diags := configure(ctx, p, b, p.Plugins.Agent)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	desc, err := prov.Describe(ctx, cfg)
+	if err != nil {
+		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.DeclRange.Ptr(), Err: err,
+			Summary: "Plugin failed to describe the agent", Detail: fmt.Sprintf("%s (%s): %v", b.Address, comp.Source, err)})
+	}
+	return &Agent{Provider: prov, Config: cfg, Desc: desc}, diags
+}
+
+// configurer is what sandbox and agent providers share for configuration.
+type configurer interface {
+	ConfigSchema(ctx context.Context) (sdk.Schema, error)
+	Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error)
+}
+
+// configure resolves a block's plugin, decodes the block against the
+// plugin's schema and hands it to the plugin to check.
+func configure[P configurer](ctx context.Context, p Providers, b *config.ProviderBlock,
+	resolve func(context.Context, string) (P, pluginhost.Component, error)) (prov P, comp pluginhost.Component, cfg sdk.Config, diags Diagnostics) {
+	if diags = FromHCL(b.Address, b.Diags); diags.HasErrors() {
+		return prov, comp, cfg, diags
+	}
+	prov, comp, err := resolve(ctx, b.Plugin)
+	if err != nil {
+		return prov, comp, cfg, append(diags, pluginDiag(b, err))
+	}
+	cfg, ds := decode(ctx, p.File, b, prov, comp)
+	return prov, comp, cfg, append(diags, ds...)
+}
+
+func decode(ctx context.Context, f *config.File, b *config.ProviderBlock, prov configurer, comp pluginhost.Component) (sdk.Config, Diagnostics) {
+	failed := func(summary string, err error) Diagnostics {
+		return Diagnostics{{Severity: Error, Block: b.Address, Subject: b.DeclRange.Ptr(), Err: err,
+			Summary: summary, Detail: fmt.Sprintf("%s (%s): %v", b.Address, comp.Source, err)}}
+	}
+	schema, err := prov.ConfigSchema(ctx)
+	if err != nil {
+		return sdk.Config{}, failed("Plugin failed to give its config schema", err)
+	}
+	cfg, hd := f.DecodeProvider(b, schema)
+	diags := FromHCL(b.Address, hd)
+	if diags.HasErrors() {
+		return cfg, diags
+	}
+	ds, err := prov.Configure(ctx, cfg)
+	if err != nil {
+		return cfg, append(diags, failed("Plugin failed to check its config", err)...)
+	}
+	for _, d := range ds {
+		sev := Error
+		if d.Severity == sdk.SeverityWarning {
+			sev = Warning
+		}
+		rng := b.AttrRange(schema, d.Attribute)
+		diags = append(diags, Diagnostic{Severity: sev, Block: b.Address, Attribute: d.Attribute, Summary: d.Summary, Detail: d.Detail, Subject: &rng})
+	}
+	return cfg, diags
+}
+
+func pluginDiag(b *config.ProviderBlock, err error) Diagnostic {
+	d := Diagnostic{Severity: Error, Block: b.Address, Subject: b.PluginRange.Ptr(), Err: err,
+		Summary: fmt.Sprintf("Failed to load %s plugin %q", b.Kind, b.Plugin), Detail: err.Error()}
+	var nf *pluginhost.NotFoundError
+	if errors.As(err, &nf) {
+		didYouMean := ""
+		if s := config.Suggest(b.Plugin, nf.KnownPlugins()); s != "" {
+			didYouMean = fmt.Sprintf("Did you mean %q? ", s)
+		}
+		d.Summary = fmt.Sprintf("Unknown %s plugin %q", b.Kind, b.Plugin)
+		d.Detail = fmt.Sprintf("%sNo %s plugin named %q is installed. Install an executable named sanddune-plugin-%s in a directory listed in SANDDUNE_PLUGIN_PATH, "+
+			"in .sanddune/plugins/ of the repository, in $XDG_DATA_HOME/sanddune/plugins or next to the sanddune executable. "+
+			"`sanddune plugins list` shows the plugins found.", didYouMean, b.Kind, b.Plugin, b.Plugin)
+	}
+	return d
+}
+
+// Repo is what the runs in one repository share; Repo is nil when the
+// directory cannot be used, and Err says why.
+type Repo struct {
+	Repo       *worktree.Repo
+	HostBranch string // "" when detached
+	DotEnv     map[string]string
+	Err        Diagnostic
+}
+
+// Repos opens each repository once.
+type Repos map[string]*Repo
+
+// Open returns the repository containing dir.
+func (rs Repos) Open(ctx context.Context, dir string) *Repo {
+	if s, ok := rs[dir]; ok {
+		return s
+	}
+	s := &Repo{}
+	rs[dir] = s
+	fail := func(attr, summary string, err error) *Repo {
+		s.Repo, s.Err = nil, Diagnostic{Severity: Error, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err}
+		return s
+	}
+	var err error
+	if s.Repo, err = worktree.Open(ctx, dir); err != nil {
+		return fail("repo", "Not a git repository", fmt.Errorf("%w (run sanddune inside a git repository, or set repo)", err))
+	}
+	if _, err := s.Repo.Head(ctx); err != nil {
+		return fail("repo", "Repository without commits", fmt.Errorf("the repository %s has no commits yet: make a first commit, then run again", s.Repo.Root))
+	}
+	if s.HostBranch, err = s.Repo.CurrentBranch(ctx); err != nil {
+		return fail("repo", "Cannot read the checked-out branch", err)
+	}
+	if s.DotEnv, err = env.ReadFile(s.Repo.StateDir(".env")); err != nil {
+		return fail("env", "Invalid .sanddune/.env", fmt.Errorf("%w (fix the syntax of .sanddune/.env)", err))
+	}
+	return s
+}
+
+// ConfigEnv reads the conventional `env` attribute (a map of strings) of a
+// provider block, if it has one.
+func ConfigEnv(cfg sdk.Config) map[string]string {
+	v := cfg.Value
+	if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute("env") {
+		return nil
+	}
+	v = v.GetAttr("env")
+	if v.IsNull() || !v.CanIterateElements() {
+		return nil
+	}
+	out := map[string]string{}
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		if k.Type() == cty.String && !e.IsNull() && e.Type() == cty.String {
+			out[k.AsString()] = e.AsString()
+		}
+	}
+	return out
+}

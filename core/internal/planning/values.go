@@ -1,0 +1,142 @@
+package planning
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/gocty"
+
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/runlog"
+	"github.com/missingstudio/sanddune/core/worktree"
+)
+
+// Values gives the values of a run block written in HCL their Go types:
+// durations, branch_strategy, completion_signal, hooks and logging. The
+// problems it finds are in Diags.
+type Values struct {
+	Block string // the run block's address
+	Diags Diagnostics
+}
+
+func (v *Values) bad(attr, summary, format string, args ...any) {
+	v.Diags = append(v.Diags, Diagnostic{Severity: Error, Block: v.Block, Attribute: attr, Summary: summary, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Duration parses a duration attribute; absent is 0.
+func (v *Values) Duration(attr string, s *string) time.Duration {
+	if s == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(*s)
+	if err != nil || d <= 0 {
+		v.bad(attr, "Invalid duration", `%s must be a positive duration such as "90s", "10m" or "1h30m", got %q.`, attr, *s)
+	}
+	return d
+}
+
+// Signals reads completion_signal: a string or a non-empty list of them.
+func (v *Values) Signals(val cty.Value) []string {
+	if val == cty.NilVal || val.IsNull() {
+		return nil
+	}
+	if val.Type() == cty.String {
+		return []string{val.AsString()}
+	}
+	var out []string
+	if l, err := convert.Convert(val, cty.List(cty.String)); err != nil || l.LengthInt() == 0 || gocty.FromCtyValue(l, &out) != nil {
+		v.bad("completion_signal", "Invalid completion_signal", "completion_signal must be a string or a non-empty list of strings.")
+	}
+	return out
+}
+
+// Strategy reads `branch_strategy = "<type>"` or `{ type, branch,
+// base_branch }`; worktree.Resolve checks the combination.
+func (v *Values) Strategy(val cty.Value) worktree.Strategy {
+	var s worktree.Strategy
+	switch {
+	case val == cty.NilVal || val.IsNull():
+		return s
+	case val.Type() == cty.String:
+		s.Type = worktree.StrategyType(val.AsString())
+		return s
+	case !val.Type().IsObjectType() && !val.Type().IsMapType():
+		v.bad("branch_strategy", "Invalid branch_strategy", `branch_strategy is a type ("head", "merge-to-head", "branch") or an object { type, branch, base_branch }.`)
+		return s
+	}
+	for it := val.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		key := k.AsString()
+		var str string
+		if err := gocty.FromCtyValue(e, &str); err != nil {
+			v.bad("branch_strategy."+key, "Invalid branch_strategy", "branch_strategy.%s must be a string.", key)
+			continue
+		}
+		switch key {
+		case "type":
+			s.Type = worktree.StrategyType(str)
+		case "branch":
+			s.Branch = str
+		case "base_branch":
+			s.BaseBranch = str
+		default:
+			detail := fmt.Sprintf("branch_strategy has no key %q; it takes type, branch and base_branch.", key)
+			if sug := config.Suggest(key, []string{"type", "branch", "base_branch"}); sug != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", sug)
+			}
+			v.bad("branch_strategy", "Unsupported branch_strategy key", "%s", detail)
+		}
+	}
+	if s.Type == "" {
+		v.bad("branch_strategy", "Missing branch strategy type", `branch_strategy needs type = "head", "merge-to-head" or "branch".`)
+	}
+	return s
+}
+
+// Hooks reads the hooks block.
+func (v *Values) Hooks(h *config.HooksBlock) hooks.Set {
+	var set hooks.Set
+	if h == nil {
+		return set
+	}
+	hook := func(command string, timeout *string, sudo *bool) hooks.Hook {
+		return hooks.Hook{Command: command, Timeout: v.Duration("hooks", timeout), Sudo: sudo != nil && *sudo}
+	}
+	if h.Host != nil {
+		for _, x := range h.Host.OnWorktreeReady {
+			set.HostOnWorktreeReady = append(set.HostOnWorktreeReady, hook(x.Command, x.Timeout, nil))
+		}
+		for _, x := range h.Host.OnSandboxReady {
+			set.HostOnSandboxReady = append(set.HostOnSandboxReady, hook(x.Command, x.Timeout, nil))
+		}
+	}
+	if h.Sandbox != nil {
+		for _, x := range h.Sandbox.OnSandboxReady {
+			set.SandboxOnSandboxReady = append(set.SandboxOnSandboxReady, hook(x.Command, x.Timeout, x.Sudo))
+		}
+	}
+	return set
+}
+
+// Logging reads the logging block: its mode (file unless said) and path.
+func (v *Values) Logging(l *config.LoggingBlock) (runlog.Mode, string) {
+	mode, path := runlog.File, ""
+	if l.Type != nil {
+		switch m := runlog.Mode(*l.Type); m {
+		case runlog.File, runlog.Stdout:
+			mode = m
+		default:
+			v.bad("logging", "Invalid logging type", `%q is not a logging type; use "file" or "stdout".`, *l.Type)
+		}
+	}
+	if l.Path != nil {
+		if mode != runlog.File {
+			v.bad("logging", "Unexpected logging path", `path applies only to type = "file".`)
+		}
+		path = *l.Path
+	}
+	return mode, path
+}

@@ -1,0 +1,399 @@
+// Package core is sanddune's engine, in two steps, the way Terraform
+// (plan/apply) and Packer (Prepare/Run) are built:
+//
+//   - Plan checks everything that can be checked before anything starts,
+//     once: it resolves and configures each provider block, asks each agent
+//     provider to describe itself, and works out every run's branch
+//     strategy, prompt, env layers and defaults. Every problem is a
+//     Diagnostic naming the block and the attribute. Nothing is created.
+//   - Execute runs a plan: the sandbox provider's preflight, then for each
+//     run the worktree, the sandbox, the hooks, the iteration loop and the
+//     teardown (core/internal/execute), which never loses commits or
+//     uncommitted work and says where they are.
+//
+// `sanddune validate` is Plan without Execute, `sanddune run --dry-run`
+// prints the plan. Library users call Run (PlanRun + Execute) with
+// RunOptions built in Go.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/planning"
+	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/session"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Plugins dispenses providers by plugin name: the plugin host
+// (*pluginhost.Host).
+type Plugins = planning.Plugins
+
+// Diagnostic is one problem Plan found, naming the block and the
+// attribute, and where it is in the config file when planned from one.
+type Diagnostic = planning.Diagnostic
+
+// Diagnostics are the problems Plan found; as an error, its errors.
+type Diagnostics = planning.Diagnostics
+
+// Severity says whether a diagnostic stops the plan.
+type Severity = planning.Severity
+
+// The severities.
+const (
+	Error   = planning.Error
+	Warning = planning.Warning
+)
+
+// Config is what Plan plans from: a decoded config file, the plugins, and
+// what the command line overrides.
+type Config struct {
+	File    *config.File
+	Plugins Plugins
+	// Run holds what every run gets from the caller rather than from its
+	// block: Repo (overrides the blocks' repo when set), Logging.Mode
+	// (overrides logging blocks when set), Logging.Terminal, OnEvent,
+	// ExpressionTimeout, Logger and Version.
+	Run RunOptions
+	// Parallel is how many runs Execute runs at once (default 1). Above 1,
+	// Plan refuses two selected runs that would work on one branch.
+	Parallel int
+}
+
+// Selection says which runs Plan plans for execution.
+type Selection struct {
+	// Runs are run labels; none means every run, in file order.
+	Runs []string
+	// Strict makes the problems of every block errors (validate).
+	// Otherwise a problem of a block no selected run needs is a warning.
+	Strict bool
+}
+
+// RunPlan is a checked set of runs, ready for Execute.
+type RunPlan struct {
+	Runs []*PlannedRun
+	// Diagnostics are the plan's warnings, and its errors when Plan failed.
+	Diagnostics Diagnostics
+	parallel    int
+}
+
+// Plan checks the runs of a config file and plans the selected ones. It
+// always returns a plan (so that its Diagnostics can be shown); the error,
+// a Diagnostics, lists the errors.
+func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
+	f := cfg.File
+	p := &planner{ctx: ctx, repos: planning.Repos{}}
+	providers := planning.Providers{File: f, Plugins: cfg.Plugins}
+	plan := &RunPlan{parallel: max(cfg.Parallel, 1)}
+	selected := map[string]bool{}
+	for _, name := range sel.Runs {
+		if f.Run(name) == nil {
+			var have []string
+			for _, r := range f.Runs {
+				have = append(have, r.Label)
+			}
+			return plan, Diagnostics{{Severity: Error, Summary: fmt.Sprintf("No run %q", name),
+				Detail: fmt.Sprintf("%s has no run %q (runs: %s).", f.Path, name, strings.Join(have, ", "))}}
+		}
+		selected[name] = true
+	}
+	if len(f.Runs) == 0 && !sel.Strict {
+		return plan, Diagnostics{{Severity: Error, Summary: "No run blocks", Detail: f.Path + " has no run blocks."}}
+	}
+	needed := map[*config.ProviderBlock]bool{}
+	for _, r := range f.Runs {
+		if len(selected) == 0 || selected[r.Label] {
+			needed[r.Sandbox], needed[r.Agent] = true, true
+		}
+	}
+
+	var diags Diagnostics
+	demote := func(ds Diagnostics, wanted bool) Diagnostics {
+		if sel.Strict || wanted {
+			return ds
+		}
+		return ds.AsWarnings()
+	}
+	// Providers: each block once, in file order; a block no run uses is
+	// still checked.
+	sandboxes := map[*config.ProviderBlock]SandboxRef{}
+	agents := map[*config.ProviderBlock]AgentRef{}
+	caps := map[*config.ProviderBlock]sdk.SandboxCapabilities{}
+	descs := map[*config.ProviderBlock]sdk.AgentDescription{}
+	for _, b := range f.Sandboxes {
+		sb, ds := providers.Sandbox(ctx, b)
+		if sb != nil {
+			sandboxes[b] = SandboxRef{Address: b.Address, Plugin: b.Plugin, Provider: sb.Provider, Config: sb.Config}
+			caps[b] = sb.Caps
+		}
+		diags = append(diags, demote(ds, needed[b])...)
+	}
+	for _, b := range f.Agents {
+		a, ds := providers.Agent(ctx, b)
+		if a != nil {
+			agents[b] = AgentRef{Address: b.Address, Plugin: b.Plugin, Provider: a.Provider, Config: a.Config}
+			descs[b] = a.Desc
+		}
+		diags = append(diags, demote(ds, needed[b])...)
+	}
+
+	names := map[string]string{}
+	for _, r := range f.Runs {
+		wanted := len(selected) == 0 || selected[r.Label]
+		addr := "run." + r.Label
+		ds := planning.FromHCL(addr, r.Diags)
+		if other, dup := names[r.Name()]; dup {
+			ds = append(ds, Diagnostic{Severity: Error, Block: addr, Attribute: "name", Summary: "Duplicate run name",
+				Detail: fmt.Sprintf("run %q is already named %q; run names must be unique (they name branches, worktrees and logs).", other, r.Name())})
+		}
+		names[r.Name()] = r.Label
+		sb, sbOK := sandboxes[r.Sandbox]
+		ag, agOK := agents[r.Agent]
+		var spec *execute.Spec
+		if !ds.HasErrors() && sbOK && agOK {
+			o, more := optionsOf(f, r, cfg.Run)
+			ds = append(ds, more...)
+			o.Sandbox, o.Agent = sb, ag
+			if !ds.HasErrors() {
+				var more Diagnostics
+				spec, more = p.run(addr, o, caps[r.Sandbox], descs[r.Agent])
+				ds = append(ds, more...)
+			}
+		}
+		for i := range ds {
+			if ds[i].Subject == nil && ds[i].Block == addr {
+				rng := r.AttrRange(ds[i].Attribute)
+				ds[i].Subject = &rng
+			}
+		}
+		diags = append(diags, demote(ds, wanted)...)
+		if wanted && spec != nil && !ds.HasErrors() {
+			plan.Runs = append(plan.Runs, plannedRun(spec))
+		}
+	}
+	if plan.parallel > 1 {
+		specs := make([]*execute.Spec, len(plan.Runs))
+		for i, r := range plan.Runs {
+			specs[i] = r.spec
+		}
+		diags = append(diags, planning.CheckParallel(specs)...)
+	}
+	plan.Diagnostics = diags
+	if diags.HasErrors() {
+		plan.Runs = nil
+		return plan, diags.Errors()
+	}
+	return plan, nil
+}
+
+// PlanRun plans one run built in Go. Its providers are used as they are
+// (configured by the caller). A failure is a *RunError of PhaseConfig.
+func PlanRun(ctx context.Context, o RunOptions) (*RunPlan, error) {
+	name := o.Name
+	if name == "" {
+		name = "run"
+	}
+	p := &planner{ctx: ctx, repos: planning.Repos{}}
+	fail := func(ds Diagnostics) (*RunPlan, error) {
+		return nil, &RunError{Run: name, Phase: PhaseConfig, Err: ds.Errors()}
+	}
+	if ctx.Err() != nil {
+		return nil, &RunError{Run: name, Phase: PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
+	}
+	if o.Sandbox.Provider == nil || o.Agent.Provider == nil {
+		return fail(Diagnostics{{Severity: Error, Block: "run." + name, Summary: "A run needs a sandbox provider and an agent provider"}})
+	}
+	info, err := o.Sandbox.Provider.Info(ctx)
+	if err != nil {
+		return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
+	}
+	if info.Sandbox == nil {
+		return fail(Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}})
+	}
+	desc, err := o.Agent.Provider.Describe(ctx, o.Agent.Config)
+	if err != nil {
+		return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Agent.Address, Err: err}
+	}
+	spec, ds := p.run("run."+name, o, *info.Sandbox, desc)
+	if ds.HasErrors() {
+		return fail(ds)
+	}
+	return &RunPlan{Runs: []*PlannedRun{plannedRun(spec)}, Diagnostics: ds, parallel: 1}, nil
+}
+
+// planner checks runs; the runs of one repository share its state.
+type planner struct {
+	ctx   context.Context
+	repos planning.Repos
+}
+
+var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// run checks one run and works out everything Execute needs. Each check
+// of a run lives here, once.
+func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
+	var diags Diagnostics
+	fail := func(attr, summary string, err error) {
+		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
+	}
+	s := &execute.Spec{
+		Name: o.Name, Sandbox: o.Sandbox.Provider, SandboxAddr: o.Sandbox.Address, SandboxCfg: o.Sandbox.Config, Caps: caps,
+		Agent: o.Agent.Provider, AgentAddr: o.Agent.Address, AgentCfg: o.Agent.Config, Desc: desc,
+		CaptureSessions: session.CaptureEnabled(o.Agent.Config, desc),
+		Hooks:           o.Hooks, MaxIterations: o.MaxIterations, Signals: o.CompletionSignals,
+		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
+		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession,
+		LogMode: o.Logging.Mode, LogPath: absPath(o.BaseDir, o.Logging.Path), Terminal: o.Logging.Terminal,
+		Logger: o.Logger, Version: o.Version,
+	}
+	if s.Name == "" {
+		s.Name = "run"
+	}
+	if o.OnEvent != nil {
+		name := s.Name
+		s.OnEvent = func(n int, e sdk.Event) { o.OnEvent(AgentEvent{Run: name, Iteration: n, Time: time.Now(), Event: e}) }
+	}
+	if s.MaxIterations == 0 {
+		s.MaxIterations = DefaultMaxIterations
+	}
+	if len(s.Signals) == 0 {
+		s.Signals = []string{DefaultCompletionSignal}
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = DefaultIdleTimeout
+	}
+	if s.CompletionTimeout == 0 {
+		s.CompletionTimeout = DefaultCompletionTimeout
+	}
+
+	if !runNameRE.MatchString(s.Name) || strings.Contains(s.Name, "..") || strings.HasSuffix(s.Name, ".lock") {
+		fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
+	}
+	if s.MaxIterations < 0 {
+		fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
+	}
+	if s.IdleTimeout < 0 {
+		fail("idle_timeout", "Invalid duration", errors.New("idle_timeout must be positive"))
+	}
+	if s.CompletionTimeout < 0 {
+		fail("completion_timeout", "Invalid duration", errors.New("completion_timeout must be positive"))
+	}
+	if slices.Contains(s.Signals, "") {
+		fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
+	}
+	if o.Prompt != "" && strings.TrimSpace(o.Prompt) == "" {
+		fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
+	}
+	for k := range o.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			fail("env", "Invalid env name", fmt.Errorf("%q is not a valid environment variable name", k))
+		}
+	}
+	for _, h := range o.Hooks.SandboxOnSandboxReady {
+		if h.Sudo && !caps.Sudo {
+			fail("hooks", "Sandbox cannot run hooks with sudo", fmt.Errorf("a sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", o.Sandbox.Address))
+			break
+		}
+	}
+	for _, hs := range [][]Hook{o.Hooks.HostOnWorktreeReady, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady} {
+		for _, h := range hs {
+			if strings.TrimSpace(h.Command) == "" {
+				fail("hooks", "Empty hook command", errors.New("a hook needs a command"))
+			}
+		}
+	}
+	for _, c := range o.CopyToWorktree {
+		clean, err := worktree.CheckRelPath(c)
+		if err != nil {
+			fail("copy_to_worktree", "Invalid copy_to_worktree path", err)
+			continue
+		}
+		s.CopyPaths = append(s.CopyPaths, clean)
+	}
+	switch {
+	case o.ForkSession && o.ResumeSession == "":
+		fail("fork_session", "fork_session needs resume_session", errors.New("fork_session forks the session named by resume_session; set resume_session too"))
+	case o.ResumeSession != "" && s.MaxIterations > 1:
+		fail("resume_session", "resume_session needs max_iterations = 1",
+			fmt.Errorf("a resumed session continues one conversation, so the run can have only one iteration; max_iterations is %d", s.MaxIterations))
+	case o.ResumeSession != "":
+		if err := session.CheckResume(desc, o.ForkSession); err != nil {
+			fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.Agent.Address, err))
+		}
+	}
+	promptAttr := "prompt"
+	if o.PromptFile != "" {
+		promptAttr = "prompt_file"
+	}
+	tpl, err := prompt.Load(prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs})
+	if err != nil {
+		fail(promptAttr, "Invalid prompt", err)
+	}
+	s.Prompt = tpl
+
+	repoDir := absPath(o.BaseDir, o.Repo)
+	if repoDir == "" {
+		repoDir = "."
+	}
+	rs := p.repos.Open(p.ctx, repoDir)
+	if rs.Repo == nil {
+		d := rs.Err
+		d.Block = block
+		return nil, append(diags, d)
+	}
+	s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
+	if s.Strategy, err = worktree.Resolve(o.BranchStrategy, caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
+		var pe *worktree.PlanError
+		attr := "branch_strategy"
+		if errors.As(err, &pe) {
+			attr = pe.Attribute
+		}
+		fail(attr, "Invalid branch strategy", err)
+	}
+	if o.ResumeSession != "" && desc.Sessions != nil {
+		if _, err := session.FindHost(*desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
+			fail("resume_session", "Session not found", err)
+		}
+	}
+	agentEnv := map[string]string{}
+	for k, v := range desc.Env {
+		agentEnv[k] = v
+	}
+	for k, v := range planning.ConfigEnv(o.Agent.Config) {
+		agentEnv[k] = v
+	}
+	if s.Env, err = env.Resolve(env.Layers{
+		DotEnv: rs.DotEnv, Agent: agentEnv, Sandbox: planning.ConfigEnv(o.Sandbox.Config), Run: o.Env, Required: desc.RequiredEnv,
+	}); err != nil {
+		fail("env", "Invalid env", err)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	for _, w := range tpl.Warnings {
+		diags = append(diags, Diagnostic{Severity: Warning, Block: block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
+	}
+	return s, diags
+}
+
+func absPath(base, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	return filepath.Join(base, p)
+}
