@@ -37,8 +37,11 @@ func optionsOf(f *config.File, r *config.RunBlock, base RunOptions) (RunOptions,
 	o.CompletionSignals = v.Signals(b.CompletionSignal)
 	o.BranchStrategy = v.Strategy(b.BranchStrategy)
 	o.Hooks = v.Hooks(b.Hooks)
-	if b.Logging != nil && base.Logging.Mode == "" {
+	if b.Logging != nil {
 		o.Logging.Mode, o.Logging.Path = v.Logging(b.Logging)
+	}
+	if base.Logging.Mode != "" { // run --log
+		o.Logging.Mode = base.Logging.Mode
 	}
 	return o, v.Diags
 }

@@ -107,7 +107,6 @@ func only(t *testing.T, sbs []gc.Sandbox) gc.Sandbox {
 }
 
 func TestGCSalvagesAnIsolatedSandboxLocal(t *testing.T) {
-	t.Parallel()
 	p := localProvider(t)
 	repo := newRepo(t)
 	o := newOrphan(t, p, repo, true, agentWork)
@@ -146,7 +145,6 @@ func TestGCSalvagesAnIsolatedSandboxLocal(t *testing.T) {
 }
 
 func TestGCRescuesWhenTheBranchMovedLocal(t *testing.T) {
-	t.Parallel()
 	p := localProvider(t)
 	repo := newRepo(t)
 	o := newOrphan(t, p, repo, true, agentWork)
@@ -170,7 +168,6 @@ func TestGCRescuesWhenTheBranchMovedLocal(t *testing.T) {
 }
 
 func TestGCRecreatesADeletedBranchLocal(t *testing.T) {
-	t.Parallel()
 	p := localProvider(t)
 	repo := newRepo(t)
 	o := newOrphan(t, p, repo, true, agentWork)
@@ -185,7 +182,6 @@ func TestGCRecreatesADeletedBranchLocal(t *testing.T) {
 }
 
 func TestGCRemovesASandboxWithNothingUnsyncedLocal(t *testing.T) {
-	t.Parallel()
 	p := localProvider(t)
 	repo := newRepo(t)
 	for _, sync := range []bool{false, true} { // died before the sync-in; did nothing after it
@@ -280,7 +276,6 @@ func relabel(t *testing.T, o *orphanRun, key, value string) {
 }
 
 func TestGCLeavesLiveRunsAloneLocal(t *testing.T) {
-	t.Parallel()
 	p := localProvider(t)
 	repo := newRepo(t)
 	o := newOrphan(t, p, repo, true, agentWork)
@@ -293,7 +288,6 @@ func TestGCLeavesLiveRunsAloneLocal(t *testing.T) {
 // TestGCRunKeepsTheBranchOfAKeptSandboxLocal: the temp branch of a sandbox
 // that could not be salvaged is not swept, although it holds nothing yet.
 func TestGCRunKeepsTheBranchOfAKeptSandboxLocal(t *testing.T) {
-	t.Parallel()
 	p := localProvider(t)
 	repo := newRepo(t)
 	kept := newOrphan(t, p, repo, true, agentWork)

@@ -164,7 +164,7 @@ func (f *shellFake) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.Outpu
 	}
 	cmd := exec.CommandContext(ctx, "sh", "-c", req.Shell)
 	cmd.Dir = f.dir
-	cmd.WaitDelay = 100 * time.Millisecond
+	cmd.WaitDelay = 10 * time.Second // a safety net for pipes a stray child keeps open, not a deadline
 	cmd.Env = os.Environ()
 	for k, v := range req.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
