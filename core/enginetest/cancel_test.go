@@ -138,7 +138,14 @@ func TestCancelDuringHooks(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			go func() {
-				eventually(func() bool { return len(withMarker(marker)) > 0 })
+				// However slow the machine, cancel only once the hook runs.
+				for len(withMarker(marker)) == 0 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
 				cancel()
 			}()
 			_, err := core.Run(ctx, o)
