@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help install build test test-unit proto agents-compat vercel-compat bench
+.PHONY: help install build test test-unit proto agents-compat vercel-compat bench e2e-k8s
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -34,3 +34,6 @@ vercel-compat: ## drive the fake Vercel API with the official @vercel/sandbox SD
 
 bench: ## run the benchmarks in bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./core/...
+
+e2e-k8s: ## start a real single-node Kubernetes (root; binaries cached) and run the kubernetes e2e suite
+	@bash scripts/e2e-k8s.sh

@@ -10,6 +10,7 @@ import (
 	"github.com/missingstudio/sanddune/plugins/codex"
 	"github.com/missingstudio/sanddune/plugins/command"
 	"github.com/missingstudio/sanddune/plugins/docker"
+	"github.com/missingstudio/sanddune/plugins/kubernetes"
 	"github.com/missingstudio/sanddune/plugins/local"
 	"github.com/missingstudio/sanddune/plugins/opencode"
 	"github.com/missingstudio/sanddune/plugins/pi"
@@ -29,6 +30,7 @@ var builtins = map[string]func() sdk.ServeOpts{
 	"docker":     sandbox("docker", docker.New),
 	"bubblewrap": sandbox("bubblewrap", bubblewrap.New),
 	"vercel":     sandbox("vercel", vercel.New),
+	"kubernetes": sandbox("kubernetes", kubernetes.New),
 	"command":    agent("command", command.New),
 	"claude":     agent("claude", claude.New),
 	"codex":      agent("codex", codex.New),

@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -463,7 +464,7 @@ func TestExtractTarRejectsTraversal(t *testing.T) {
 		var buf bytes.Buffer
 		writeTestTar(t, &buf, names)
 		dst := filepath.Join(t.TempDir(), "dst")
-		if err := extractTar(&buf, dst); err == nil {
+		if err := sandboxkit.ExtractTar(&buf, dst); err == nil {
 			t.Errorf("%q extracted", names)
 		}
 	}
@@ -471,7 +472,7 @@ func TestExtractTarRejectsTraversal(t *testing.T) {
 	var buf bytes.Buffer
 	writeTestTarLink(t, &buf)
 	dst := filepath.Join(t.TempDir(), "dst")
-	if err := extractTar(&buf, dst); err == nil {
+	if err := sandboxkit.ExtractTar(&buf, dst); err == nil {
 		t.Error("write through symlink accepted")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 )
@@ -265,5 +266,5 @@ func addContextFile(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 		h.Name += "/"
 	}
 	h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
-	return writeEntry(tw, h, p)
+	return sandboxkit.WriteTarEntry(tw, h, p)
 }

@@ -13,6 +13,9 @@
 //     in its own process group with its stdin bytes, output streamed as
 //     sdk.OutputLine, a timeout or cancellation killing the whole group, and
 //     Close killing whatever still runs;
+//   - tar streams for providers that copy through an archive API or exec
+//     (WriteTar, WriteTarEntry; ExtractTar refuses entries escaping the
+//     destination or writing through a symlink);
 //   - environment maps (MergeEnv, EnvList, HostEnv);
 //   - sandbox directories under the temp dir that `sanddune gc` can list
 //     and remove (TempDirs, RemoveAll);

@@ -1,0 +1,234 @@
+// Package kubernetes is the built-in "kubernetes" sandbox provider: an
+// isolated sandbox that is one pod on a Kubernetes cluster.
+//
+// Each sandbox is a pod running `sleep` with emptyDir volumes at workdir
+// (the repository), home and /tmp, a restrictive security context (non-root,
+// no privilege escalation, all capabilities dropped, RuntimeDefault seccomp,
+// read-only root) and no service account token unless asked for. The
+// environment of CreateRequest and the block's `env` live in a Secret the
+// pod reads with envFrom, never in the pod spec or an exec URL. With
+// `network = "none"` a NetworkPolicy denies all egress of the pod.
+//
+// Commands run through pods/exec over WebSocket (SPDY when the apiserver
+// cannot upgrade), each in its own session inside the pod: a small wrapper
+// records the session id, so that a timeout, a cancellation or the end of
+// the command kills the whole process tree with a second exec. Copies are
+// tar streams over exec. The core syncs code in and commits out with git
+// bundles through these copies (the isolated contract).
+//
+// One client per kubeconfig and context serves every run of the plugin
+// process, and `max_concurrent` bounds the pods of one block at a time:
+// further runs wait in Create, in order. For `sanddune gc`, ListResources
+// lists the pods by label, Recover reattaches to one and RemoveResource
+// deletes it with its Secret and NetworkPolicy.
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
+)
+
+// Version is the provider's version.
+const Version = "0.1.0"
+
+// Provider is the kubernetes sandbox provider.
+type Provider struct {
+	log hclog.Logger
+
+	mu      sync.Mutex
+	clients map[clientKey]*cluster
+	slots   map[string]*slots // by sandbox block address
+
+	// newCluster builds a cluster client; tests replace it with fakes.
+	newCluster func(c config) (*cluster, error)
+}
+
+var (
+	_ sdk.SandboxProvider  = (*Provider)(nil)
+	_ sdk.ResourceLister   = (*Provider)(nil)
+	_ sdk.SandboxRecoverer = (*Provider)(nil)
+)
+
+// New returns the kubernetes sandbox provider.
+func New() sdk.SandboxProvider {
+	return newProvider(connect)
+}
+
+func newProvider(newCluster func(config) (*cluster, error)) *Provider {
+	return &Provider{
+		log:        sdk.DefaultLogger().Named("kubernetes"),
+		clients:    map[clientKey]*cluster{},
+		slots:      map[string]*slots{},
+		newCluster: newCluster,
+	}
+}
+
+// cluster is one API client and what exec needs besides it.
+type cluster struct {
+	client    kubernetes.Interface
+	rest      *rest.Config
+	namespace string // the kubeconfig context's namespace, or "default"
+}
+
+type clientKey struct{ kubeconfig, context string }
+
+// connect builds a client from the block's kubeconfig and context,
+// $KUBECONFIG or ~/.kube/config, or the in-cluster config.
+func connect(c config) (*cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.Kubeconfig != "" {
+		rules.ExplicitPath = c.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil || ns == "" {
+		ns = "default"
+	}
+	rc.QPS, rc.Burst = c.QPS, c.Burst
+	rc.UserAgent = "sanddune-kubernetes/" + Version
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &cluster{client: client, rest: rc, namespace: ns}, nil
+}
+
+// cluster returns the shared client for c's kubeconfig and context.
+func (p *Provider) cluster(c config) (*cluster, error) {
+	key := clientKey{c.Kubeconfig, c.Context}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cl, ok := p.clients[key]; ok {
+		return cl, nil
+	}
+	cl, err := p.newCluster(c)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes sandbox: %w", err)
+	}
+	p.clients[key] = cl
+	return cl, nil
+}
+
+func (c config) namespace(cl *cluster) string {
+	if c.Namespace != "" {
+		return c.Namespace
+	}
+	return cl.namespace
+}
+
+// Info describes the provider.
+func (*Provider) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{
+		Name:             "kubernetes",
+		Kind:             sdk.KindSandbox,
+		Version:          Version,
+		ProtocolVersions: []int{sdk.ProtocolVersion},
+		Description:      "one pod per sandbox on a Kubernetes cluster",
+		Sandbox: &sdk.SandboxCapabilities{
+			Contract:    sdk.ContractIsolated,
+			NetworkNone: true,
+			CPULimit:    true,
+			MemoryLimit: true,
+		},
+	}, nil
+}
+
+// ConfigSchema declares the block's attributes.
+func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) { return schema(), nil }
+
+// Configure validates a block.
+func (*Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+	_, diags := decodeConfig(cfg)
+	return diags, nil
+}
+
+// errConfig turns invalid config met at run time into an error.
+func errConfig(diags sdk.Diagnostics) error {
+	return fmt.Errorf("kubernetes sandbox: invalid config: %w", diags)
+}
+
+// slots is a FIFO semaphore: max_concurrent for one sandbox block.
+type slots struct {
+	mu      sync.Mutex
+	max     int
+	used    int
+	waiting []chan struct{}
+}
+
+// acquire takes a slot, waiting in line; queued is called once when the
+// caller has to wait, with the number of runs ahead of it.
+func (s *slots) acquire(ctx context.Context, queued func(ahead int)) error {
+	s.mu.Lock()
+	if s.used < s.max && len(s.waiting) == 0 {
+		s.used++
+		s.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	s.waiting = append(s.waiting, ch)
+	ahead := len(s.waiting) - 1
+	s.mu.Unlock()
+	queued(ahead)
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, w := range s.waiting {
+			if w == ch {
+				s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
+				return ctx.Err()
+			}
+		}
+		// Handed a slot while giving up: pass it on.
+		s.releaseLocked()
+		return ctx.Err()
+	}
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseLocked()
+}
+
+func (s *slots) releaseLocked() {
+	if len(s.waiting) > 0 {
+		close(s.waiting[0])
+		s.waiting = s.waiting[1:]
+		return
+	}
+	s.used--
+}
+
+// slotsFor returns the semaphore of a block, or nil without max_concurrent.
+func (p *Provider) slotsFor(address string, max int) *slots {
+	if max <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.slots[address]
+	if !ok {
+		s = &slots{max: max}
+		p.slots[address] = s
+	}
+	return s
+}
+
+// errClosed is returned by every call on a closed sandbox.
+var errClosed = fmt.Errorf("kubernetes sandbox: %w", sandboxkit.ErrClosed)

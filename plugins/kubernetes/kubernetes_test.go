@@ -1,0 +1,274 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
+)
+
+// The conformance kit through a real gRPC connection, against client-go's
+// fake clientset and a fake of the pods/exec WebSocket endpoint that runs
+// the commands on this machine: exec, stdin, exit codes from the status
+// channel, streaming, timeouts and cancellation (the kill exec), copies
+// as tar over exec, close and recover.
+func TestConformanceFakeCluster(t *testing.T) {
+	f := newFakeCluster(t)
+	sandboxtest.Run(t, f.provider(), sandboxtest.Options{Config: fakeConfig(t, nil)})
+}
+
+func createReq(cfg cty.Value, run string) sdk.CreateRequest {
+	return sdk.CreateRequest{
+		Config:  sdk.Config{Value: cfg},
+		RunID:   run,
+		RunName: run,
+		Env:     map[string]string{"API_KEY": "secret-value"},
+		Labels: map[string]string{
+			sdk.LabelRun: run, sdk.LabelSandbox: "sandbox.kubernetes.test",
+			sdk.LabelRepo: "/home/me/repo", sdk.LabelPID: "123",
+		},
+	}
+}
+
+func TestPodSpecFakeCluster(t *testing.T) {
+	f := newFakeCluster(t)
+	p := f.provider()
+	ctx := context.Background()
+	cfg := fakeConfig(t, map[string]cty.Value{
+		"network":       cty.StringVal("none"),
+		"cpu":           cty.StringVal("500m"),
+		"memory":        cty.StringVal("1Gi"),
+		"runtime_class": cty.StringVal("gvisor"),
+		"node_selector": cty.MapVal(map[string]cty.Value{"pool": cty.StringVal("agents")}),
+		"toleration": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
+			"key": cty.StringVal("agents"), "operator": cty.StringVal("Exists"), "value": cty.NullVal(cty.String), "effect": cty.StringVal("NoSchedule"),
+		})}),
+	})
+	sb, err := p.Create(ctx, createReq(cfg, "Run_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sb.Info().ID
+	ns, name, _ := strings.Cut(id, "/")
+	pod, err := f.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Spec.Containers[0]
+	sc := c.SecurityContext
+	switch {
+	case !*sc.RunAsNonRoot || *sc.RunAsUser != 1000 || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem:
+		t.Errorf("security context not restrictive: %+v", sc)
+	case !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		t.Errorf("capabilities/seccomp: %+v", sc)
+	case *pod.Spec.AutomountServiceAccountToken:
+		t.Error("service account token mounted by default")
+	case *pod.Spec.RuntimeClassName != "gvisor" || pod.Spec.NodeSelector["pool"] != "agents" || len(pod.Spec.Tolerations) != 1:
+		t.Errorf("scheduling: %+v", pod.Spec)
+	case c.Resources.Limits.Cpu().String() != "500m" || c.Resources.Requests.Memory().String() != "1Gi":
+		t.Errorf("resources: %+v", c.Resources)
+	case pod.Labels["sanddune.dev/run"] != "Run_1" || pod.Labels[labelManagedBy] != managedBy:
+		t.Errorf("labels: %v", pod.Labels)
+	case requestLabels(pod.ObjectMeta)[sdk.LabelRepo] != "/home/me/repo":
+		t.Errorf("request labels: %v", pod.Annotations)
+	}
+	for _, e := range c.Env {
+		if strings.Contains(e.Value, "secret-value") {
+			t.Error("an env value is in the pod spec")
+		}
+	}
+	sec, err := f.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || sec.StringData["API_KEY"] != "secret-value" || c.EnvFrom[0].SecretRef.Name != name {
+		t.Errorf("env secret: %+v, %v", sec, err)
+	}
+	np, err := f.client.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || len(np.Spec.Egress) != 0 || np.Spec.PolicyTypes[0] != "Egress" || np.Spec.PodSelector.MatchLabels[labelSandbox] != name {
+		t.Errorf("deny-egress policy: %+v, %v", np, err)
+	}
+
+	var deletes []string
+	f.client.PrependReactor("delete", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		if d.GetDeleteOptions().PropagationPolicy == nil || *d.GetDeleteOptions().PropagationPolicy != metav1.DeletePropagationForeground {
+			t.Errorf("delete %s without foreground propagation", d.GetResource().Resource)
+		}
+		deletes = append(deletes, d.GetResource().Resource)
+		return false, nil, nil
+	})
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(deletes)
+	if !slices.Equal(deletes, []string{"networkpolicies", "pods", "secrets"}) {
+		t.Errorf("Close deleted %v", deletes)
+	}
+	if l, _ := f.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("pods left after Close: %d", len(l.Items))
+	}
+}
+
+// A pod that cannot start fails Create with the cluster's reason and is
+// deleted; one that starts later is waited for through the watch.
+func TestStartFakeCluster(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		status  func(*corev1.Pod)
+		wantErr string
+	}{
+		{"ImagePull", func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}}}
+		}, "the image cannot be pulled: ErrImagePull: not found"},
+		{"Running", setRunning, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster(t)
+			f.hold = true
+			p := f.provider()
+			go func() { // once Create watches the pod (the fake replays no missed events)
+				for {
+					watching := slices.ContainsFunc(f.client.Actions(), func(a k8stesting.Action) bool {
+						return a.GetVerb() == "watch" && a.GetResource().Resource == "pods"
+					})
+					l, _ := f.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+					if watching && len(l.Items) > 0 {
+						pod := l.Items[0]
+						tc.status(&pod)
+						_, _ = f.client.CoreV1().Pods("default").UpdateStatus(ctx, &pod, metav1.UpdateOptions{})
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+			sb, err := p.Create(ctx, createReq(fakeConfig(t, nil), "start"))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = sb.Close(ctx)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Create: %v, want %q", err, tc.wantErr)
+			}
+			if l, _ := f.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+				t.Error("the failed pod was not deleted")
+			}
+		})
+	}
+}
+
+// With max_concurrent = 1 a second Create waits for the first sandbox to
+// close, and a cancelled wait leaves the queue.
+func TestMaxConcurrentQueuesFakeCluster(t *testing.T) {
+	f := newFakeCluster(t)
+	p := f.provider()
+	ctx := context.Background()
+	cfg := fakeConfig(t, map[string]cty.Value{"max_concurrent": cty.NumberIntVal(1)})
+	first, err := p.Create(ctx, createReq(cfg, "first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() {
+		_, err := p.Create(cctx, createReq(cfg, "cancelled"))
+		cancelled <- err
+	}()
+	second := make(chan error, 1)
+	go func() {
+		sb, err := p.Create(ctx, createReq(cfg, "second"))
+		if err == nil {
+			err = sb.Close(ctx)
+		}
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("second Create returned while the first sandbox is open: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled wait: %v", err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("second Create after the first closed: %v", err)
+	}
+}
+
+func TestPreflightFakeCluster(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeCluster(t)
+	p := f.provider()
+	cfg := sdk.Config{Value: fakeConfig(t, map[string]cty.Value{"network": cty.StringVal("none")})}
+	if err := p.Preflight(ctx, sdk.PreflightRequest{Config: cfg}); err != nil {
+		t.Fatalf("Preflight with every permission: %v", err)
+	}
+	f.client.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		ra := r.Spec.ResourceAttributes
+		r.Status.Allowed = ra.Subresource != "exec" && ra.Resource != "networkpolicies"
+		return true, r, nil
+	})
+	err := p.Preflight(ctx, sdk.PreflightRequest{Config: cfg})
+	if err == nil || !strings.Contains(err.Error(), "create pods/exec") || !strings.Contains(err.Error(), "create networkpolicies.networking.k8s.io") || !strings.Contains(err.Error(), "rbac.yaml") {
+		t.Errorf("Preflight without pods/exec and networkpolicies: %v", err)
+	}
+
+	g := newFakeCluster(t)
+	_, _ = g.client.CoreV1().ResourceQuotas("default").Create(ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "agents"},
+		Status: corev1.ResourceQuotaStatus{
+			Hard: corev1.ResourceList{corev1.ResourcePods: resourceOne},
+			Used: corev1.ResourceList{corev1.ResourcePods: resourceOne},
+		},
+	}, metav1.CreateOptions{})
+	if err := g.provider().Preflight(ctx, sdk.PreflightRequest{Config: cfg}); err == nil || !strings.Contains(err.Error(), "ResourceQuota default/agents has no room") {
+		t.Errorf("Preflight with a full quota: %v", err)
+	}
+
+	never := sdk.Config{Value: fakeConfig(t, map[string]cty.Value{"image_pull_policy": cty.StringVal("Never")})}
+	h := newFakeCluster(t)
+	_, _ = h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}}, metav1.CreateOptions{})
+	if err := h.provider().Preflight(ctx, sdk.PreflightRequest{Config: never}); err == nil || !strings.Contains(err.Error(), `is not present on node(s) node1 and image_pull_policy is "Never"`) {
+		t.Errorf("Preflight with a missing image: %v", err)
+	}
+}
+
+func TestConfigDiagnostics(t *testing.T) {
+	for attr, v := range map[string]cty.Value{
+		"image_pull_policy": cty.StringVal("Sometimes"),
+		"cpu":               cty.StringVal("lots"),
+		"namespace":         cty.StringVal("Not_A_Namespace"),
+		"network":           cty.StringVal("bridge"),
+		"max_concurrent":    cty.NumberIntVal(0),
+		"run_as_user":       cty.NumberIntVal(0),
+		"workdir":           cty.StringVal("relative"),
+		"deadline":          cty.StringVal("soon"),
+	} {
+		_, diags := decodeConfig(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal("x"), attr: v})})
+		if !diags.HasErrors() || diags[0].Attribute != attr {
+			t.Errorf("%s = %#v: diagnostics %v, want one on the attribute", attr, v, diags)
+		}
+	}
+	if _, diags := decodeConfig(sdk.Config{Value: cty.EmptyObjectVal}); !diags.HasErrors() || diags[0].Attribute != "image" {
+		t.Errorf("missing image: %v", diags)
+	}
+}

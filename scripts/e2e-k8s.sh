@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The kubernetes sandbox's e2e suite against a real single-node cluster
+# (scripts/k8s-up.sh; the kube binaries are built once, ~4 min on 2 idle
+# cores, then cached in ~/.cache/sanddune/k8s): the conformance kit and
+# `sanddune run` (strategies, SIGINT, gc of a killed run). Needs root.
+# A cluster already started with k8s-up.sh is reused and left running;
+# otherwise the one started here is stopped at the end.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+R="${SANDDUNE_K8S_DIR:-/tmp/sanddune-k8s}"
+if [ ! -f "$R/pids" ]; then
+  trap 'scripts/k8s-down.sh' EXIT
+fi
+eval "$(scripts/k8s-up.sh)"
+export SANDDUNE_K8S_E2E=1 SANDDUNE_REQUIRE_ENGINES=1
+go test -count=1 -timeout 30m -run 'RealCluster|Kubernetes' ./plugins/kubernetes/ ./cmd/sanddune/
