@@ -27,40 +27,19 @@ while getopts "n:f:o:" opt; do
     *) echo "usage: $0 [-n RUNS] [-f FLOOR_RUNS] [-o RESULTS.md]" >&2; exit 2 ;;
   esac
 done
-image="sanddune-bench:latest"
 work="$(mktemp -d /tmp/sanddune-bench.XXXXXX)"
+. "$root/bench/lib.sh"
+image="$bench_image"
 cleanup() {
   docker rm -f sanddune-bench-floor >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 results="$work/results.md"
-log() { echo "bench: $*" >&2; }
 
-docker info >/dev/null 2>&1 || { echo "bench: docker is not reachable (run scripts/ci-setup.sh as root)" >&2; exit 1; }
-
-# sanddune binary (optional).
-sanddune="${SANDDUNE_BIN:-$(command -v sanddune || true)}"
-if [ -z "$sanddune" ] && [ "${SANDDUNE_BENCH_E2E:-1}" != 0 ]; then
-  log "building sanddune"
-  (cd "$root" && go build -o "$work/sanddune" ./cmd/sanddune) && sanddune="$work/sanddune"
-fi
-[ "${SANDDUNE_BENCH_E2E:-1}" = 0 ] && sanddune=""
-
-# Images: the base (debootstrap, no registry) and the fake-claude image with
-# the host UID, as `sanddune docker build-image` would build it.
-SANDDUNE_TEST_IMAGE_TAGS="sanddune-base:bookworm" "$root/scripts/test-image.sh" sanddune-test-base:bookworm >&2
-if ! docker image inspect "$image" >/dev/null 2>&1; then
-  log "building $image"
-  ctx="$work/fake-claude"
-  cp -r "$shared/bench/fake-claude" "$ctx"
-  chmod -R u+w "$ctx"
-  if [ -n "$sanddune" ]; then
-    (cd "$ctx" && "$sanddune" docker build-image --image-name "$image" --dockerfile Dockerfile >&2)
-  else
-    DOCKER_BUILDKIT=0 docker build -q -t "$image" --build-arg AGENT_UID="$(id -u)" --build-arg AGENT_GID="$(id -g)" "$ctx" >&2
-  fi
-fi
+sanddune=""
+[ "${SANDDUNE_BENCH_E2E:-1}" = 0 ] || sanddune="$(find_sanddune)"
+ensure_image "$sanddune"
 
 # timeit LABEL N CMD...: runs CMD N times (after one warm-up) and appends
 # "| LABEL | median | min | max | N |" to the results.
@@ -78,21 +57,6 @@ timeit() {
     { v[NR] = $1 / 1e6 }
     END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
           printf "| %s | %.3f | %.3f | %.3f | %d |\n", label, m, v[1], v[NR], n }' | tee -a "$results" >&2
-}
-
-# make_repo DIR: the baseline's 50-file repo with one commit.
-make_repo() {
-  local d="$1" i
-  mkdir -p "$d/src" "$d/.sanddune"
-  git -C "$d" init -q -b main
-  git -C "$d" config user.name "Bench Host"
-  git -C "$d" config user.email bench-host@example.invalid
-  echo "# bench" >"$d/README.md"
-  printf '.env\nlogs\nworktrees\n' >"$d/.sanddune/.gitignore"
-  for i in $(seq -w 0 47); do
-    printf 'export const v%s = %s;\nexport function f%s() {\n  return v%s;\n}\n// end\n' "$i" "$i" "$i" "$i" >"$d/src/mod$i.ts"
-  done
-  git -C "$d" add -A && git -C "$d" commit -q -m "initial commit"
 }
 
 {
@@ -121,7 +85,7 @@ timeit "\`git worktree add\` + \`remove --force\` + \`branch -D\` (50 files)" "$
 
 # End to end.
 if [ -n "$sanddune" ]; then
-  prompt="Append one line to fake-claude.log and commit it. When the task is done, reply with <promise>COMPLETE</promise>."
+  prompt="$bench_prompt"
   cat >"$work/bench.hcl" <<HCL
 sandbox "docker" "bench1" {
   image = "$image"

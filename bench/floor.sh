@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# sanddune against the Docker floor, interleaved: every round times each
+# scenario's floor and sanddune back to back (alternating which goes first),
+# so both see the same machine load, and reports per-round ratios with
+# min/median/max. Workload: shared/bench/fake-claude (bench/docker.md).
+#
+#   one    1 run, 1 iteration, head         vs docker run -d + 1 agent exec + rm -f
+#   five   1 run, 5 iterations, merge-to-head, session capture on
+#                                           vs docker run -d + 5 agent execs + rm -f
+#   p4     sanddune run -p 4  (branch)      vs 4 floor sequences in parallel
+#   p20    sanddune run -p 20 (branch)      vs 20 floor sequences in parallel
+#   config validate / run a with a 50-run file vs a file holding only run a
+#   memory peak RSS (VmHWM) of the core and of each plugin process, 1 and 20 runs
+#
+# The floor execs the same fake agent (same argv, prompt on stdin) in a
+# container of the same image with the repo bind-mounted at the workspace,
+# so the agent's own work (~30 ms) is on both sides. Repos are made before
+# each timer starts; every sanddune run is checked (commits, no container of
+# its repo left). The 1-minute load average is recorded beside each figure.
+#
+#   bench/floor.sh [-r ROUNDS] [-s "one five p4 p20 config memory"] [-o OUT.md]
+#
+# Needs docker access; sanddune from $SANDDUNE_BIN, PATH, or built.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+shared="${SANDDUNE_SHARED:-$root/../shared}"
+rounds=3 scenarios="one five p4 p20 config memory" out=""
+while getopts "r:s:o:" opt; do
+  case "$opt" in
+    r) rounds="$OPTARG" ;;
+    s) scenarios="$OPTARG" ;;
+    o) out="$OPTARG" ;;
+    *) echo "usage: $0 [-r ROUNDS] [-s SCENARIOS] [-o OUT.md]" >&2; exit 2 ;;
+  esac
+done
+work="$(mktemp -d /tmp/sanddune-floor.XXXXXX)"
+floor_label="sanddune-bench-floor=$$"
+cleanup() {
+  docker ps -aq --filter "label=$floor_label" | xargs -r docker rm -f >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+. "$root/bench/lib.sh"
+sanddune="$(find_sanddune)"
+ensure_image "$sanddune"
+(cd "$root" && go build -o "$work/peakrss" ./bench/peakrss)
+mkdir -p "$work/home"
+data="$work/data" # lines: scenario side round seconds load
+: >"$data"
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+now() { date +%s%N; }
+
+# ---- configs ----
+# Runs: a (1 iteration, head), b (5, merge-to-head), cN (branch). Each
+# scenario has a file holding only its runs; big.hcl holds 50 runs.
+providers() {
+  cat <<HCL
+sandbox "docker" "bench1" {
+  image = "$bench_image"
+  env   = { FAKE_CLAUDE_COMPLETE_AT = "1" }
+}
+sandbox "docker" "bench5" {
+  image = "$bench_image"
+  env   = { FAKE_CLAUDE_COMPLETE_AT = "5" }
+}
+agent "claude" "fake" {
+  model = "claude-opus-4-8"
+  env   = { ANTHROPIC_API_KEY = "fake-key-for-the-fake-cli" }
+}
+run "a" {
+  sandbox = sandbox.docker.bench1
+  agent   = agent.claude.fake
+  prompt  = "$bench_prompt"
+}
+HCL
+}
+run_b() {
+  cat <<HCL
+run "b" {
+  sandbox         = sandbox.docker.bench5
+  agent           = agent.claude.fake
+  prompt          = "$bench_prompt"
+  max_iterations  = 5
+  branch_strategy = { type = "merge-to-head" }
+}
+HCL
+}
+run_c() { # N: runs c1..cN
+  local i
+  for ((i = 1; i <= $1; i++)); do
+    cat <<HCL
+run "c$i" {
+  sandbox         = sandbox.docker.bench1
+  agent           = agent.claude.fake
+  prompt          = "$bench_prompt"
+  branch_strategy = { type = "branch", branch = "bench/c$i" }
+}
+HCL
+  done
+}
+providers >"$work/small.hcl"
+{ providers; run_b; } >"$work/five.hcl"
+{ providers; run_c 20; } >"$work/par.hcl"
+{ providers; run_b; run_c 48; } >"$work/big.hcl"
+
+# ---- the two sides ----
+# floor_seq REPO ITERS: one container, ITERS agent execs, removal.
+floor_seq() {
+  local repo="$1" iters="$2" id i
+  id="$(docker run -d --label "$floor_label" --user "$(id -u):$(id -g)" \
+    -e FAKE_CLAUDE_COMPLETE_AT="$iters" -e ANTHROPIC_API_KEY=fake-key-for-the-fake-cli \
+    -v "$repo:/home/agent/workspace" -w /home/agent/workspace "$bench_image")"
+  for ((i = 0; i < iters; i++)); do
+    docker exec -i -w /home/agent/workspace "$id" claude --print --verbose --output-format stream-json \
+      --model claude-opus-4-8 --dangerously-skip-permissions -p - <<<"$bench_prompt" >/dev/null
+  done
+  docker rm -f "$id" >/dev/null
+}
+# floor N ITERS: N floor sequences in parallel on fresh repos.
+floor() {
+  local n="$1" iters="$2" i pids=()
+  for ((i = 0; i < n; i++)); do rm -rf "$work/f$i" && make_repo "$work/f$i"; done
+  local s; s=$(now)
+  for ((i = 0; i < n; i++)); do floor_seq "$work/f$i" "$iters" & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || { log "floor sequence failed"; exit 1; }; done
+  echo $(( $(now) - s ))
+  for ((i = 0; i < n; i++)); do
+    [ "$(git -C "$work/f$i" rev-list --count main)" = $((iters + 1)) ] || { log "floor: wrong commit count"; exit 1; }
+  done
+}
+# sd CONFIG ARGS...: one timed sanddune process on a fresh repo ($work/r).
+sd() {
+  local cfg="$1"; shift
+  rm -rf "$work/r" && make_repo "$work/r"
+  local s; s=$(now)
+  HOME="$work/home" "$sanddune" "$@" -c "$work/$cfg" --repo "$work/r" >"$work/sd.out" 2>&1 ||
+    { cat "$work/sd.out" >&2; log "sanddune $* failed"; exit 1; }
+  echo $(( $(now) - s ))
+  local left
+  left="$(docker ps -aq --filter "label=sanddune.repo=$work/r")"
+  [ -z "$left" ] || { log "containers left after sanddune $*: $left"; exit 1; }
+}
+# sd_validate CONFIG: one timed `sanddune validate` in a repo.
+sd_validate() {
+  [ -d "$work/v" ] || make_repo "$work/v"
+  local s; s=$(now)
+  (cd "$work/v" && "$sanddune" validate -c "$work/$1" >"$work/sd.out" 2>&1) ||
+    { cat "$work/sd.out" >&2; log "sanddune validate $1 failed"; exit 1; }
+  echo $(( $(now) - s ))
+}
+commits() { git -C "$work/r" rev-list --count "$1"; }
+check() { [ "$1" = "$2" ] || { cat "$work/sd.out" >&2; log "$3: expected $2, got $1"; exit 1; }; }
+record() { echo "$1 $2 $3 $(awk -v ns="$4" 'BEGIN { printf "%.4f", ns / 1e9 }') $(load1)" >>"$data"; }
+
+# side SCENARIO SIDE ROUND: times one side of one scenario.
+side() {
+  local sc="$1" which="$2" r="$3" t names i
+  case "$sc/$which" in
+    one/floor) t=$(floor 1 1) ;;
+    one/sd) t=$(sd small.hcl run a); check "$(commits main)" 2 one ;;
+    five/floor) t=$(floor 1 5) ;;
+    five/sd) t=$(sd five.hcl run b); check "$(commits main)" 6 five
+      check "$(git -C "$work/r" branch --list 'sanddune/*')" "" "five: temp branches" ;;
+    p4/floor) t=$(floor 4 1) ;;
+    p20/floor) t=$(floor 20 1) ;;
+    p4/sd | p20/sd)
+      local n=${sc#p}; names=()
+      for ((i = 1; i <= n; i++)); do names+=("c$i"); done
+      t=$(sd par.hcl run -p "$n" "${names[@]}")
+      for ((i = 1; i <= n; i++)); do check "$(commits "bench/c$i")" 2 "$sc c$i"; done ;;
+    config/floor) t=$(sd small.hcl run a); record config-run small "$r" "$t"; t=$(sd_validate small.hcl) ;;
+    config/sd) t=$(sd big.hcl run a); record config-run big "$r" "$t"; t=$(sd_validate big.hcl) ;;
+  esac
+  record "$sc" "$which" "$r" "$t"
+}
+
+# memory N: peak RSS of sanddune's processes for N concurrent runs.
+memory() {
+  local n="$1" names=() i
+  for ((i = 1; i <= n; i++)); do names+=("c$i"); done
+  rm -rf "$work/r" && make_repo "$work/r"
+  HOME="$work/home" "$work/peakrss" -match "$sanddune" -- "$sanddune" run -c "$work/par.hcl" --repo "$work/r" -p "$n" "${names[@]}" \
+    >"$work/sd.out" 2>"$work/mem.out" || { cat "$work/mem.out" >&2; log "memory run failed"; exit 1; }
+  local l; l=$(load1)
+  # The core's argv is "sanddune run ..."; every other sanddune process is a plugin.
+  awk -v n="$n" -v l="$l" -v bin="$sanddune" '
+    $1 == "peakrss" && $2 == "total" { total = $4; next }
+    $1 == "peakrss" { if ($5 == "run") core = $3; else { np++; if ($3 > pmax) pmax = $3; psum += $3 } }
+    END { printf "memory%d core %.1f plugins %d max %.1f total %.1f load %s\n", n, core / 1024, np, pmax / 1024, total / 1024, l }' "$work/mem.out" >>"$work/mem.data"
+}
+
+for ((r = 1; r <= rounds; r++)); do
+  for sc in $scenarios; do
+    log "round $r/$rounds: $sc (load $(load1))"
+    case "$sc" in
+      memory) memory 1; memory 20 ;;
+      *) if ((r % 2)); then side "$sc" floor "$r"; side "$sc" sd "$r"; else side "$sc" sd "$r"; side "$sc" floor "$r"; fi ;;
+    esac
+  done
+done
+
+# ---- report ----
+log "raw figures:"; cat "$data" "$work/mem.data" 2>/dev/null >&2 || true
+row() { # SCENARIO BASE-SIDE OTHER-SIDE LABEL GOAL
+  local sc="$1" a="$2" b="$3" label="$4" goal="$5" ta tb ratio loads
+  ta=$(awk -v s="$sc" -v w="$a" '$1 == s && $2 == w { print $4 }' "$data" | stats)
+  tb=$(awk -v s="$sc" -v w="$b" '$1 == s && $2 == w { print $4 }' "$data" | stats)
+  [ -n "$ta" ] || return 0
+  ratio=$(awk -v s="$sc" -v a="$a" -v b="$b" '$1 == s && $2 == a { x[$3] = $4 } $1 == s && $2 == b { y[$3] = $4 }
+    END { for (r in x) if (r in y) print y[r] / x[r] }' "$data" | stats)
+  loads=$(awk -v s="$sc" '$1 == s { print $5 }' "$data" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "–" hi }')
+  set -- $ta; local fa="$1 ($2–$3)"
+  set -- $tb; local fb="$1 ($2–$3)"
+  set -- $ratio
+  echo "| $label | $fa | $fb | **$1** ($2–$3) | $goal | $loads |"
+}
+{
+  echo "| scenario | floor / base s, median (min–max) | sanddune s | ratio per round | goal | load (1 min) |"
+  echo "|---|---|---|---|---|---|"
+  row one floor sd "one iteration, head" "≤ 1.3"
+  row five floor sd "five iterations, merge-to-head, sessions on" "≤ 1.3"
+  row p4 floor sd "4 concurrent runs (-p 4)" "≤ 1.3"
+  row p20 floor sd "20 concurrent runs (-p 20)" "≤ 1.3"
+  row config floor sd "validate: 50-run file vs 1-run file" "≤ 1.1"
+  row config-run small big "run a: 50-run file vs 1-run file" "≤ 1.1"
+  if [ -s "$work/mem.data" ]; then
+    echo
+    echo "| memory (peak RSS, MiB) | core | plugin processes | largest plugin | total (sum of peaks) | goal | load |"
+    echo "|---|---|---|---|---|---|---|"
+    for n in 1 20; do
+      grep -q "^memory$n " "$work/mem.data" || continue
+      col() { awk -v n="$n" -v c="$1" '$1 == "memory" n { print $c }' "$work/mem.data" | stats; }
+      set -- $(col 3); local_core=$1
+      set -- $(col 5); local_np=$1
+      set -- $(col 7); local_max=$1
+      set -- $(col 11); local_load="$2–$3"
+      set -- $(col 9)
+      echo "| $n run(s) | $local_core | ${local_np%.*} | $local_max | **$1** ($2–$3) | $( ((n > 1)) && echo "< 70" || echo "< 50") | $local_load |"
+    done
+  fi
+  echo
+  echo "$rounds rounds, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}'), git $(git --version | awk '{print $3}'), sanddune $("$sanddune" version 2>/dev/null | head -1)."
+} | tee "$work/report.md"
+[ -z "$out" ] || cp "$work/report.md" "$out"

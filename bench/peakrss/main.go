@@ -1,0 +1,158 @@
+// Command peakrss runs a command and reports the peak resident set size
+// (VmHWM) of it and of every process it starts, read from /proc (Linux).
+//
+//	peakrss [-match PATH] [-every 5ms] -- CMD ARGS...
+//
+// It polls the process tree, remembers each process's last VmHWM (the kernel
+// keeps the peak, so a sample taken shortly before exit is the peak), and on
+// exit prints one line per process whose executable is -match (default: CMD
+// itself), as "pid rss-KiB argv", and the sum. Processes that exit between
+// two polls are missed; the bench runs short-lived git and docker CLIs it does
+// not count, and sanddune's own processes live for the whole run.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type proc struct {
+	argv string
+	exe  string
+	hwm  int64 // KiB
+}
+
+func main() {
+	match := flag.String("match", "", "count only processes running this executable (default: the command)")
+	every := flag.Duration("every", 5*time.Millisecond, "poll interval")
+	flag.Parse()
+	args := flag.Args()
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: peakrss [-match PATH] [-every D] -- CMD ARGS...")
+		os.Exit(2)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "peakrss:", err)
+		os.Exit(1)
+	}
+	want := *match
+	if want == "" {
+		want, _ = exec.LookPath(args[0])
+	}
+	want, _ = filepath.Abs(want)
+	seen := map[int]*proc{}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(*every)
+	defer tick.Stop()
+	var werr error
+loop:
+	for {
+		sample(cmd.Process.Pid, seen)
+		select {
+		case werr = <-done:
+			break loop
+		case <-tick.C:
+		}
+	}
+	pids := make([]int, 0, len(seen))
+	for pid, p := range seen {
+		if p.exe == want {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	var sum int64
+	for _, pid := range pids {
+		p := seen[pid]
+		sum += p.hwm
+		fmt.Fprintf(os.Stderr, "peakrss %d %d %s\n", pid, p.hwm, p.argv)
+	}
+	fmt.Fprintf(os.Stderr, "peakrss total %d %d\n", len(pids), sum)
+	if werr != nil {
+		if ee, ok := werr.(*exec.ExitError); ok {
+			os.Exit(ee.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+// sample records VmHWM for root and all its live descendants.
+func sample(root int, seen map[int]*proc) {
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parens.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		parent[pid] = ppid
+	}
+	for pid := range parent {
+		if !descends(pid, root, parent) {
+			continue
+		}
+		hwm := vmHWM(pid)
+		if hwm == 0 {
+			continue
+		}
+		p := seen[pid]
+		if p == nil {
+			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+			cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			p = &proc{exe: exe, argv: strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))}
+			seen[pid] = p
+		}
+		if hwm > p.hwm {
+			p.hwm = hwm
+		}
+	}
+}
+
+func descends(pid, root int, parent map[int]int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == root {
+			return true
+		}
+		pid = parent[pid]
+	}
+	return false
+}
+
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
