@@ -21,7 +21,9 @@
 //	}
 //
 // Storage patterns use the placeholders {home}, {cwd}, {cwd_encoded} and
-// {session_id} and may hold '*' globs within one path segment. A capture
+// {session_id} and may hold '*' globs within one path segment. A pattern
+// without globs (Claude's) names the file: a capture copies it and its
+// companion directory out at once, with no listing. Otherwise a capture
 // finds the newest sandbox file matching the pattern (one `find` in the
 // sandbox) and writes it to the host path made of the host-side pattern
 // with every '*' replaced by what it matched in the sandbox, e.g. Codex's

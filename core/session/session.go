@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -178,6 +179,17 @@ func Capture(ctx context.Context, t Transfer) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	tmp, err := os.MkdirTemp("", "sanddune-session-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if len(sp.parts) == 1 { // no wildcard: the sandbox path is known
+		hostPath, _ := hp.fill(nil)
+		if ok, err := t.captureKnown(ctx, sp.parts[0], hostPath, tmp, sb.cwd, host.cwd); ok || err != nil {
+			return hostPath, err
+		}
+	}
 	files, err := t.listSandbox(ctx, sp)
 	if err != nil {
 		return "", err
@@ -197,11 +209,6 @@ func Capture(ctx context.Context, t Transfer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp("", "sanddune-session-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
 	if err := t.copyOut(ctx, main, hostPath, tmp, sb.cwd, host.cwd); err != nil {
 		return "", err
 	}
@@ -216,6 +223,53 @@ func Capture(ctx context.Context, t Transfer) (string, error) {
 		}
 	}
 	return hostPath, nil
+}
+
+// captureKnown copies the session file at src and its companion directory
+// out of the sandbox at once (two concurrent copies, no listing), and writes
+// them under dst. ok is false when src could not be copied: the caller then
+// looks for the session with find, which tells a missing one from a failure.
+func (t *Transfer) captureKnown(ctx context.Context, src, dst, tmp, fromCwd, toCwd string) (ok bool, err error) {
+	cd := companionDir(src)
+	localDir := filepath.Join(tmp, "companion")
+	var cdErr error
+	var wg sync.WaitGroup
+	if cd != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cdErr = t.Sandbox.CopyOut(ctx, cd, localDir)
+		}()
+	}
+	local := filepath.Join(tmp, "main")
+	err = t.Sandbox.CopyOut(ctx, src, local)
+	wg.Wait()
+	if err != nil {
+		t.logger().Debug("session file not copied directly, looking for it", "file", src, "error", err)
+		return false, nil
+	}
+	if err := t.convert(ctx, local, dst, fromCwd, toCwd); err != nil {
+		return true, fmt.Errorf("session file %s: %w", src, err)
+	}
+	switch {
+	case cd == "":
+	case cdErr != nil:
+		if msg := cdErr.Error(); !strings.Contains(msg, "not exist") && !strings.Contains(msg, "No such file") {
+			t.logger().Warn("session companion directory not captured", "dir", cd, "error", cdErr)
+		}
+	default:
+		_ = filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			rel, _ := filepath.Rel(localDir, p)
+			if err := t.convert(ctx, p, filepath.Join(companionDir(dst), rel), fromCwd, toCwd); err != nil {
+				t.logger().Warn("session companion file not captured", "file", path.Join(cd, filepath.ToSlash(rel)), "error", err)
+			}
+			return nil
+		})
+	}
+	return true, nil
 }
 
 // listSandbox lists, newest first, the sandbox files that may match p and
@@ -263,13 +317,21 @@ func (t *Transfer) copyOut(ctx context.Context, src, dst, tmp, fromCwd, toCwd st
 	if err := t.Sandbox.CopyOut(ctx, src, local); err != nil {
 		return fmt.Errorf("copying session file %s out of the sandbox: %w", src, err)
 	}
+	if err := t.convert(ctx, local, dst, fromCwd, toCwd); err != nil {
+		return fmt.Errorf("session file %s: %w", src, err)
+	}
+	return nil
+}
+
+// convert writes the copied-out file local to dst with its cwd rewritten.
+func (t *Transfer) convert(ctx context.Context, local, dst, fromCwd, toCwd string) error {
 	data, err := os.ReadFile(local)
 	if err != nil {
 		return err
 	}
 	data, err = t.Agent.RewriteSession(ctx, sdk.RewriteSessionRequest{Config: t.Config, Data: data, FromCwd: fromCwd, ToCwd: toCwd})
 	if err != nil {
-		return fmt.Errorf("rewriting session file %s: %w", src, err)
+		return fmt.Errorf("rewriting: %w", err)
 	}
 	return writeAtomic(dst, data)
 }

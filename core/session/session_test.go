@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // dir: Exec runs argv directly, CopyIn/CopyOut copy files.
 type fakeSandbox struct {
 	repo, home string
+	execs      atomic.Int32
 }
 
 func (f *fakeSandbox) Info() sdk.SandboxInfo {
@@ -29,6 +31,7 @@ func (f *fakeSandbox) Info() sdk.SandboxInfo {
 }
 
 func (f *fakeSandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	f.execs.Add(1)
 	cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
 	cmd.Dir = f.repo
 	cmd.Env = append(os.Environ(), "HOME="+f.home, "LC_ALL=C")
@@ -77,6 +80,9 @@ func (f *fakeSandbox) CopyIn(_ context.Context, hostPath, sandboxPath string) er
 }
 
 func (f *fakeSandbox) CopyOut(_ context.Context, sandboxPath, hostPath string) error {
+	if st, err := os.Stat(sandboxPath); err == nil && st.IsDir() {
+		return os.CopyFS(hostPath, os.DirFS(sandboxPath))
+	}
 	return copyFile(sandboxPath, hostPath)
 }
 
@@ -161,6 +167,9 @@ func TestClaudeCaptureResumeRoundTripFake(t *testing.T) {
 	hostPath, err := Capture(context.Background(), e.transfer(claudeStorage, id))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := e.sb.execs.Load(); n != 0 {
+		t.Errorf("capture of a session at a known path ran %d commands in the sandbox, want none (copies only)", n)
 	}
 	// Claude's own encoding of the host cwd: every non-alphanumeric is '-'.
 	enc := agentkit.EncodeClaudeCwd(e.hostRepo)
