@@ -10,7 +10,9 @@
 #   p4     sanddune run -p 4  (branch)      vs 4 floor sequences in parallel
 #   p20    sanddune run -p 20 (branch)      vs 20 floor sequences in parallel
 #   config validate / run a with a 50-run file vs a file holding only run a
-#   memory peak RSS (VmHWM) of the core and of each plugin process, 1 and 20 runs
+#   memory peak RSS (VmHWM) of the core and of each plugin process, 1 and 20
+#          runs, and the sum of each process's largest PSS (the binary's
+#          text, shared by all of them, counted once)
 #
 # The floor execs the same fake agent (same argv, prompt on stdin) in a
 # container of the same image with the repo bind-mounted at the workspace,
@@ -185,10 +187,10 @@ memory() {
     >"$work/sd.out" 2>"$work/mem.out" || { cat "$work/mem.out" >&2; log "memory run failed"; exit 1; }
   local l; l=$(load1)
   # The core's argv is "sanddune run ..."; every other sanddune process is a plugin.
-  awk -v n="$n" -v l="$l" -v bin="$sanddune" '
-    $1 == "peakrss" && $2 == "total" { total = $4; next }
-    $1 == "peakrss" { if ($5 == "run") core = $3; else { np++; if ($3 > pmax) pmax = $3; psum += $3 } }
-    END { printf "memory%d core %.1f plugins %d max %.1f total %.1f load %s\n", n, core / 1024, np, pmax / 1024, total / 1024, l }' "$work/mem.out" >>"$work/mem.data"
+  awk -v n="$n" -v l="$l" '
+    $1 == "peakrss" && $2 == "total" { total = $4; pss = $5; next }
+    $1 == "peakrss" { if ($6 == "run") core = $3; else { np++; if ($3 > pmax) pmax = $3 } }
+    END { printf "memory%d core %.1f plugins %d max %.1f total %.1f pss %.1f load %s\n", n, core / 1024, np, pmax / 1024, total / 1024, pss / 1024, l }' "$work/mem.out" >>"$work/mem.data"
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -227,17 +229,18 @@ row() { # SCENARIO BASE-SIDE OTHER-SIDE LABEL GOAL
   row config-run small big "run a: 50-run file vs 1-run file" "≤ 1.1"
   if [ -s "$work/mem.data" ]; then
     echo
-    echo "| memory (peak RSS, MiB) | core | plugin processes | largest plugin | total (sum of peaks) | goal | load |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| memory, MiB | core peak RSS | plugin processes | largest plugin peak RSS | sum of peak RSS | sum of largest PSS | goal | load |"
+    echo "|---|---|---|---|---|---|---|---|"
     for n in 1 20; do
       grep -q "^memory$n " "$work/mem.data" || continue
       col() { awk -v n="$n" -v c="$1" '$1 == "memory" n { print $c }' "$work/mem.data" | stats; }
       set -- $(col 3); local_core=$1
       set -- $(col 5); local_np=$1
       set -- $(col 7); local_max=$1
-      set -- $(col 11); local_load="$2–$3"
+      set -- $(col 13); local_load="$2–$3"
+      set -- $(col 11); local_pss="**$1** ($2–$3)"
       set -- $(col 9)
-      echo "| $n run(s) | $local_core | ${local_np%.*} | $local_max | **$1** ($2–$3) | $( ((n > 1)) && echo "< 70" || echo "< 50") | $local_load |"
+      echo "| $n run(s) | $local_core | ${local_np%.*} | $local_max | $1 ($2–$3) | $local_pss | $( ((n > 1)) && echo "< 70" || echo "< 50") | $local_load |"
     done
   fi
   echo

@@ -1,12 +1,14 @@
 // Command peakrss runs a command and reports the peak resident set size
-// (VmHWM) of it and of every process it starts, read from /proc (Linux).
+// (VmHWM) of it and of every process it starts, and the largest proportional
+// set size (Pss: shared pages such as the binary's text divided among the
+// processes that map them) seen while polling, read from /proc (Linux).
 //
-//	peakrss [-match PATH] [-every 5ms] -- CMD ARGS...
+//	peakrss [-match PATH] [-every 10ms] -- CMD ARGS...
 //
 // It polls the process tree, remembers each process's last VmHWM (the kernel
 // keeps the peak, so a sample taken shortly before exit is the peak), and on
 // exit prints one line per process whose executable is -match (default: CMD
-// itself), as "pid rss-KiB argv", and the sum. Processes that exit between
+// itself), as "pid hwm-KiB pss-KiB argv", and the sums. Processes that exit between
 // two polls are missed; the bench runs short-lived git and docker CLIs it does
 // not count, and sanddune's own processes live for the whole run.
 package main
@@ -28,11 +30,12 @@ type proc struct {
 	argv string
 	exe  string
 	hwm  int64 // KiB
+	pss  int64 // KiB, largest sample
 }
 
 func main() {
 	match := flag.String("match", "", "count only processes running this executable (default: the command)")
-	every := flag.Duration("every", 5*time.Millisecond, "poll interval")
+	every := flag.Duration("every", 10*time.Millisecond, "poll interval")
 	flag.Parse()
 	args := flag.Args()
 	if len(args) == 0 {
@@ -72,13 +75,14 @@ loop:
 		}
 	}
 	sort.Ints(pids)
-	var sum int64
+	var sum, pss int64
 	for _, pid := range pids {
 		p := seen[pid]
 		sum += p.hwm
-		fmt.Fprintf(os.Stderr, "peakrss %d %d %s\n", pid, p.hwm, p.argv)
+		pss += p.pss
+		fmt.Fprintf(os.Stderr, "peakrss %d %d %d %s\n", pid, p.hwm, p.pss, p.argv)
 	}
-	fmt.Fprintf(os.Stderr, "peakrss total %d %d\n", len(pids), sum)
+	fmt.Fprintf(os.Stderr, "peakrss total %d %d %d\n", len(pids), sum, pss)
 	if werr != nil {
 		if ee, ok := werr.(*exec.ExitError); ok {
 			os.Exit(ee.ExitCode())
@@ -116,7 +120,7 @@ func sample(root int, seen map[int]*proc) {
 		if !descends(pid, root, parent) {
 			continue
 		}
-		hwm := vmHWM(pid)
+		hwm := field(pid, "status", "VmHWM:")
 		if hwm == 0 {
 			continue
 		}
@@ -127,9 +131,8 @@ func sample(root int, seen map[int]*proc) {
 			p = &proc{exe: exe, argv: strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))}
 			seen[pid] = p
 		}
-		if hwm > p.hwm {
-			p.hwm = hwm
-		}
+		p.hwm = max(p.hwm, hwm)
+		p.pss = max(p.pss, field(pid, "smaps_rollup", "Pss:"))
 	}
 }
 
@@ -143,13 +146,14 @@ func descends(pid, root int, parent map[int]int) bool {
 	return false
 }
 
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// field reads a "Name: N kB" line of /proc/PID/FILE.
+func field(pid int, file, name string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, name); ok {
 			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return n
 		}
