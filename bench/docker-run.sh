@@ -85,43 +85,7 @@ timeit "\`git worktree add\` + \`remove --force\` + \`branch -D\` (50 files)" "$
 
 # End to end.
 if [ -n "$sanddune" ]; then
-  prompt="$bench_prompt"
-  cat >"$work/bench.hcl" <<HCL
-sandbox "docker" "bench1" {
-  image = "$image"
-  env   = { FAKE_CLAUDE_COMPLETE_AT = "1" }
-}
-sandbox "docker" "bench5" {
-  image = "$image"
-  env   = { FAKE_CLAUDE_COMPLETE_AT = "5" }
-}
-agent "claude" "fake" {
-  model = "claude-opus-4-8"
-  env   = { ANTHROPIC_API_KEY = "fake-key-for-the-fake-cli" }
-}
-run "a" {
-  sandbox = sandbox.docker.bench1
-  agent   = agent.claude.fake
-  prompt  = "$prompt"
-}
-run "b" {
-  sandbox         = sandbox.docker.bench5
-  agent           = agent.claude.fake
-  prompt          = "$prompt"
-  max_iterations  = 5
-  branch_strategy = { type = "merge-to-head" }
-}
-HCL
-  for i in 1 2 3 4; do
-    cat >>"$work/bench.hcl" <<HCL
-run "c$i" {
-  sandbox         = sandbox.docker.bench1
-  agent           = agent.claude.fake
-  prompt          = "$prompt"
-  branch_strategy = { type = "branch", branch = "bench/c$i" }
-}
-HCL
-  done
+  { bench_providers; bench_run_b; bench_run_c 4; } >"$work/bench.hcl"
 
   e2e() { # scenario: fresh repo, one sanddune process, checks
     local sc="$1" repo="$work/e2e-repo"

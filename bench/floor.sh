@@ -57,55 +57,10 @@ now() { date +%s%N; }
 # ---- configs ----
 # Runs: a (1 iteration, head), b (5, merge-to-head), cN (branch). Each
 # scenario has a file holding only its runs; big.hcl holds 50 runs.
-providers() {
-  cat <<HCL
-sandbox "docker" "bench1" {
-  image = "$bench_image"
-  env   = { FAKE_CLAUDE_COMPLETE_AT = "1" }
-}
-sandbox "docker" "bench5" {
-  image = "$bench_image"
-  env   = { FAKE_CLAUDE_COMPLETE_AT = "5" }
-}
-agent "claude" "fake" {
-  model = "claude-opus-4-8"
-  env   = { ANTHROPIC_API_KEY = "fake-key-for-the-fake-cli" }
-}
-run "a" {
-  sandbox = sandbox.docker.bench1
-  agent   = agent.claude.fake
-  prompt  = "$bench_prompt"
-}
-HCL
-}
-run_b() {
-  cat <<HCL
-run "b" {
-  sandbox         = sandbox.docker.bench5
-  agent           = agent.claude.fake
-  prompt          = "$bench_prompt"
-  max_iterations  = 5
-  branch_strategy = { type = "merge-to-head" }
-}
-HCL
-}
-run_c() { # N: runs c1..cN
-  local i
-  for ((i = 1; i <= $1; i++)); do
-    cat <<HCL
-run "c$i" {
-  sandbox         = sandbox.docker.bench1
-  agent           = agent.claude.fake
-  prompt          = "$bench_prompt"
-  branch_strategy = { type = "branch", branch = "bench/c$i" }
-}
-HCL
-  done
-}
-providers >"$work/small.hcl"
-{ providers; run_b; } >"$work/five.hcl"
-{ providers; run_c 20; } >"$work/par.hcl"
-{ providers; run_b; run_c 48; } >"$work/big.hcl"
+bench_providers >"$work/small.hcl"
+{ bench_providers; bench_run_b; } >"$work/five.hcl"
+{ bench_providers; bench_run_c 20; } >"$work/par.hcl"
+{ bench_providers; bench_run_b; bench_run_c 48; } >"$work/big.hcl"
 
 # ---- the two sides ----
 # floor_seq REPO ITERS: one container, ITERS agent execs, removal.

@@ -49,6 +49,52 @@ make_repo() {
   git -C "$d" add -A && git -C "$d" commit -q -m "initial commit"
 }
 
+# Config blocks for the workload.
+bench_providers() { # the sandboxes, the agent and run a (1 iteration, head)
+  cat <<HCL
+sandbox "docker" "bench1" {
+  image = "$bench_image"
+  env   = { FAKE_CLAUDE_COMPLETE_AT = "1" }
+}
+sandbox "docker" "bench5" {
+  image = "$bench_image"
+  env   = { FAKE_CLAUDE_COMPLETE_AT = "5" }
+}
+agent "claude" "fake" {
+  model = "claude-opus-4-8"
+  env   = { ANTHROPIC_API_KEY = "fake-key-for-the-fake-cli" }
+}
+run "a" {
+  sandbox = sandbox.docker.bench1
+  agent   = agent.claude.fake
+  prompt  = "$bench_prompt"
+}
+HCL
+}
+bench_run_b() { # 5 iterations, merge-to-head
+  cat <<HCL
+run "b" {
+  sandbox         = sandbox.docker.bench5
+  agent           = agent.claude.fake
+  prompt          = "$bench_prompt"
+  max_iterations  = 5
+  branch_strategy = { type = "merge-to-head" }
+}
+HCL
+}
+bench_run_c() { # N: runs c1..cN, branch strategy
+  local i
+  for ((i = 1; i <= $1; i++)); do
+    cat <<HCL
+run "c$i" {
+  sandbox         = sandbox.docker.bench1
+  agent           = agent.claude.fake
+  prompt          = "$bench_prompt"
+  branch_strategy = { type = "branch", branch = "bench/c$i" }
+}
+HCL
+  done
+}
 # stats: reads numbers, one a line; prints "median min max".
 stats() {
   sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
