@@ -179,3 +179,72 @@ run "hang" {
 		t.Fatalf("the agent's commit was lost: %q", got)
 	}
 }
+
+// TestDockerSandboxRemovedFromOutside: the container is removed (docker rm
+// -f) while the agent runs: the run fails saying the sandbox disappeared,
+// against the sandbox, not as the agent's exit code 137; the commit is kept
+// and the next step is to run again.
+func TestDockerSandboxRemovedFromOutside(t *testing.T) {
+	requireDocker(t)
+	dir := gitRepo(t)
+	name := fmt.Sprintf("gone-%d", os.Getpid())
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+  image = "`+testImage()+`"
+}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
+}
+run "`+name+`" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/gone" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	var out strings.Builder
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+		out.WriteString(sc.Text() + "\n")
+	}
+	ps, err := exec.Command("docker", "ps", "--filter", "label=sanddune.run", "--format", `{{.ID}} {{.Label "sanddune.run"}}`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for _, l := range strings.Split(string(ps), "\n") {
+		if id, run, ok := strings.Cut(l, " "); ok && strings.HasPrefix(run, name+"-") {
+			if b, err := exec.Command("docker", "rm", "-f", id).CombinedOutput(); err != nil {
+				t.Fatalf("docker rm -f: %v %s", err, b)
+			}
+			removed++
+		}
+	}
+	if removed != 1 {
+		t.Fatalf("%d containers of run %s, want 1", removed, name)
+	}
+	go func() {
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	msg := stderr.String()
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(msg, "the sandbox disappeared") || !strings.Contains(msg, "[sandbox.docker.default]") ||
+		!strings.Contains(msg, "from outside sanddune") || strings.Contains(msg, "agent exited with code") ||
+		!strings.Contains(msg, "1 commit(s) kept on branch agent/gone") || !strings.Contains(msg, "run again to continue in a new sandbox") {
+		t.Fatalf("exit %v, want 1 saying the sandbox disappeared, where the work is and to run again:\n%s", err, msg)
+	}
+	if got := gitOut(t, dir, "show", "agent/gone:work.txt"); got != "work" {
+		t.Fatalf("the agent's commit was lost: %q", got)
+	}
+}

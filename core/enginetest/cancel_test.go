@@ -115,6 +115,28 @@ func TestCancel(t *testing.T) {
 				}
 			}
 			assertClean(t, repo)
+
+			// What next is true: a rerun does not apply a patch; it does
+			// continue from the preserved worktree, and says so first.
+			if c.name == "Local" {
+				if !strings.Contains(err.Error(), "a rerun does not apply the saved patch: apply it where you want the work (git apply "+res.PatchPath) {
+					t.Errorf("the error's next step does not say what to do with the patch:\n%v", err)
+				}
+				return
+			}
+			if !strings.Contains(err.Error(), "next: nothing was lost (see above); run again to continue from the preserved worktree's uncommitted changes") {
+				t.Errorf("the error's next step does not say the rerun continues from the worktree:\n%v", err)
+			}
+			var term2 buffer
+			o2 := options(repo, sb, commandAgent(t, "git add -A && git -c user.name=a -c user.email=a@example.com commit -qm wip"), &term2)
+			o2.BranchStrategy = o.BranchStrategy
+			res2, err := core.Run(t.Context(), o2)
+			if err != nil || len(res2.Commits) != 1 || res2.PreservedWorktreePath != "" {
+				t.Fatalf("the rerun did not continue from the preserved worktree: %v %+v", err, res2)
+			}
+			if !strings.Contains(term2.String(), "warning: continuing from the worktree "+res.PreservedWorktreePath) {
+				t.Errorf("the rerun did not say it continues from the preserved worktree:\n%s", term2.String())
+			}
 		})
 	}
 }

@@ -112,3 +112,28 @@ func TestHeadRejectedForIsolated(t *testing.T) {
 		t.Errorf(".sanddune created by a run rejected before it started")
 	}
 }
+
+// TestExistingBranchSaidFirst: a run on a branch an earlier run left says
+// so in its first lines, with the tip it continues from.
+func TestExistingBranchSaidFirst(t *testing.T) {
+	repo := newRepo(t)
+	sb := localSandbox(t)
+	var term buffer
+	o := options(repo, sb, commandAgent(t, commitScript("one.txt")+" && exit 1"), &term)
+	o.BranchStrategy = core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/left"}
+	if _, err := core.Run(t.Context(), o); err == nil {
+		t.Fatal("the failing run succeeded")
+	}
+	if strings.Contains(term.String(), "already exists") {
+		t.Fatalf("a new branch reported as existing:\n%s", term.String())
+	}
+	tip := git(t, repo, "rev-parse", "agent/left")
+	var term2 buffer
+	o2 := options(repo, sb, commandAgent(t, commitScript("two.txt")), &term2)
+	o2.BranchStrategy = o.BranchStrategy
+	res := run(t, o2)
+	want := "warning: branch agent/left already exists (left by an earlier run?): the run continues from its tip " + tip[:12]
+	if first := strings.SplitN(term2.String(), "\n", 4); len(res.Commits) != 1 || !strings.Contains(strings.Join(first, "\n"), want) {
+		t.Fatalf("first lines lack %q:\n%s", want, term2.String())
+	}
+}

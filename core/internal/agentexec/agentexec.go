@@ -176,11 +176,15 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 		return out, context.Cause(ctx)
 	case stopReason(s.stop.Load()) == stoppedIdle:
 		return out, &IdleTimeoutError{Timeout: a.IdleTimeout}
+	case execErr != nil && stopReason(s.stop.Load()) != stoppedCompletion:
+		return out, &SandboxExecError{Err: execErr}
+	case s.errs.Len() > 0:
+		// The CLI reported a failure in its stream: the iteration failed,
+		// whatever its exit code (pi exits 0) and whatever text came before.
+		return out, &StreamError{ExitCode: res.ExitCode, Message: s.errs.String()}
 	case stopReason(s.stop.Load()) == stoppedCompletion:
 		a.Log.Warn("completion signal seen but the agent process kept running; stopped it after %s without output", a.CompletionTimeout)
 		return out, nil
-	case execErr != nil:
-		return out, fmt.Errorf("running the agent in the sandbox: %w", execErr)
 	case res.ExitCode != 0:
 		return out, &ExitError{ExitCode: res.ExitCode, Detail: s.detail()}
 	case parseErr != nil:
@@ -271,6 +275,8 @@ func (a *Runner) event(s *stream, n int, e sdk.Event) {
 			u := *e.Usage
 			s.usage = &u
 		}
+	case sdk.EventWarning:
+		a.Log.Warn("agent: %s", e.Text)
 	case sdk.EventError:
 		a.Log.Error("agent: %s", e.Text)
 		if s.errs.Len() > 0 {
@@ -364,7 +370,42 @@ type ExitError struct {
 func (e *ExitError) Error() string {
 	msg := fmt.Sprintf("agent exited with code %d", e.ExitCode)
 	if d := strings.TrimSpace(e.Detail); d != "" {
-		msg += ":\n    " + strings.ReplaceAll(d, "\n", "\n    ")
+		msg += ":\n" + indent(d)
 	}
 	return msg
 }
+
+// StreamError is a failure the agent CLI reported in its stream (see
+// sdk.EventError): a failed model call, a failed turn. Message is the
+// CLI's own words.
+type StreamError struct {
+	ExitCode int
+	Message  string
+}
+
+func (e *StreamError) Error() string {
+	msg := "the agent reported an error"
+	if e.ExitCode != 0 {
+		msg += fmt.Sprintf(" and exited with code %d", e.ExitCode)
+	}
+	return msg + ":\n" + indent(strings.TrimSpace(e.Message))
+}
+
+// SandboxExecError is the sandbox failing to run the agent: the sandbox
+// disappeared (sdk.ErrSandboxGone), its plugin died (sdk.ErrPluginShutdown),
+// or the exec itself failed. It is the sandbox's failure, not the agent's.
+type SandboxExecError struct{ Err error }
+
+func (e *SandboxExecError) Error() string {
+	if errors.Is(e.Err, sdk.ErrSandboxGone) {
+		return "the sandbox disappeared while the agent ran in it: " + e.Err.Error()
+	}
+	if errors.Is(e.Err, sdk.ErrPluginShutdown) {
+		return "the sandbox plugin crashed while the agent ran: " + e.Err.Error()
+	}
+	return "running the agent in the sandbox: " + e.Err.Error()
+}
+
+func (e *SandboxExecError) Unwrap() error { return e.Err }
+
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }

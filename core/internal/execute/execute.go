@@ -127,6 +127,9 @@ func (r *runner) preflight(ctx context.Context) error {
 
 // fail builds the RunError of a failed step, marking cancellations.
 func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration int, err error, hint string) *RunError {
+	if plugin == r.SandboxAddr && errors.Is(err, sdk.ErrPluginShutdown) {
+		hint = "the sandbox plugin crashed and may have left its sandbox behind: run `sanddune gc` to salvage and remove it, then run again"
+	}
 	e := &RunError{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
 	if ctx.Err() != nil {
 		e.Cancelled, e.Err, e.Hint = true, context.Cause(ctx), ""
@@ -135,6 +138,22 @@ func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration
 		}
 	}
 	return e
+}
+
+// rerunHint says what a rerun does with the work an interrupted run left.
+func (r *runner) rerunHint() string {
+	res := r.res
+	switch {
+	case res.PreservedWorktreePath != "" && r.Strategy.Type == worktree.StrategyBranch:
+		return "nothing was lost (see above); run again to continue from the preserved worktree's uncommitted changes"
+	case res.PreservedWorktreePath != "":
+		return fmt.Sprintf("a rerun starts afresh and does not pick up the preserved worktree: commit its changes there "+
+			"(cd %s && git add -A && git commit) and merge branch %s yourself, or discard them (git worktree remove --force %s)",
+			res.PreservedWorktreePath, res.Branch, res.PreservedWorktreePath)
+	case res.PatchPath != "":
+		return fmt.Sprintf("a rerun does not apply the saved patch: apply it where you want the work (git apply %s)", res.PatchPath)
+	}
+	return "nothing was lost (see above); run again to continue"
 }
 
 func (r *runner) openLog() error {
@@ -187,6 +206,9 @@ func (r *runner) run(ctx context.Context) (_ *Result, err error) {
 		if runErr != nil {
 			runErr.Branch, runErr.Commits = r.res.Branch, r.res.Commits
 			runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
+			if runErr.Cancelled && runErr.Hint == "" {
+				runErr.Hint = r.rerunHint()
+			}
 			r.progress.Error("%v", runErr)
 			err = runErr
 		}
@@ -219,6 +241,12 @@ func (r *runner) setup(ctx context.Context) *RunError {
 	}
 	r.ws = ws
 	r.res.Branch = ws.Branch
+	switch {
+	case ws.ReusedDirty:
+		r.progress.Warn("continuing from the worktree %s: it holds uncommitted changes left by an earlier run of branch %s", ws.Dir, ws.Branch)
+	case ws.ExistingBranch:
+		r.progress.Warn("branch %s already exists (left by an earlier run?): the run continues from its tip %.12s; to start afresh, delete it first (git branch -D %s)", ws.Branch, ws.Base, ws.Branch)
+	}
 	if ws.Dir != "" && ws.Dir != r.Repo.Root {
 		r.progress.Info("worktree %s on branch %s", ws.Dir, ws.Branch)
 	} else {

@@ -49,7 +49,12 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 		}
 		stdout.WriteString(out.Output)
 		if err != nil {
-			return r.fail(ctx, PhaseAgent, r.AgentAddr, n, err, agentHint(err))
+			phase, plugin := PhaseAgent, r.AgentAddr
+			var sbErr *agentexec.SandboxExecError
+			if errors.As(err, &sbErr) {
+				phase, plugin = PhaseSandbox, r.SandboxAddr
+			}
+			return r.fail(ctx, phase, plugin, n, err, agentHint(err))
 		}
 		if out.Signal != "" {
 			r.res.CompletionSignal = out.Signal
@@ -64,11 +69,16 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 func agentHint(err error) string {
 	var idle *agentexec.IdleTimeoutError
 	var exit *agentexec.ExitError
+	var agent *agentexec.StreamError
 	switch {
 	case errors.As(err, &idle):
 		return "raise idle_timeout if the agent needs longer silent stretches, or check the agent's setup in the log"
+	case errors.As(err, &agent):
+		return "fix what the agent's message says (credentials, model, quota, network), then run again"
 	case errors.As(err, &exit):
 		return "read the agent's output above (and the log), fix the cause, and run again"
+	case errors.Is(err, sdk.ErrSandboxGone):
+		return "something outside sanddune removed or stopped the sandbox; the work so far is kept (see above): run again to continue in a new sandbox"
 	}
 	return "check the agent plugin and the sandbox"
 }

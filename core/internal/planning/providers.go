@@ -161,7 +161,9 @@ func (rs Repos) Open(ctx context.Context, dir string) *Repo {
 		return s
 	}
 	var err error
-	if s.Repo, err = worktree.Open(ctx, dir); err != nil {
+	if s.Repo, err = worktree.Open(ctx, dir); errors.Is(err, worktree.ErrGitMissing) {
+		return fail("repo", "Git is missing", err)
+	} else if err != nil {
 		return fail("repo", "Not a git repository", fmt.Errorf("%w (run sanddune inside a git repository, or set repo)", err))
 	}
 	if _, err := s.Repo.Head(ctx); err != nil {
