@@ -644,3 +644,44 @@ run "a" {
 		t.Fatalf("a dry run started something: branch %q", out)
 	}
 }
+
+// TestUnknownSubcommandsAreUsageErrors: a word that is no subcommand is a
+// usage error (exit 2) with a did-you-mean, also under a command group.
+func TestUnknownSubcommandsAreUsageErrors(t *testing.T) {
+	for args, want := range map[string]string{
+		"plugins instal":  `unknown command "instal" for "sanddune plugins"; sanddune plugins has: list`,
+		"plugins lst":     "Did you mean this?\n\tlist",
+		"valdate":         "Did you mean this?\n\tvalidate",
+		"plugins list x":  `unknown command "x"`,
+		"docker buld-img": "unknown command \"buld-img\" for \"sanddune docker\"\n\nDid you mean this?\n\tbuild-image",
+	} {
+		r := run(t, t.TempDir(), strings.Fields(args)...)
+		if r.code != 2 || !strings.Contains(r.stderr, want) {
+			t.Errorf("sanddune %s: exit %d, want 2 with %q:\n%s%s", args, r.code, want, r.stdout, r.stderr)
+		}
+	}
+	if r := run(t, t.TempDir(), "plugins"); r.code != 0 || !strings.Contains(r.stdout, "Available Commands") {
+		t.Errorf("sanddune plugins: exit %d, want its help:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestGitMissingIsSaid: without git on PATH the error says so, not that
+// the directory is outside a git working tree.
+func TestGitMissingIsSaid(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "r" {
+  prompt = "hi"
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "PATH="+t.TempDir())
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "git is not installed or not on PATH") || strings.Contains(string(out), "not inside a git working tree") ||
+		strings.Contains(string(out), "inside a git repository") {
+		t.Fatalf("exit %d, want 2 saying git is missing:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}

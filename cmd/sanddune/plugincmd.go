@@ -53,12 +53,16 @@ func addPluginCommands(ctx context.Context, root *cobra.Command, g *globals, arg
 	parent := &cobra.Command{
 		Use:   word,
 		Short: fmt.Sprintf("Commands of the %s plugin", word),
-		Args:  cobra.NoArgs, // an unknown word is an unknown command
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownSubcommand(cmd, args[0])
+			}
 			cmd.Help()
 			return &exitError{code: exitUsage, err: errors.New("")}
 		},
 	}
+	parent.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own path
 	if len(specs) == 0 {
 		parent.Long = fmt.Sprintf("The %s plugin has no commands.", word)
 	}

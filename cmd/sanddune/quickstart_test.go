@@ -83,3 +83,24 @@ run "ev" {
 		t.Fatal("no events written")
 	}
 }
+
+// TestEventsFileFailing: an --events file that cannot be written is warned
+// about once on stderr; the run carries on and its exit code is its own.
+func TestEventsFileFailing(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "script" {
+  command = `+commitAgent+`
+}
+run "ev" {
+  prompt = "hi"
+}
+`)
+	r := run(t, dir, "run", "--events", "/dev/full")
+	if r.code != 0 || strings.Count(r.stderr, "warning: --events /dev/full: ") != 1 || !strings.Contains(r.stderr, "no space left on device") {
+		t.Fatalf("exit %d, want 0 with one warning naming the file and the error:\n%s", r.code, r.stderr)
+	}
+	if s := gitOut(t, dir, "log", "-1", "--format=%s"); s != "agent: save prompt" {
+		t.Fatalf("the run did not carry on: HEAD is %q", s)
+	}
+}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -41,7 +44,46 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		newRunCommand(g),
 		newGCCommand(g),
 	)
+	rejectUnknownSubcommands(root)
 	return root, g
+}
+
+// rejectUnknownSubcommands makes every command group (a command with
+// subcommands and no action of its own, like `plugins`) fail on a word
+// that is none of its subcommands, with a did-you-mean; cobra would print
+// its help and exit 0. Without a word it still prints its help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if c.HasParent() && c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.ArbitraryArgs
+		c.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own path
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return unknownSubcommand(cmd, args[0])
+		}
+	}
+}
+
+// unknownSubcommand is the usage error of a word that is none of cmd's
+// subcommands: a did-you-mean, else the subcommands cmd has.
+func unknownSubcommand(cmd *cobra.Command, word string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", word, cmd.CommandPath())
+	if sug := cmd.SuggestionsFor(word); len(sug) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(sug, "\n\t")
+	} else {
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		msg += fmt.Sprintf("; %s has: %s", cmd.CommandPath(), strings.Join(names, ", "))
+	}
+	return errors.New(msg)
 }
 
 func envOr(key, def string) string {

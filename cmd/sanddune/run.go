@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -73,15 +74,13 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	if f.json {
 		base.Logging.Terminal = runlog.NewTerminal(os.Stderr, os.Stderr)
 	}
-	var events *EventWriter
 	if f.events != "" && !f.dryRun {
 		ef, err := os.Create(f.events)
 		if err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--events: %w", err)}
 		}
 		defer ef.Close()
-		events = NewEventWriter(ef)
-		base.OnEvent = events.Write
+		base.OnEvent = eventSink(NewEventWriter(ef), f.events)
 	}
 	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
 	if err != nil {
@@ -97,9 +96,6 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		printJSON(cmd, outs)
 	} else {
 		printSummary(base.Logging.Terminal, outs)
-	}
-	if events != nil && events.Err() != nil {
-		fmt.Fprintln(os.Stderr, "Error: --events:", events.Err())
 	}
 	return worstExit(outs)
 }
@@ -200,4 +196,19 @@ func rank(code int) int {
 		return 1
 	}
 	return 0
+}
+
+// eventSink writes events with w. A failing --events file is warned about
+// once, on stderr; the runs carry on without it (their results do not
+// depend on it), so the exit code stays theirs.
+func eventSink(w *EventWriter, path string) func(core.AgentEvent) {
+	var once sync.Once
+	return func(e core.AgentEvent) {
+		w.Write(e)
+		if err := w.Err(); err != nil {
+			once.Do(func() {
+				fmt.Fprintf(os.Stderr, "warning: --events %s: %v; later agent events are dropped, the runs carry on\n", path, err)
+			})
+		}
+	}
 }
