@@ -32,6 +32,7 @@ import (
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/session"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -280,6 +281,8 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 
 	if !runNameRE.MatchString(s.Name) || strings.Contains(s.Name, "..") || strings.HasSuffix(s.Name, ".lock") {
 		fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
+	} else if err := runlog.CheckRunName(s.Name); err != nil {
+		fail("name", "Run name too long", err)
 	}
 	if s.MaxIterations < 0 {
 		fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))

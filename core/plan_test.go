@@ -377,6 +377,17 @@ func TestFakeRunChecks(t *testing.T) {
   env = { "A=B" = "x" }`, "Invalid env name", 9},
 		{"run name", "box", `prompt = "x"
   name = "../evil"`, "Invalid run name", 9},
+		// What validate accepts, run can start: the runtime's limits.
+		{"run name too long", "box", `prompt = "x"
+  name = "` + strings.Repeat("n", 255) + `"`, "Run name too long", 9},
+		{"env NUL", "box", `prompt = "x"
+  env = { NUL = "a\u0000b" }`, "Invalid env", 9},
+		{"env too big", "box", `prompt = "x"
+  env = { BIG = "` + strings.Repeat("v", 300<<10) + `" }`, "Invalid env", 9},
+		{"branch too long", "box", `prompt = "x"
+  branch_strategy = { type = "branch", branch = "` + strings.Repeat("b", 300) + `" }`, "branch", 9},
+		{"branch with a space", "box", `prompt = "x"
+  branch_strategy = { type = "branch", branch = "a b" }`, "branch", 9},
 		{"logging type", "box", `prompt = "x"
   logging { type = "syslog" }`, "Invalid logging type", 9},
 		{"logging path", "box", `prompt = "x"
