@@ -272,3 +272,16 @@ func TestConfigDiagnostics(t *testing.T) {
 		t.Errorf("missing image: %v", diags)
 	}
 }
+
+// On a machine with no kubeconfig and outside any cluster, `sanddune gc`
+// has nothing to list here: that is no error.
+func TestListResourcesWithoutAnyCluster(t *testing.T) {
+	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	p := New().(sdk.ResourceLister)
+	res, err := p.ListResources(context.Background())
+	if err != nil || len(res) != 0 {
+		t.Fatalf("ListResources = %v, %v; want nothing and no error", res, err)
+	}
+}

@@ -41,7 +41,12 @@ func (p *Provider) clusters() ([]*cluster, error) {
 // noConfig reports a machine with no kubeconfig and outside any cluster:
 // there is nothing to list.
 func noConfig(err error) bool {
-	return clientcmd.IsEmptyConfig(err) || strings.Contains(err.Error(), "unable to load in-cluster configuration")
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if clientcmd.IsEmptyConfig(e) {
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "unable to load in-cluster configuration")
 }
 
 // ListResources lists the sandbox pods of every known cluster, in all
