@@ -94,12 +94,11 @@
 // and on its worktree path ("worktree <path>"; head locks the repo root),
 // failing fast with a *LockedError naming the holder (run, pid, host, start
 // time). Merge takes the target branch's lock, waiting up to MergeLockWait
-// for a parallel run's merge to finish. Lock files hold JSON LockInfo and
-// are created atomically: written aside, then hard-linked into place, which
-// fails like O_CREATE|O_EXCL when the lock exists and never exposes a
-// half-written lock. A lock whose process is gone (same host: pid dead, pid
-// reused, or machine rebooted) is broken under a flock'd guard so that
-// racing runs cannot both take it; locks of other hosts are never broken.
+// for a parallel run's merge to finish. A lock is a flock(2) on a file in
+// LockDir, so the kernel releases it when its holder dies; the holder
+// writes its LockInfo into the file for the error message. Release unlinks
+// the file while holding it, and Lock checks after locking that the file
+// is still the one at the path, so a waiter never holds an unlinked file.
 // Worktree and branch administration commands (worktree add/list/remove/
 // prune, branch create/delete) run one at a time per repo under a flock:
 // parallel `git worktree add` calls otherwise read each other's
@@ -108,11 +107,11 @@
 // # Cleanup after dead runs
 //
 // For `sanddune gc` (package core/gc): Sweep removes clean worktrees under
-// .sanddune/worktrees that no live run holds; SweepLocks removes lock files
-// whose process is gone; SweepBranches deletes temporary branches
+// .sanddune/worktrees that no live run holds; SweepLocks removes the lock
+// files no process holds; SweepBranches deletes temporary branches
 // (IsTempBranch) that no live run locks, no worktree has checked out and
 // whose tip is in another local branch, so nothing is lost. Holder looks
-// at a lock without breaking it (dry runs).
+// at a lock without taking it (dry runs).
 //
 // # merge-to-head without a mid-merge host
 //

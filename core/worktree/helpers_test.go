@@ -12,7 +12,13 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-func TestMain(m *testing.M) { gittest.Main(m) }
+func TestMain(m *testing.M) {
+	if v := os.Getenv(holdLockEnv); v != "" {
+		root, key, _ := strings.Cut(v, "|")
+		holdLock(root, key)
+	}
+	gittest.Main(m)
+}
 
 // git runs git in dir and fails the test on error.
 func git(t testing.TB, dir string, args ...string) string {

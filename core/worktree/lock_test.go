@@ -1,9 +1,13 @@
 package worktree
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -41,12 +45,12 @@ func TestLockFailsFastAndReleases(t *testing.T) {
 	}
 }
 
-// writeStaleLock plants a lock held by an exited process of this host.
+// writeStaleLock plants the lock file a run that died left: its holder's
+// name inside, no flock on it.
 func writeStaleLock(t *testing.T, r *Repo, key string) string {
 	t.Helper()
 	host, _ := os.Hostname()
-	info := LockInfo{Key: key, Run: "ghost", PID: deadPID(t), Host: host, Started: time.Now(), BootID: bootID(), Token: "stale"}
-	data, _ := json.Marshal(info)
+	data, _ := json.Marshal(LockInfo{Key: key, Run: "ghost", PID: deadPID(t), Host: host, Started: time.Now()})
 	os.MkdirAll(r.LockDir(), 0o755)
 	p := filepath.Join(r.LockDir(), lockFileName(key))
 	if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -55,7 +59,7 @@ func writeStaleLock(t *testing.T, r *Repo, key string) string {
 	return p
 }
 
-func TestStaleLockRecovered(t *testing.T) {
+func TestLeftoverLockFileIsFree(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
 	writeStaleLock(t, r, "branch a")
@@ -63,34 +67,59 @@ func TestStaleLockRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Info().Run != "run-1" {
-		t.Fatal("wrong holder")
-	}
-	// A reused pid (same pid, other start time) is stale too.
-	l.Release()
-	info := l.Info()
-	info.StartTicks++
-	info.Token = "reused"
-	data, _ := json.Marshal(info)
-	os.WriteFile(filepath.Join(r.LockDir(), lockFileName("branch a")), data, 0o644)
-	if procStartTicks(os.Getpid()) != 0 {
-		if _, err := r.Lock("branch a", "run-2"); err != nil {
-			t.Fatal("pid-reuse lock not recovered:", err)
-		}
+	defer l.Release()
+	if h, err := r.Holder("branch a"); err != nil || h == nil || h.Run != "run-1" {
+		t.Fatalf("holder %+v, %v", h, err)
 	}
 }
 
-func TestForeignHostLockIsNotBroken(t *testing.T) {
+// holdLockEnv makes the test binary a process that takes a lock and waits
+// to be killed (see TestMain).
+const holdLockEnv = "SANDDUNE_TEST_HOLD_LOCK"
+
+// holdLock takes the lock on key of the repo at root for run "holder",
+// says "locked" and sleeps until killed.
+func holdLock(root, key string) {
+	r, err := Open(context.Background(), root)
+	if err == nil {
+		_, err = r.Lock(key, "holder")
+	}
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("locked")
+	time.Sleep(time.Hour)
+}
+
+func TestLockOfAKilledHolderIsFree(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
-	info := LockInfo{Key: "branch a", Run: "remote", PID: deadPID(t), Host: "another-host", Started: time.Now(), Token: "x"}
-	data, _ := json.Marshal(info)
-	os.MkdirAll(r.LockDir(), 0o755)
-	os.WriteFile(filepath.Join(r.LockDir(), lockFileName("branch a")), data, 0o644)
-	var le *LockedError
-	if _, err := r.Lock("branch a", "run-1"); !errors.As(err, &le) || le.Holder.Host != "another-host" {
-		t.Fatalf("got %v", err)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdLockEnv+"="+r.Root+"|branch a")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "locked\n" {
+		t.Fatalf("holder: %q", line)
+	}
+	var le *LockedError
+	if _, err := r.Lock("branch a", "run-1"); !errors.As(err, &le) || le.Holder.PID != cmd.Process.Pid || le.Holder.Run != "holder" {
+		t.Fatalf("got %v, want the holder pid %d named", err, cmd.Process.Pid)
+	}
+	cmd.Process.Kill() // SIGKILL: no chance to release
+	cmd.Wait()
+	l, err := r.Lock("branch a", "run-1")
+	if err != nil {
+		t.Fatal("the kernel did not release the dead holder's lock:", err)
+	}
+	l.Release()
 }
 
 func TestParallelLockOneWinner(t *testing.T) {
@@ -126,7 +155,7 @@ func TestParallelLockOneWinner(t *testing.T) {
 		}
 		for _, err := range errs {
 			var le *LockedError
-			if !errors.As(err, &le) || le.Holder.Token != won[0].Info().Token {
+			if !errors.As(err, &le) || le.Holder.Run != won[0].Info().Run {
 				t.Fatalf("stale=%v: loser error %v does not name the winner", stale, err)
 			}
 		}

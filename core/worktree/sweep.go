@@ -47,7 +47,7 @@ func (r *Repo) Sweep(ctx context.Context, dryRun bool) ([]Swept, error) {
 
 func (r *Repo) sweepOne(ctx context.Context, dir string, dryRun bool) string {
 	key := "worktree " + dir
-	if dryRun { // look only: Lock would break a stale lock
+	if dryRun { // look only
 		if h, err := r.Holder(key); err != nil || h != nil {
 			return "kept (" + lockProblem(h, err) + ")"
 		}

@@ -9,56 +9,65 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 )
 
-// Holder returns the holder of the lock on key when a live process holds
-// it, and nil when the key is free or its lock is stale. Unlike Lock it
-// changes nothing.
+// Holder returns who holds the lock on key, or nil when it is free.
+// Unlike Lock it changes nothing (it takes a shared flock for a moment, so
+// a Lock at that very moment fails as if held).
 func (r *Repo) Holder(key string) (*LockInfo, error) {
-	held, err := readLock(filepath.Join(r.LockDir(), lockFileName(key)))
+	path := filepath.Join(r.LockDir(), lockFileName(key))
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if isStale(held) {
-		return nil, nil
+	defer f.Close()
+	err = flockRetry(f, syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		held := readHolder(path)
+		return &held, nil
 	}
-	return &held, nil
+	return nil, err
 }
 
 // SweptLock is what SweepLocks did (or would do) with one lock file.
 type SweptLock struct {
 	Path string
+	// Info is what the lock's last holder wrote in it.
 	Info LockInfo
 	// Action is "removed", "would remove" or "kept (<error>)".
 	Action string
 }
 
-// SweepLocks removes the lock files whose process is certainly gone (same
-// host: pid dead or reused, or the machine rebooted). Locks of live
-// processes, of other hosts and unreadable ones stay. With dryRun nothing
-// changes.
+// SweepLocks removes the lock files that no process holds: left by a run
+// that died (the kernel released its flock, the file stays). With dryRun
+// nothing changes.
 func (r *Repo) SweepLocks(dryRun bool) ([]SweptLock, error) {
-	dir := r.LockDir()
-	paths, err := filepath.Glob(filepath.Join(dir, "*.lock"))
+	paths, err := filepath.Glob(filepath.Join(r.LockDir(), "*.lock"))
 	if err != nil {
 		return nil, err
 	}
 	var out []SweptLock
 	for _, p := range paths {
-		held, err := readLock(p)
-		if err != nil || !isStale(held) {
-			continue
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			continue // removed meanwhile
 		}
-		s := SweptLock{Path: p, Info: held, Action: "would remove"}
+		if flockRetry(f, syscall.LOCK_EX|syscall.LOCK_NB) != nil || !isFileAt(f, p) {
+			f.Close()
+			continue // held, or released and removed meanwhile
+		}
+		s := SweptLock{Path: p, Info: readHolder(p), Action: "would remove"}
 		if !dryRun {
 			s.Action = "removed"
-			if err := breakStale(dir, p, held); err != nil {
+			if err := os.Remove(p); err != nil {
 				s.Action = "kept (" + err.Error() + ")"
 			}
 		}
+		f.Close()
 		out = append(out, s)
 	}
 	return out, nil

@@ -2,6 +2,8 @@ package worktree
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -485,4 +487,10 @@ func orDetached(b string) string {
 		return "a detached HEAD"
 	}
 	return "branch " + b
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
