@@ -21,7 +21,8 @@ func newGCCommand(g *globals) *cobra.Command {
 		Short: "Clean up what dead runs left behind, salvaging their work first",
 		Long: `Remove sandbox resources (containers, sandbox directories...) labelled by runs whose
 sanddune process is gone, clean worktrees in .sanddune/worktrees that no live run holds, lock
-files of dead processes, and temporary run branches that hold nothing.
+files of dead processes, temporary run branches that hold nothing, and the temporary directories
+(sync bundles, plugin sockets) of dead sanddune processes.
 
 An isolated sandbox (e.g. local) may hold commits and uncommitted changes that its run never
 synced out: gc first brings the commits onto the run's branch (or a rescue branch if that branch
@@ -58,7 +59,7 @@ would be salvaged and removed.`,
 				failed = true
 			}
 			if failed {
-				return &exitError{code: exitFailure, err: errors.New("some resources could not be listed or removed (see above)")}
+				return &exitError{code: exitFailure, err: errors.New("some resources could not be listed, salvaged or removed (see above)")}
 			}
 			return nil
 		},
@@ -76,8 +77,11 @@ func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
 	for _, s := range rep.Sandboxes {
 		prefix := "sandbox " + s.Provider + ": "
 		what := fmt.Sprintf("%s (run %s)", s.Resource.ID, s.Run())
-		if s.Salvage != nil {
+		if s.Salvage != nil && (dryRun || s.Salvage.Landed) {
 			printSalvage(w, prefix, what, s.Salvage, dryRun)
+		}
+		if s.SalvageFailed {
+			failed = true
 		}
 		switch s.Action {
 		case gc.Removed, gc.WouldRemove:
@@ -88,6 +92,9 @@ func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
 			fmt.Fprintln(w, line)
 		case gc.Kept:
 			fmt.Fprintf(w, "%skept %s: %s\n", prefix, what, s.Reason)
+			if s.Salvage != nil && !dryRun {
+				fmt.Fprintf(w, "  it holds %d commit(s) not on the host%s\n", len(s.Salvage.Commits), map[bool]string{true: " and uncommitted work"}[s.Salvage.Dirty])
+			}
 			if s.Inspect != "" {
 				fmt.Fprintf(w, "  %s\n", s.Inspect)
 			}
@@ -101,6 +108,9 @@ func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
 	}
 	for _, b := range rep.Branches {
 		fmt.Fprintf(w, "branch %s: %s\n", b.Branch, b.Action)
+	}
+	for _, d := range rep.Temp {
+		fmt.Fprintf(w, "temporary directory %s: %s (pid %d is gone)\n", d.Path, d.Action, d.PID)
 	}
 	return failed
 }

@@ -185,6 +185,13 @@ func TestGCRemovesWhatAKilledRunLeft(t *testing.T) {
 	dir := gitRepo(t)
 	tmp := t.TempDir()
 	sandbox := killedRun(t, dir, tmp, "")
+	live := filepath.Join(tmp, "sanddune-sync-"+strconv.Itoa(os.Getpid())+"-1") // a live process's
+	other := filepath.Join(tmp, "plugin12345")                                  // another program's
+	for _, d := range []string{live, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	branches := tempBranches(t, dir)
 	if len(branches) != 1 || len(locks(t, dir)) == 0 {
 		t.Fatalf("want a temp branch and a lock left, got %v, %v", branches, locks(t, dir))
@@ -206,5 +213,57 @@ func TestGCRemovesWhatAKilledRunLeft(t *testing.T) {
 	}
 	if got := locks(t, dir); len(got) != 0 {
 		t.Errorf("gc left lock files %v", got)
+	}
+	left, _ := os.ReadDir(tmp)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if want := []string{filepath.Base(other), filepath.Base(live)}; strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("temp dir after gc: %v, want only %v", names, want)
+	}
+}
+
+const agentCommits = "echo work > work.txt && git add work.txt && " +
+	"git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: work' &&"
+
+// TestGCRecoversFromAKilledSyncOut: sanddune killed during its sync out
+// leaves the bundle and git's lock on it in the sandbox's git dir; gc
+// still salvages the commits.
+func TestGCRecoversFromAKilledSyncOut(t *testing.T) {
+	dir := gitRepo(t)
+	tmp := t.TempDir()
+	sandbox := killedRun(t, dir, tmp, agentCommits+" echo half > .git/sanddune-out.bundle.lock && echo half > .git/sanddune-out.bundle &&"+
+		" echo x > .git/sanddune-out.index.lock &&")
+	branch := tempBranches(t, dir)[0]
+	for i := 0; i < 2; i++ { // a second gc finds nothing left
+		r := gcIn(dir, tmp)
+		if r.code != 0 || i == 0 && (!strings.Contains(r.stdout, "salvaged from "+sandbox) || !strings.Contains(r.stdout, "removed "+sandbox)) {
+			t.Fatalf("gc #%d: exit %d\n%s%s", i+1, r.code, r.stdout, r.stderr)
+		}
+	}
+	if got := gitOut(t, dir, "log", "--format=%s", "main.."+branch); got != "agent: work" {
+		t.Errorf("%s holds %q beyond the base, want the agent's commit", branch, got)
+	}
+}
+
+// TestGCNeverReportsASalvageThatFailed: when the sync out fails, gc keeps
+// the sandbox, says what it holds, does not claim to have salvaged it,
+// and exits 1.
+func TestGCNeverReportsASalvageThatFailed(t *testing.T) {
+	dir := gitRepo(t)
+	tmp := t.TempDir()
+	sandbox := killedRun(t, dir, tmp, agentCommits+" mkdir -p .git/sanddune-out.bundle/x &&") // a bundle path gc cannot use
+	branch := tempBranches(t, dir)[0]
+	r := gcIn(dir, tmp)
+	if r.code != 1 || strings.Contains(r.stdout, "salvaged") || !strings.Contains(r.stdout, "kept "+sandbox) ||
+		!strings.Contains(r.stdout, "salvaging its work failed") || !strings.Contains(r.stdout, "holds 1 commit(s) not on the host") {
+		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := gitOut(t, dir, "rev-parse", branch); got != gitOut(t, dir, "rev-parse", "main") {
+		t.Errorf("branch moved to %s", got)
+	}
+	if _, err := os.Stat(sandbox); err != nil {
+		t.Errorf("the sandbox holding the only copy is gone: %v", err)
 	}
 }

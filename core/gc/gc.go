@@ -30,7 +30,8 @@
 // In the current repository gc also removes lock files of dead processes
 // (worktree.Repo.SweepLocks), clean worktrees no live run holds (Sweep),
 // and temporary merge-to-head branches that hold nothing (SweepBranches;
-// the branches of kept sandboxes stay).
+// the branches of kept sandboxes stay). Everywhere it removes the
+// temporary directories of dead sanddune processes (core/tempdir).
 package gc
 
 import (
@@ -42,6 +43,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -85,8 +87,12 @@ type Sandbox struct {
 	// removed a sandbox that could not be salvaged, why.
 	Reason string
 	// Salvage is the unsynced work found in the sandbox: brought back to
-	// the host, or to be with DryRun. Nil when there was none.
+	// the host (Salvage.Landed), or to be with DryRun. Nil when there was
+	// none.
 	Salvage *Salvage
+	// SalvageFailed: the sandbox holds (or may hold) unsynced work that gc
+	// tried and failed to bring back; Reason says why.
+	SalvageFailed bool
 	// Inspect, for a kept sandbox that gc reattached to, says where its
 	// repository is and how to look at the unsynced work.
 	Inspect string
@@ -108,6 +114,8 @@ type Salvage struct {
 	Branch string
 	// Commits are the sandbox's commits beyond the run's base, oldest first.
 	Commits []worktree.Commit
+	// Landed: the commits are on Branch and the patch at PatchPath.
+	Landed bool
 	// RescueBranch is set when the run's branch moved on the host and the
 	// commits went to this new branch instead.
 	RescueBranch string
@@ -123,6 +131,9 @@ type Report struct {
 	Worktrees []worktree.Swept
 	Locks     []worktree.SweptLock
 	Branches  []worktree.SweptBranch
+	// Temp are the temporary directories of dead sanddune processes
+	// (sync bundles, plugin sockets, session copies).
+	Temp []tempdir.Swept
 	// Errors are failures that did not stop the rest (a provider that could
 	// not list its resources, a sweep that failed).
 	Errors []error
@@ -146,10 +157,13 @@ func Run(ctx context.Context, repo *worktree.Repo, providers []Provider, opts Op
 		}
 		rep.Sandboxes = append(rep.Sandboxes, sbs...)
 	}
+	var err error
+	if rep.Temp, err = tempdir.Sweep(opts.DryRun); err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("temporary directories: %w", err))
+	}
 	if repo == nil {
 		return rep
 	}
-	var err error
 	if rep.Worktrees, err = repo.Sweep(ctx, opts.DryRun); err != nil {
 		rep.Errors = append(rep.Errors, fmt.Errorf("worktrees: %w", err))
 	}

@@ -99,6 +99,7 @@ func salvage(ctx context.Context, p sdk.SandboxProvider, rl sdk.ResourceLister, 
 		failed(ctx, rl, s, opts, err)
 		return
 	}
+	s.Salvage.Landed = true
 	s.Inspect = ""
 	remove(ctx, rl, s, opts)
 }
@@ -142,5 +143,6 @@ func unsalvageable(ctx context.Context, rl sdk.ResourceLister, s *Sandbox, opts 
 
 // failed keeps a sandbox whose salvage failed; Force removes it.
 func failed(ctx context.Context, rl sdk.ResourceLister, s *Sandbox, opts Options, err error) {
+	s.SalvageFailed = true
 	unsalvageable(ctx, rl, s, opts, "salvaging its work failed: "+err.Error())
 }

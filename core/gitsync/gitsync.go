@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -67,7 +68,7 @@ func SyncIn(ctx context.Context, sb sdk.Sandbox, spec Spec) error {
 	if tip != spec.Base {
 		return fmt.Errorf("sync in: branch %s is at %s, not at the run's base %s", spec.Branch, tip, spec.Base)
 	}
-	tmp, err := os.MkdirTemp("", "sanddune-sync-")
+	tmp, err := tempdir.Make("sync")
 	if err != nil {
 		return err
 	}
@@ -145,6 +146,13 @@ func SyncOut(ctx context.Context, sb sdk.Sandbox, spec Spec) (OutResult, error) 
 	if err != nil {
 		return res, fmt.Errorf("sync out: %w", err)
 	}
+	// A sync out that was killed half-way (sanddune killed, then gc) left
+	// its temporary files, and git's locks on them, behind.
+	sbBundle := path.Join(gitDir, "sanddune-out.bundle")
+	index := path.Join(gitDir, "sanddune-out.index")
+	if _, err := s.run(ctx, nil, "rm", "-f", "--", sbBundle, sbBundle+".lock", index, index+".lock", path.Join(gitDir, "sanddune-out.patch")); err != nil {
+		return res, fmt.Errorf("sync out: removing what an interrupted sync out left: %w", err)
+	}
 	stamp := worktree.Stamp(time.Now())
 	if res.PatchPath, err = savePatch(ctx, s, gitDir, spec, stamp); err != nil {
 		return res, fmt.Errorf("sync out: saving uncommitted changes: %w", err)
@@ -157,12 +165,11 @@ func SyncOut(ctx context.Context, sb sdk.Sandbox, spec Spec) (OutResult, error) 
 		return res, nil
 	}
 
-	sbBundle := path.Join(gitDir, "sanddune-out.bundle")
 	defer s.rm(ctx, sbBundle)
 	if _, err := s.git(ctx, nil, "bundle", "create", "--quiet", sbBundle, spec.Base+"..HEAD"); err != nil {
 		return res, fmt.Errorf("sync out: %w", err)
 	}
-	tmp, err := os.MkdirTemp("", "sanddune-sync-")
+	tmp, err := tempdir.Make("sync")
 	if err != nil {
 		return res, err
 	}

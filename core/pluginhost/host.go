@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 
+	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -46,6 +47,9 @@ type Host struct {
 	dirs  []string
 	mu    sync.Mutex
 	procs map[string]*process
+	// sockets is where the plugins make their Unix sockets: a directory of
+	// this process (core/tempdir), removed by Close, or by gc after a kill.
+	sockets string
 }
 
 type process struct {
@@ -267,6 +271,9 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	// plugin if sanddune itself dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = os.Environ()
+	if dir, err := h.socketDir(); err == nil {
+		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+dir)
+	}
 	// A wrapper script's children may hold the output pipes after the
 	// plugin is killed; don't wait for them forever.
 	cmd.WaitDelay = 2 * time.Second
@@ -381,6 +388,26 @@ func (h *Host) Close() {
 		}()
 	}
 	wg.Wait()
+	h.mu.Lock()
+	if h.sockets != "" {
+		os.RemoveAll(h.sockets)
+		h.sockets = ""
+	}
+	h.mu.Unlock()
+}
+
+// socketDir returns the plugins' socket directory, made on first use.
+func (h *Host) socketDir() (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sockets == "" {
+		dir, err := tempdir.Make("plugins")
+		if err != nil {
+			return "", err
+		}
+		h.sockets = dir
+	}
+	return h.sockets, nil
 }
 
 // IsShutdown reports whether err says a plugin process went away.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 )
@@ -179,7 +180,7 @@ func Capture(ctx context.Context, t Transfer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp("", "sanddune-session-")
+	tmp, err := tempdir.Make("session")
 	if err != nil {
 		return "", err
 	}
@@ -398,7 +399,7 @@ func PrepareResume(ctx context.Context, t Transfer) (string, error) {
 	if err := t.mkdirs(ctx, dirs); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp("", "sanddune-session-")
+	tmp, err := tempdir.Make("session")
 	if err != nil {
 		return "", err
 	}
