@@ -26,6 +26,8 @@ func optionsOf(f *config.File, r *config.RunBlock, base RunOptions) (RunOptions,
 	o.Prompt, o.PromptFile, o.PromptArgs = str(b.Prompt), str(b.PromptFile), b.PromptArgs
 	o.CopyToWorktree, o.Env, o.ResumeSession = b.CopyToWorktree, b.Env, str(b.ResumeSession)
 	o.ForkSession = b.ForkSession != nil && *b.ForkSession
+	o.NoSandbox = r.NoSandbox
+	o.AllowUnconfined = b.AllowUnconfined != nil && *b.AllowUnconfined
 	if b.MaxIterations != nil {
 		if o.MaxIterations = *b.MaxIterations; o.MaxIterations < 1 {
 			v.Diags = append(v.Diags, Diagnostic{Severity: Error, Block: v.Block, Attribute: "max_iterations", Summary: "Invalid max_iterations",

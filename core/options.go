@@ -26,6 +26,14 @@ type RunOptions struct {
 
 	Sandbox SandboxRef
 	Agent   AgentRef
+	// NoSandbox (sandbox = "none") runs an interactive session on the host,
+	// in the worktree, as the user: not a boundary. Only Interactive
+	// accepts it; Sandbox is then unused.
+	NoSandbox bool
+	// AllowUnconfined lets an unattended run of an agent that needs a
+	// boundary (a model agent) run in a sandbox that does not confine it
+	// (local).
+	AllowUnconfined bool
 
 	// Exactly one of Prompt (passed literally) and PromptFile.
 	Prompt     string

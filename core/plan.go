@@ -80,6 +80,9 @@ type Selection struct {
 	// Strict makes the problems of every block errors (validate).
 	// Otherwise a problem of a block no selected run needs is a warning.
 	Strict bool
+	// Interactive plans the selected runs as interactive sessions on this
+	// terminal (sanddune interactive); nil plans unattended runs.
+	Interactive *Attachment
 }
 
 // RunPlan is a checked set of runs, ready for Execute.
@@ -109,6 +112,10 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 				Detail: fmt.Sprintf("%s has no run %q (runs: %s).", f.Path, name, strings.Join(have, ", "))}}
 		}
 		selected[name] = true
+	}
+	if sel.Interactive != nil && len(selected) != 1 && len(f.Runs) > 1 {
+		return plan, Diagnostics{{Severity: Error, Summary: "Which run?",
+			Detail: fmt.Sprintf("%s has %d run blocks: name the one to open as an interactive session.", f.Path, len(f.Runs))}}
 	}
 	if len(f.Runs) == 0 && !sel.Strict {
 		return plan, Diagnostics{{Severity: Error, Summary: "No run blocks", Detail: f.Path + " has no run blocks."}}
@@ -161,6 +168,10 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		}
 		names[r.Name()] = r.Label
 		sb, sbOK := sandboxes[r.Sandbox]
+		sbCaps := caps[r.Sandbox]
+		if r.NoSandbox {
+			sb, sbOK, sbCaps = SandboxRef{Address: planning.NoSandbox}, true, planning.NoSandboxCaps
+		}
 		ag, agOK := agents[r.Agent]
 		var spec *execute.Spec
 		if !ds.HasErrors() && sbOK && agOK {
@@ -169,7 +180,11 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 			o.Sandbox, o.Agent = sb, ag
 			if !ds.HasErrors() {
 				var more Diagnostics
-				spec, more = p.run(addr, o, caps[r.Sandbox], descs[r.Agent])
+				var ia *Attachment
+				if wanted {
+					ia = sel.Interactive
+				}
+				spec, more = p.run(addr, o, sbCaps, descs[r.Agent], ia)
 				ds = append(ds, more...)
 			}
 		}
@@ -202,6 +217,12 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 // PlanRun plans one run built in Go. Its providers are used as they are
 // (configured by the caller). A failure is a *RunError of PhaseConfig.
 func PlanRun(ctx context.Context, o RunOptions) (*RunPlan, error) {
+	return planRun(ctx, o, nil)
+}
+
+// planRun plans one run built in Go, as an interactive session when ia is
+// set.
+func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error) {
 	name := o.Name
 	if name == "" {
 		name = "run"
@@ -213,21 +234,27 @@ func PlanRun(ctx context.Context, o RunOptions) (*RunPlan, error) {
 	if ctx.Err() != nil {
 		return nil, &RunError{Run: name, Phase: PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
 	}
-	if o.Sandbox.Provider == nil || o.Agent.Provider == nil {
+	if (o.Sandbox.Provider == nil && !o.NoSandbox) || o.Agent.Provider == nil {
 		return fail(Diagnostics{{Severity: Error, Block: "run." + name, Summary: "A run needs a sandbox provider and an agent provider"}})
 	}
-	info, err := o.Sandbox.Provider.Info(ctx)
-	if err != nil {
-		return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
-	}
-	if info.Sandbox == nil {
-		return fail(Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}})
+	caps := planning.NoSandboxCaps
+	if o.NoSandbox {
+		o.Sandbox = SandboxRef{Address: planning.NoSandbox}
+	} else {
+		info, err := o.Sandbox.Provider.Info(ctx)
+		if err != nil {
+			return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
+		}
+		if info.Sandbox == nil {
+			return fail(Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}})
+		}
+		caps = *info.Sandbox
 	}
 	desc, err := o.Agent.Provider.Describe(ctx, o.Agent.Config)
 	if err != nil {
 		return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Agent.Address, Err: err}
 	}
-	spec, ds := p.run("run."+name, o, *info.Sandbox, desc)
+	spec, ds := p.run("run."+name, o, caps, desc, ia)
 	if ds.HasErrors() {
 		return fail(ds)
 	}
@@ -244,7 +271,7 @@ var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // run checks one run and works out everything Execute needs. Each check
 // of a run lives here, once.
-func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
+func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, desc sdk.AgentDescription, ia *Attachment) (*execute.Spec, Diagnostics) {
 	var diags Diagnostics
 	fail := func(attr, summary string, err error) {
 		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
@@ -259,6 +286,17 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 		LogMode: o.Logging.Mode, LogPath: absPath(o.BaseDir, o.Logging.Path), Terminal: o.Logging.Terminal,
 		Logger: o.Logger, Version: o.Version,
 	}
+	if o.NoSandbox {
+		s.Sandbox = nil
+	}
+	if ia != nil {
+		s.Interactive = &execute.Interactive{Attach: ia.Attach, Term: ia.Term}
+	}
+	diags = append(diags, planning.CheckBoundary(planning.Boundary{
+		Block: block, SandboxAddr: o.Sandbox.Address, AgentAddr: o.Agent.Address, Caps: caps, Desc: desc,
+		NoSandbox: o.NoSandbox, Interactive: ia != nil, AllowUnconfined: o.AllowUnconfined,
+		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
+	})...)
 	if s.Name == "" {
 		s.Name = "run"
 	}
@@ -340,7 +378,12 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 	if o.PromptFile != "" {
 		promptAttr = "prompt_file"
 	}
-	tpl, err := prompt.Load(prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs})
+	src := prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs}
+	if ia != nil && ia.Ask != nil {
+		// Checked here without asking; asked once everything else holds.
+		src.Ask = func(string) (string, error) { return "", nil }
+	}
+	tpl, err := prompt.Load(src)
 	if err != nil {
 		fail(promptAttr, "Invalid prompt", err)
 	}
@@ -384,6 +427,14 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 	}
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	if src.Ask != nil {
+		src.Ask = ia.Ask
+		if s.Prompt, err = prompt.Load(src); err != nil {
+			fail(promptAttr, "Invalid prompt", err)
+			return nil, diags
+		}
+		tpl = s.Prompt
 	}
 	for _, w := range tpl.Warnings {
 		diags = append(diags, Diagnostic{Severity: Warning, Block: block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})

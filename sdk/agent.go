@@ -40,6 +40,10 @@ type AgentDescription struct {
 	// Resume says whether resume_session is supported; Fork likewise.
 	Resume bool
 	Fork   bool
+	// BypassesPermissions: the agent acts on its own judgement (a model
+	// agent with a permission-bypass flag), so an unattended run needs a
+	// sandbox that confines it unless the run allows otherwise.
+	BypassesPermissions bool
 }
 
 // SessionStorage tells the host where session files live, so it can copy

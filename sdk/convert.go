@@ -227,7 +227,7 @@ func fromSandboxInfo(i *pluginpb.SandboxInfo) SandboxInfo {
 }
 
 func toDescription(d AgentDescription) *pluginpb.AgentDescription {
-	out := &pluginpb.AgentDescription{Env: d.Env, Resume: d.Resume, Fork: d.Fork}
+	out := &pluginpb.AgentDescription{Env: d.Env, Resume: d.Resume, Fork: d.Fork, BypassesPermissions: d.BypassesPermissions}
 	for _, g := range d.RequiredEnv {
 		out.RequiredEnv = append(out.RequiredEnv, &pluginpb.StringList{Values: g})
 	}
@@ -238,7 +238,7 @@ func toDescription(d AgentDescription) *pluginpb.AgentDescription {
 }
 
 func fromDescription(d *pluginpb.AgentDescription) AgentDescription {
-	out := AgentDescription{Env: d.GetEnv(), Resume: d.GetResume(), Fork: d.GetFork()}
+	out := AgentDescription{Env: d.GetEnv(), Resume: d.GetResume(), Fork: d.GetFork(), BypassesPermissions: d.GetBypassesPermissions()}
 	for _, g := range d.GetRequiredEnv() {
 		out.RequiredEnv = append(out.RequiredEnv, g.Values)
 	}

@@ -50,6 +50,8 @@ run "r" {
   prompt          = "fix it"
   max_iterations  = 3
   branch_strategy = { type = "branch", branch = "agent/r" }
+  # The fake agents run on the host.
+  allow_unconfined = true
 }
 `)
 	cmd := sandduneCmd(dir, "run")

@@ -106,6 +106,8 @@ run "fix" {
   prompt          = "fix it"
   branch_strategy = { type = "branch", branch = "agent/fix" }
   resume_session  = var.resume
+  # The fake claude runs on the host.
+  allow_unconfined = true
 }
 `)
 	res, r := runJSON(t, dir, env, "run", "--json")
@@ -153,7 +155,8 @@ agent "pi" "default" {
   model = "anthropic/claude-sonnet-4-5"
 }
 run "pi" {
-  prompt = "fix it"
+  prompt           = "fix it"
+  allow_unconfined = true # the fake pi runs on the host
 }
 `)
 	res, r := runJSON(t, dir, env, "run", "--json")

@@ -321,6 +321,7 @@ agent "opencode" "oc" {
 run "resume" {
   prompt         = "go on"
   resume_session = "ses_123"
+  allow_unconfined = true
 }
 `)
 	r := run(t, dir, "validate", "-c", "cfg.hcl")

@@ -42,6 +42,7 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		newValidateCommand(g),
 		newFmtCommand(),
 		newRunCommand(g),
+		newInteractiveCommand(g),
 		newGCCommand(g),
 	)
 	rejectUnknownSubcommands(root)

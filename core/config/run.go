@@ -20,7 +20,10 @@ type RunBlock struct {
 	// that kind).
 	Sandbox *ProviderBlock
 	Agent   *ProviderBlock
-	Body    RunBody
+	// NoSandbox is `sandbox = "none"`: no sandbox, the host (interactive
+	// sessions only; the planner refuses it elsewhere). Sandbox is nil.
+	NoSandbox bool
+	Body      RunBody
 	// Diags are the block's own problems (decoding, references).
 	Diags hcl.Diagnostics
 
@@ -35,6 +38,7 @@ type RunBlock struct {
 type RunBody struct {
 	Sandbox           *hcl.Attribute    `hcl:"sandbox,optional"`
 	Agent             *hcl.Attribute    `hcl:"agent,optional"`
+	AllowUnconfined   *bool             `hcl:"allow_unconfined,optional"`
 	Name              *string           `hcl:"name,optional"`
 	Repo              *string           `hcl:"repo,optional"`
 	Prompt            *string           `hcl:"prompt,optional"`
@@ -141,11 +145,22 @@ func (f *File) decodeRuns(blocks []*hcl.Block) ([]*RunBlock, hcl.Diagnostics) {
 		content, _, _ := b.Body.PartialContent(runSchema)
 		r.attrs = content.Attributes
 		r.Diags = gohcl.DecodeBody(b.Body, f.evalCtx, &r.Body)
-		r.Sandbox = r.reference(r.Body.Sandbox, sdk.KindSandbox, f.Sandboxes)
+		if r.NoSandbox = isNone(r.Body.Sandbox); !r.NoSandbox {
+			r.Sandbox = r.reference(r.Body.Sandbox, sdk.KindSandbox, f.Sandboxes)
+		}
 		r.Agent = r.reference(r.Body.Agent, sdk.KindAgent, f.Agents)
 		out = append(out, r)
 	}
 	return out, diags
+}
+
+// isNone reports `sandbox = "none"`.
+func isNone(attr *hcl.Attribute) bool {
+	if attr == nil {
+		return false
+	}
+	v, diags := attr.Expr.Value(nil)
+	return !diags.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() && v.AsString() == "none"
 }
 
 // reference resolves `sandbox = sandbox.<plugin>.<name>` (likewise agent). A

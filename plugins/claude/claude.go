@@ -62,6 +62,8 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Sessions: &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingClaude},
 		Resume:   true,
 		Fork:     true,
+
+		BypassesPermissions: true,
 	}
 	// Bedrock, Vertex and Foundry bring their own cloud credentials.
 	if env["CLAUDE_CODE_USE_BEDROCK"] == "" && env["CLAUDE_CODE_USE_VERTEX"] == "" && env["CLAUDE_CODE_USE_FOUNDRY"] == "" {

@@ -54,6 +54,8 @@ func TestDescribe(t *testing.T) {
 		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl", EncodeCwd: "claude"},
 		Resume:      true,
 		Fork:        true,
+
+		BypassesPermissions: true,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)

@@ -55,6 +55,8 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Sessions:    &sdk.SessionStorage{PathPattern: SessionPattern},
 		Resume:      true,
 		Fork:        true,
+
+		BypassesPermissions: true,
 	}, nil
 }
 

@@ -52,6 +52,8 @@ func TestDescribe(t *testing.T) {
 		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.codex/sessions/*/*/*/rollout-*-{session_id}.jsonl"},
 		Resume:      true,
 		Fork:        true,
+
+		BypassesPermissions: true,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)

@@ -64,6 +64,9 @@ func TestDescribe(t *testing.T) {
 		if d.Sessions != nil || d.Resume || d.Fork {
 			t.Errorf("%s: opencode must not claim sessions: %+v", model, d)
 		}
+		if !d.BypassesPermissions {
+			t.Errorf("%s: opencode runs with its permissions bypassed: it needs a boundary", model)
+		}
 	}
 }
 

@@ -97,6 +97,8 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Sessions:    &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingPi},
 		Resume:      true,
 		Fork:        true,
+
+		BypassesPermissions: true,
 	}, nil
 }
 

@@ -50,6 +50,8 @@ func TestDescribe(t *testing.T) {
 		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl", EncodeCwd: "pi"},
 		Resume:      true,
 		Fork:        true,
+
+		BypassesPermissions: true,
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)

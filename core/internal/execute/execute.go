@@ -41,6 +41,7 @@ type Spec struct {
 	HostBranch string // "" when detached
 	Strategy   worktree.Plan
 
+	// Sandbox is nil for no sandbox (an interactive session on the host).
 	Sandbox     sdk.SandboxProvider
 	SandboxAddr string
 	SandboxCfg  sdk.Config
@@ -65,6 +66,9 @@ type Spec struct {
 	ExpressionTimeout time.Duration
 	ResumeSession     string
 	ForkSession       bool
+	// Interactive makes the run an interactive session instead of the
+	// iterations; nil for an unattended run.
+	Interactive *Interactive
 
 	LogMode  runlog.Mode
 	LogPath  string // absolute; "" = .sanddune/logs/<run>-<stamp>.log
@@ -113,6 +117,9 @@ type runner struct {
 // preflight asks the sandbox provider whether it can create a sandbox
 // here and now.
 func (r *runner) preflight(ctx context.Context) error {
+	if r.Sandbox == nil {
+		return nil
+	}
 	if err := r.Sandbox.Preflight(ctx, sdk.PreflightRequest{
 		Config: r.SandboxCfg, HostRepoPath: r.Repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}); err != nil {
@@ -222,7 +229,11 @@ func (r *runner) run(ctx context.Context) (_ *Result, err error) {
 		runErr = r.fail(ctx, PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
 		return r.res, runErr
 	}
-	runErr = r.iterate(ctx)
+	if r.Interactive != nil {
+		runErr = r.session(ctx)
+	} else {
+		runErr = r.iterate(ctx)
+	}
 	return r.res, nil
 }
 
@@ -273,6 +284,14 @@ func (r *runner) setup(ctx context.Context) *RunError {
 	}
 
 	r.snapshotRefs(ctx)
+	if r.Sandbox == nil {
+		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
+			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
+		}); err != nil {
+			return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+		}
+		return nil
+	}
 	ph = r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
 		Config: r.SandboxCfg, RunID: worktree.SanitizeName(r.name) + "-" + r.stamp, RunName: r.name,

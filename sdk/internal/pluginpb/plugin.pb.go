@@ -2518,14 +2518,15 @@ func (x *SessionStorage) GetEncodeCwd() string {
 }
 
 type AgentDescription struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequiredEnv   []*StringList          `protobuf:"bytes,1,rep,name=required_env,json=requiredEnv,proto3" json:"required_env,omitempty"`
-	Env           map[string]string      `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Sessions      *SessionStorage        `protobuf:"bytes,3,opt,name=sessions,proto3" json:"sessions,omitempty"`
-	Resume        bool                   `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
-	Fork          bool                   `protobuf:"varint,5,opt,name=fork,proto3" json:"fork,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	RequiredEnv         []*StringList          `protobuf:"bytes,1,rep,name=required_env,json=requiredEnv,proto3" json:"required_env,omitempty"`
+	Env                 map[string]string      `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Sessions            *SessionStorage        `protobuf:"bytes,3,opt,name=sessions,proto3" json:"sessions,omitempty"`
+	Resume              bool                   `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
+	Fork                bool                   `protobuf:"varint,5,opt,name=fork,proto3" json:"fork,omitempty"`
+	BypassesPermissions bool                   `protobuf:"varint,6,opt,name=bypasses_permissions,json=bypassesPermissions,proto3" json:"bypasses_permissions,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *AgentDescription) Reset() {
@@ -2589,6 +2590,13 @@ func (x *AgentDescription) GetResume() bool {
 func (x *AgentDescription) GetFork() bool {
 	if x != nil {
 		return x.Fork
+	}
+	return false
+}
+
+func (x *AgentDescription) GetBypassesPermissions() bool {
+	if x != nil {
+		return x.BypassesPermissions
 	}
 	return false
 }
@@ -3329,13 +3337,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0eSessionStorage\x12!\n" +
 	"\fpath_pattern\x18\x01 \x01(\tR\vpathPattern\x12\x1d\n" +
 	"\n" +
-	"encode_cwd\x18\x02 \x01(\tR\tencodeCwd\"\xba\x02\n" +
+	"encode_cwd\x18\x02 \x01(\tR\tencodeCwd\"\xed\x02\n" +
 	"\x10AgentDescription\x12A\n" +
 	"\frequired_env\x18\x01 \x03(\v2\x1e.sanddune.plugin.v1.StringListR\vrequiredEnv\x12?\n" +
 	"\x03env\x18\x02 \x03(\v2-.sanddune.plugin.v1.AgentDescription.EnvEntryR\x03env\x12>\n" +
 	"\bsessions\x18\x03 \x01(\v2\".sanddune.plugin.v1.SessionStorageR\bsessions\x12\x16\n" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x12\n" +
-	"\x04fork\x18\x05 \x01(\bR\x04fork\x1a6\n" +
+	"\x04fork\x18\x05 \x01(\bR\x04fork\x121\n" +
+	"\x14bypasses_permissions\x18\x06 \x01(\bR\x13bypassesPermissions\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x02\n" +
