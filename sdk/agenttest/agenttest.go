@@ -160,7 +160,23 @@ func diffEvents(got, want []sdk.Event) string {
 // prompt, and a parser that survives anything.
 func Run(t *testing.T, p sdk.AgentProvider, cfg cty.Value) {
 	t.Helper()
-	c := plugintest.Agent(t, p)
+	run(t, plugintest.Agent(t, p), cfg)
+}
+
+// RunBinary runs Run's checks against the agent component name of the
+// plugin binary at path, written in any language, started as sanddune
+// starts it.
+func RunBinary(t *testing.T, path, name string, cfg cty.Value) {
+	t.Helper()
+	c, err := sdk.DispenseAgent(plugintest.Binary(t, path), name)
+	if err != nil {
+		t.Fatalf("dispensing agent %q of %s: %v", name, path, err)
+	}
+	run(t, c, cfg)
+}
+
+func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	info, err := c.Info(ctx)

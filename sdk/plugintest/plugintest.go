@@ -1,12 +1,18 @@
 // Package plugintest connects providers to their client-side adapters over a
 // real in-process gRPC connection, so tests exercise the wire protocol
 // (protobuf, streaming, error mapping) without building plugin binaries.
+// Binary starts a plugin binary — in any language — the way sanddune does.
 package plugintest
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -52,9 +58,105 @@ func Client(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
 	return connect(t, opts)
 }
 
+// connect serves opts in-process in go-plugin's test mode and attaches a
+// client to it. go-plugin's own logs are dropped unless
+// SANDDUNE_TEST_PLUGIN_LOG sets a level (e.g. debug, trace), so that the
+// kits' output is the tests' own.
 func connect(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.ServePluginSet(opts))
-	// Close also stops the server (go-plugin's controller Shutdown).
-	t.Cleanup(func() { _ = client.Close() })
-	return client
+	t.Helper()
+	logger := testLogger()
+	ctx, cancel := context.WithCancel(context.Background())
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	go plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: sdk.ServePluginSet(opts)},
+		GRPCServer:       plugin.DefaultGRPCServer,
+		Logger:           logger,
+		Test:             &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
+	})
+	var rc *plugin.ReattachConfig
+	select {
+	case rc = <-reattach:
+	case <-closed:
+		cancel()
+		t.Fatal("plugintest: the plugin server stopped before serving")
+	}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		Plugins:          sdk.ClientPluginSets()[sdk.ProtocolVersion],
+		Reattach:         rc,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           logger,
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		cancel()
+		t.Fatalf("plugintest: connecting to the plugin: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = rpc.Close()
+		cancel()
+		<-closed
+	})
+	return rpc
+}
+
+// Binary starts the plugin binary at path as sanddune does (go-plugin
+// handshake, AutoMTLS) and returns the host side of the connection. The
+// plugin is stopped when the test ends; its stderr is logged if the test
+// failed.
+func Binary(t testing.TB, path string) plugin.ClientProtocol {
+	t.Helper()
+	logger := testLogger()
+	stderr := &lineLog{}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.ClientPluginSets(),
+		Cmd:              exec.Command(path),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           logger,
+		Stderr:           stderr,
+		SyncStderr:       stderr,
+	})
+	t.Cleanup(func() {
+		client.Kill()
+		if t.Failed() && stderr.String() != "" {
+			t.Logf("%s stderr:\n%s", path, stderr)
+		}
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		t.Fatalf("plugintest: starting %s: %v\nits stderr:\n%s", path, err, stderr.String())
+	}
+	return rpc
+}
+
+// lineLog keeps what a plugin writes on stderr.
+type lineLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	return len(p), nil
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func testLogger() hclog.Logger {
+	level := hclog.LevelFromString(os.Getenv("SANDDUNE_TEST_PLUGIN_LOG"))
+	if level == hclog.NoLevel {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "plugintest", Level: level, Output: os.Stderr})
 }

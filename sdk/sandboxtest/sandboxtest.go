@@ -5,8 +5,9 @@
 //		sandboxtest.Run(t, myprovider.New(), sandboxtest.Options{})
 //	}
 //
-// Run serves the provider over a real gRPC connection (sdk/plugintest) and
-// checks the contract: exit codes, streaming, stdin, env, argv vs shell,
+// Run serves the provider over a real gRPC connection (sdk/plugintest);
+// RunBinary starts a plugin binary in any language instead. Both check the
+// contract: exit codes, streaming, stdin, env, argv vs shell,
 // cwd confinement, timeouts, cancellation, copy in/out with traversal and
 // symlink escapes, long lines, idempotent close, for providers that
 // implement sdk.SandboxRecoverer reattaching to a listed resource and, for
@@ -60,8 +61,24 @@ const hangGuard = 3 * time.Minute
 // Run runs the conformance suite against p.
 func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
 	t.Helper()
+	run(t, plugintest.Sandbox(t, p), opts)
+}
+
+// RunBinary runs the conformance suite against the sandbox component name
+// of the plugin binary at path, written in any language, started as
+// sanddune starts it.
+func RunBinary(t *testing.T, path, name string, opts Options) {
+	t.Helper()
+	c, err := sdk.DispenseSandbox(plugintest.Binary(t, path), name)
+	if err != nil {
+		t.Fatalf("dispensing sandbox %q of %s: %v", name, path, err)
+	}
+	run(t, c, opts)
+}
+
+func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
+	t.Helper()
 	ctx := context.Background()
-	c := plugintest.Sandbox(t, p)
 
 	info, err := c.Info(ctx)
 	if err != nil {
