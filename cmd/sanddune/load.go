@@ -105,7 +105,7 @@ func planConfig(ctx context.Context, g *globals, f *configFlags, sel core.Select
 		file.WriteDiagnostics(os.Stderr, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s has errors (see above)", f.path)}
 	}
-	host := g.newHost(file.Dir)
+	host := g.newHost(file.Dir, file.RequiredPlugins...)
 	plan, err := core.Plan(ctx, core.Config{File: file, Plugins: host, Run: base, Parallel: parallel}, sel)
 	diags = append(diags, plan.Diagnostics.HCL()...)
 	if len(diags) > 0 {

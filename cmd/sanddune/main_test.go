@@ -650,7 +650,8 @@ run "a" {
 // usage error (exit 2) with a did-you-mean, also under a command group.
 func TestUnknownSubcommandsAreUsageErrors(t *testing.T) {
 	for args, want := range map[string]string{
-		"plugins instal":    `unknown command "instal" for "sanddune plugins"; sanddune plugins has: list`,
+		"plugins instal":    "Did you mean this?\n\tinstall",
+		"plugins frob":      `unknown command "frob" for "sanddune plugins"; sanddune plugins has: install, list, lock`,
 		"plugins lst":       "Did you mean this?\n\tlist",
 		"valdate":           "Did you mean this?\n\tvalidate",
 		"plugins list x":    `unknown command "x"`,

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/pluginhost"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
@@ -29,8 +30,9 @@ func newRootCommand() (*cobra.Command, *globals) {
 and returns the commits it made on a git branch — without touching your working tree.
 
 Providers (sandboxes and agents) are plugins: built in, or binaries named
-sanddune-plugin-<name> on SANDDUNE_PLUGIN_PATH, .sanddune/plugins, or
-$XDG_DATA_HOME/sanddune/plugins. Plugins may add their own commands:
+sanddune-plugin-<name> on SANDDUNE_PLUGIN_PATH, $XDG_DATA_HOME/sanddune/plugins,
+or .sanddune/plugins (run only once trusted: sanddune plugins lock). Plugins may
+add their own commands:
 sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -103,8 +105,9 @@ func (g *globals) logger() hclog.Logger {
 	})
 }
 
-// newHost returns a plugin host for the repo containing dir (if any).
-func (g *globals) newHost(dir string) *pluginhost.Host {
+// newHost returns a plugin host for the repo containing dir (if any), with
+// a config's required_plugins.
+func (g *globals) newHost(dir string, required ...*config.RequiredPlugin) *pluginhost.Host {
 	exe, _ := os.Executable()
 	if exe != "" {
 		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
@@ -115,11 +118,16 @@ func (g *globals) newHost(dir string) *pluginhost.Host {
 	if repo, err := worktree.Open(context.Background(), dir); err == nil {
 		repoRoot = repo.Root
 	}
+	reqs := map[string]pluginhost.Requirement{}
+	for _, r := range required {
+		reqs[r.Name] = pluginhost.Requirement{Source: r.Source, Version: r.Version, Decl: r.Decl()}
+	}
 	return pluginhost.New(pluginhost.Options{
 		Builtins:   builtinNames(),
 		Executable: exe,
 		ServeArgs:  []string{serveCommand},
 		RepoRoot:   repoRoot,
 		Logger:     g.logger(),
+		Required:   reqs,
 	})
 }

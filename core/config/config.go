@@ -2,7 +2,7 @@
 // it checks nothing beyond the HCL itself (core.Plan does).
 //
 // Load decodes in phases, the way Packer and Nomad do: the root schema
-// (variable, sandbox, agent and run blocks), then the variables (defaults <
+// (required_plugins, variable, sandbox, agent and run blocks), then the variables (defaults <
 // SANDDUNE_VAR_<NAME> env < --var), then the run blocks declaratively
 // (gohcl, into RunBody). A provider block keeps its body (`,remain`) until
 // the planner knows its plugin's schema and calls File.DecodeProvider.
@@ -35,6 +35,8 @@ type File struct {
 	Agents    []*ProviderBlock
 	// Runs are in file order.
 	Runs []*RunBlock
+	// RequiredPlugins is the required_plugins block, in no order.
+	RequiredPlugins []*RequiredPlugin
 
 	parser  *hclparse.Parser
 	evalCtx *hcl.EvalContext
@@ -103,6 +105,8 @@ func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnos
 	f.Variables, moreDiags = decodeVariables(byType["variable"], vars, env)
 	diags = append(diags, moreDiags...)
 	f.evalCtx = evalContext(f.Variables, f.Dir)
+	f.RequiredPlugins, moreDiags = decodeRequiredPlugins(byType["required_plugins"], f.evalCtx, f.Dir)
+	diags = append(diags, moreDiags...)
 
 	seen := map[string]hcl.Range{}
 	f.Sandboxes, moreDiags = decodeProviders(sdk.KindSandbox, byType["sandbox"], seen)
@@ -116,6 +120,7 @@ func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnos
 
 var rootSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "required_plugins"},
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "sandbox", LabelNames: []string{"plugin", "name"}},
 		{Type: "agent", LabelNames: []string{"plugin", "name"}},

@@ -16,8 +16,12 @@ type Source struct {
 	Name string
 	// Path is the external binary; empty for a built-in.
 	Path string
-	// Shadows is set when an external binary overrides a built-in of the same name.
+	// Shadows is set when an external binary replaces a built-in of the
+	// same name (only when the config asks for it by source).
 	Shadows bool
+	// Trusted is set when the binary lies where the user put it (not in
+	// the repository, not named by the config), so it needs no trust.
+	Trusted bool
 }
 
 // Builtin reports whether the source is compiled into sanddune.

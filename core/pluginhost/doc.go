@@ -4,14 +4,22 @@
 // the sdk's gRPC protocol over HashiCorp go-plugin. A provider type label
 // (the "docker" in `sandbox "docker" "x" {}`) resolves to a plugin source:
 //
-//  1. an external binary named sanddune-plugin-<name>, searched in the
-//     directories of SANDDUNE_PLUGIN_PATH, then <repo>/.sanddune/plugins,
-//     then $XDG_DATA_HOME/sanddune/plugins (~/.local/share/...), then the
-//     directory holding the sanddune executable;
+//  1. the binary the config's required_plugins names by source;
 //  2. otherwise a built-in compiled into sanddune, served by re-executing
-//     the sanddune binary in its hidden plugin-serve mode.
+//     the sanddune binary in its hidden plugin-serve mode;
+//  3. otherwise an external binary named sanddune-plugin-<name>, searched
+//     in the directories of SANDDUNE_PLUGIN_PATH, then <repo>/.sanddune/plugins,
+//     then $XDG_DATA_HOME/sanddune/plugins (~/.local/share/...), then the
+//     directory holding the sanddune executable.
 //
-// An external binary shadows a built-in of the same name; the host logs it.
+// A binary named like a built-in is ignored (with a warning) unless
+// required_plugins asks for it by source. A binary that comes with the
+// repository or the config runs only once its SHA-256 is in the user's
+// trust store (TrustStore, written by LockRepo), and every external binary
+// is checked against its lock file entry (Lock) through go-plugin's
+// SecureConfig before it starts. Built-ins are part of sanddune: trusted
+// with it, never locked (docs/adr/0009).
+//
 // A binary may serve several components: a label "acme-vm" is looked up as
 // sanddune-plugin-acme-vm, then sanddune-plugin-acme.
 //

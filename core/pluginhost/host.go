@@ -2,11 +2,13 @@ package pluginhost
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"sort"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-version"
 
 	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/sdk"
@@ -39,14 +42,34 @@ type Options struct {
 	Logger hclog.Logger
 	// StartTimeout bounds a plugin's start-up handshake (default 30s).
 	StartTimeout time.Duration
+	// Required are the config's required_plugins, by plugin name.
+	Required map[string]Requirement
+}
+
+// Requirement is one entry of a config's required_plugins block.
+type Requirement struct {
+	// Source is the plugin binary the config asks for (an absolute path),
+	// or "" for the usual search. Only a source replaces a built-in.
+	Source string
+	// Version constrains the plugin's version; nil allows any.
+	Version version.Constraints
+	// Decl is where the requirement is declared (file:line), for messages.
+	Decl string
 }
 
 // Host launches plugin processes on demand, one per source, and shares them.
 type Host struct {
-	opts  Options
-	dirs  []string
-	mu    sync.Mutex
-	procs map[string]*process
+	opts    Options
+	dirs    []string
+	repoDir string // <repo>/.sanddune/plugins: its binaries need trust
+	trust   TrustStore
+	// locks are the repo's lock file, then the user's; lockErr is why one
+	// could not be read (no external plugin starts then).
+	locks   []*Lock
+	lockErr error
+	mu      sync.Mutex
+	procs   map[string]*process
+	warned  map[string]bool // binaries ignored because a built-in has the name
 	// sockets is where the plugins make their Unix sockets: a directory of
 	// this process (core/tempdir), removed by Close, or by gc after a kill.
 	sockets string
@@ -57,8 +80,8 @@ type process struct {
 	killed  chan struct{} // closed once the plugin is killed
 	src     Source
 	cmd     *exec.Cmd
-	stderr  io.WriteCloser
 	client  *plugin.Client
+	stderrs []*stderrLog
 	rpc     plugin.ClientProtocol
 	catalog []sdk.Info
 	err     error
@@ -75,11 +98,75 @@ func New(opts Options) *Host {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	return &Host{
-		opts:  opts,
-		dirs:  SearchDirs(opts.RepoRoot, opts.Getenv, opts.Executable),
-		procs: map[string]*process{},
+	h := &Host{
+		opts:   opts,
+		dirs:   SearchDirs(opts.RepoRoot, opts.Getenv, opts.Executable),
+		procs:  map[string]*process{},
+		warned: map[string]bool{},
 	}
+	if opts.RepoRoot != "" {
+		h.repoDir = filepath.Join(opts.RepoRoot, ".sanddune", "plugins")
+		h.addLock(filepath.Join(opts.RepoRoot, RepoLockFile))
+	}
+	if data := dataHome(opts.Getenv); data != "" {
+		h.trust = TrustStore{Path: filepath.Join(data, "sanddune", "trusted-plugins")}
+		h.addLock(h.UserLockFile())
+	}
+	return h
+}
+
+func (h *Host) addLock(path string) {
+	l, err := ReadLock(path)
+	if err != nil {
+		h.lockErr = errors.Join(h.lockErr, err)
+		return
+	}
+	h.locks = append(h.locks, l)
+}
+
+// UserPluginDir is where `sanddune plugins install` puts binaries; "" when
+// neither XDG_DATA_HOME nor HOME is set.
+func (h *Host) UserPluginDir() string { return h.userPath("plugins") }
+
+// UserLockFile pins the binaries `sanddune plugins install` installed.
+func (h *Host) UserLockFile() string { return h.userPath("plugins.lock.hcl") }
+
+func (h *Host) userPath(name string) string {
+	if data := dataHome(h.opts.Getenv); data != "" {
+		return filepath.Join(data, "sanddune", name)
+	}
+	return ""
+}
+
+// RepoLockFile is the repository's lock file; "" outside a repository.
+func (h *Host) RepoLockFile() string {
+	if h.opts.RepoRoot == "" {
+		return ""
+	}
+	return filepath.Join(h.opts.RepoRoot, RepoLockFile)
+}
+
+// lockFor returns the lock entry pinning a plugin, the repo's first.
+func (h *Host) lockFor(name string) (LockEntry, *Lock, bool) {
+	for _, l := range h.locks {
+		if e, ok := l.Entries[name]; ok {
+			return e, l, true
+		}
+	}
+	return LockEntry{}, nil, false
+}
+
+// trustedDir reports whether binaries in dir run without the user's
+// trust: the directories the user chose (SANDDUNE_PLUGIN_PATH, the user
+// plugin dir, sanddune's own), not the repository's.
+func (h *Host) trustedDir(dir string) bool {
+	dir = filepath.Clean(dir)
+	for _, d := range h.dirs {
+		if filepath.Clean(d) == dir {
+			return dir != h.repoDir
+		}
+	}
+	return false
 }
 
 // SearchDirs returns the directories this host searches for plugin binaries.
@@ -156,6 +243,9 @@ func (h *Host) Resolve(ctx context.Context, kind sdk.Kind, label string) (Compon
 			if info.Kind != kind || info.Name != label {
 				continue
 			}
+			if err := h.checkVersion(name, src, info); err != nil {
+				return Component{Source: src}, err
+			}
 			prov, err := dispense(p.rpc, kind, label)
 			if err != nil {
 				return Component{Source: src}, fmt.Errorf("plugin %q (%s): %w", name, src, err)
@@ -172,6 +262,25 @@ func (h *Host) Resolve(ctx context.Context, kind sdk.Kind, label string) (Compon
 		known = append(known, b.Name)
 	}
 	return Component{}, &NotFoundError{Kind: kind, Label: label, Dirs: h.dirs, Known: known}
+}
+
+// checkVersion holds a component to the version its required_plugins entry
+// allows.
+func (h *Host) checkVersion(name string, src Source, info sdk.Info) error {
+	req, ok := h.opts.Required[name]
+	if !ok || req.Version == nil {
+		return nil
+	}
+	v, err := version.NewVersion(info.Version)
+	if err != nil {
+		return fmt.Errorf("plugin %q (%s) has version %q, which is not a version number, so it cannot satisfy required_plugins %q (%s)",
+			name, src, info.Version, req.Version, req.Decl)
+	}
+	if !req.Version.Check(v) {
+		return fmt.Errorf("plugin %q (%s) is version %s, but required_plugins asks for %q (%s): install a matching version",
+			name, src, v, req.Version, req.Decl)
+	}
+	return nil
 }
 
 func dispense(rpc plugin.ClientProtocol, kind sdk.Kind, name string) (sdk.Provider, error) {
@@ -192,17 +301,40 @@ func describeCatalog(infos []sdk.Info) string {
 	return strings.Join(parts, ", ")
 }
 
-// source locates the plugin called name: an external binary first (which
-// shadows a built-in), then a built-in.
+// source locates the plugin called name: the binary required_plugins
+// names, else a built-in, else a binary on the search path. A binary with
+// a built-in's name is ignored (with a warning) unless the config asks for
+// it by source.
 func (h *Host) source(name string) (Source, bool) {
 	builtin := h.isBuiltin(name)
-	if p := findBinary(h.dirs, name); p != "" && p != h.opts.Executable {
-		return Source{Name: name, Path: p, Shadows: builtin}, true
+	if req, ok := h.opts.Required[name]; ok && req.Source != "" {
+		return Source{Name: name, Path: req.Source, Shadows: builtin, Trusted: h.trustedDir(filepath.Dir(req.Source))}, true
+	}
+	p := findBinary(h.dirs, name)
+	if p == h.opts.Executable {
+		p = ""
 	}
 	if builtin {
+		if p != "" {
+			h.warnIgnored(name, p)
+		}
 		return Source{Name: name}, true
 	}
+	if p != "" {
+		return Source{Name: name, Path: p, Trusted: h.trustedDir(filepath.Dir(p))}, true
+	}
 	return Source{}, false
+}
+
+func (h *Host) warnIgnored(name, path string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.warned[path] {
+		return
+	}
+	h.warned[path] = true
+	h.opts.Logger.Warn("plugin binary ignored: a built-in has its name; to use the binary instead, ask for it by source in the config: required_plugins { "+name+" = { source = \"PATH\" } }",
+		"plugin", name, "path", path)
 }
 
 func (h *Host) isBuiltin(name string) bool {
@@ -252,18 +384,31 @@ var pluginVersionRE = regexp.MustCompile(`Plugin version: (\d+)`)
 
 func (p *process) launch(ctx context.Context, h *Host) {
 	src := p.src
-	if !src.Builtin() && !isExecutable(src.Path) {
-		p.err = fmt.Errorf("plugin %q: %s is not executable (chmod +x %s)", src.Name, src.Path, src.Path)
-		return
-	}
+	var secure *plugin.SecureConfig
+	var lockEntry LockEntry
+	var lock *Lock
 	var cmd *exec.Cmd
 	if src.Builtin() {
+		// Built-ins are part of sanddune: trusted with it, never locked.
 		args := append(append([]string{}, h.opts.ServeArgs...), src.Name)
 		cmd = exec.Command(h.opts.Executable, args...)
 	} else {
+		if !isExecutable(src.Path) {
+			p.err = fmt.Errorf("plugin %q: %s is not executable (chmod +x %s)", src.Name, src.Path, src.Path)
+			return
+		}
+		if p.err = h.lockErr; p.err != nil {
+			return
+		}
+		var err error
+		secure, lockEntry, lock, err = h.verify(src)
+		if err != nil {
+			p.err = err
+			return
+		}
 		cmd = exec.Command(src.Path)
 		if src.Shadows {
-			h.opts.Logger.Info("external plugin overrides the built-in", "plugin", src.Name, "path", src.Path)
+			h.opts.Logger.Info("plugin binary replaces the built-in, as required_plugins asks", "plugin", src.Name, "path", src.Path)
 		}
 	}
 	// Own process group: a terminal Ctrl-C reaches sanddune, which cancels
@@ -278,27 +423,42 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	// plugin is killed; don't wait for them forever.
 	cmd.WaitDelay = 2 * time.Second
 	p.cmd = cmd
-	logName := "plugin." + src.Name
-	p.stderr = stderrTo(h.opts.Logger.Named(logName))
+	logger := h.opts.Logger.Named("plugin." + src.Name)
+	raw, synced := newStderrLog(logger), newStderrLog(logger)
+	p.stderrs = []*stderrLog{raw, synced}
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.ClientPluginSets(),
 		Cmd:              cmd,
+		SecureConfig:     secure,
+		AutoMTLS:         true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           h.opts.Logger.Named(logName),
+		Logger:           logger,
 		StartTimeout:     h.opts.StartTimeout,
-		SyncStderr:       p.stderr,
+		Stderr:           raw,
+		SyncStderr:       synced,
 	})
 	rpc, err := p.client.Client()
 	if err != nil {
+		// Once the client has seen the process exit, or Kill has
+		// returned, go-plugin has passed on all of its stderr.
 		killGroup(cmd)
-		p.client.Kill()
-		p.stderr.Close()
-		if m := pluginVersionRE.FindStringSubmatch(err.Error()); m != nil {
-			p.err = &VersionError{Plugin: src.Name, Path: src.String(), PluginVer: m[1], SupportedVer: supportedVersions()}
-			return
+		if !p.client.Exited() {
+			p.client.Kill()
 		}
-		p.err = fmt.Errorf("starting plugin %q (%s): %w", src.Name, src, err)
+		p.client = nil
+		tail := p.closeStderr()
+		switch m := pluginVersionRE.FindStringSubmatch(err.Error()); {
+		case errors.Is(err, plugin.ErrChecksumsDoNotMatch) && lock.Path == "":
+			p.err = fmt.Errorf("plugin %q not started: %s changed while it was being started (run it again)", src.Name, src.Path)
+		case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
+			actual, _ := FileSHA256(src.Path)
+			p.err = &ChecksumError{Plugin: src.Name, Path: src.Path, LockFile: lock.Path, Locked: lockEntry.SHA256, Actual: actual, Relock: h.relockCommand(lock, src)}
+		case m != nil:
+			p.err = &VersionError{Plugin: src.Name, Path: src.String(), PluginVer: m[1], SupportedVer: supportedVersions()}
+		default:
+			p.err = &StartError{Plugin: src.Name, Source: src.String(), Err: err, Stderr: tail}
+		}
 		return
 	}
 	p.rpc = rpc
@@ -308,6 +468,91 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	}
 }
 
+// verify checks an external binary before it starts: one the user has not
+// trusted is refused (as tampered with when a lock pins another checksum);
+// the returned SecureConfig makes go-plugin check,
+// right before starting it, that the binary still hashes to what the lock
+// pins (or, unlocked, to what was just checked).
+func (h *Host) verify(src Source) (*plugin.SecureConfig, LockEntry, *Lock, error) {
+	sum, err := FileSHA256(src.Path)
+	if err != nil {
+		return nil, LockEntry{}, nil, fmt.Errorf("plugin %q: %w", src.Name, err)
+	}
+	entry, lock, locked := h.lockFor(src.Name)
+	if !src.Trusted {
+		ok, err := h.trust.Trusted(sum)
+		if err != nil {
+			return nil, LockEntry{}, nil, err
+		}
+		switch {
+		case !ok && locked && entry.SHA256 != sum:
+			return nil, LockEntry{}, nil, &ChecksumError{Plugin: src.Name, Path: src.Path, LockFile: lock.Path, Locked: entry.SHA256, Actual: sum, Relock: h.relockCommand(lock, src)}
+		case !ok:
+			return nil, LockEntry{}, nil, &UntrustedError{Plugin: src.Name, Path: src.Path, SHA256: sum}
+		}
+	}
+	want := sum
+	if locked {
+		want = entry.SHA256
+	} else {
+		// Unlocked: the binary must still be the one just hashed (and,
+		// for a repository's binary, trusted).
+		lock = &Lock{}
+	}
+	b, err := hex.DecodeString(want)
+	if err != nil {
+		return nil, LockEntry{}, nil, err
+	}
+	return &plugin.SecureConfig{Checksum: b, Hash: sha256.New()}, entry, lock, nil
+}
+
+// relockCommand is the command that pins a binary anew in lock.
+func (h *Host) relockCommand(lock *Lock, src Source) string {
+	if lock.Path == h.UserLockFile() {
+		return "sanddune plugins install PATH-OF-THE-BINARY-YOU-TRUST"
+	}
+	return "sanddune plugins lock"
+}
+
+// closeStderr ends stderr logging and returns the last lines the plugin
+// wrote there.
+func (p *process) closeStderr() []string {
+	var tail []string
+	for _, s := range p.stderrs {
+		s.Close()
+		tail = append(tail, s.Tail()...)
+	}
+	return tail
+}
+
+// StartError says a plugin failed to start, with the last lines it wrote
+// on stderr.
+type StartError struct {
+	Plugin string
+	Source string
+	Err    error
+	Stderr []string
+}
+
+func (e *StartError) Error() string {
+	msg := e.Err.Error()
+	if line, ok := strings.CutPrefix(msg, "Unrecognized remote plugin message: "); ok {
+		line, _, _ = strings.Cut(line, "\n")
+		if strings.TrimSpace(line) == "" {
+			msg = "it exited (or closed stdout) before the handshake"
+		} else {
+			msg = fmt.Sprintf("it wrote %q on stdout instead of the handshake line (stdout belongs to the handshake: log to stderr)", line)
+		}
+	}
+	s := fmt.Sprintf("starting plugin %q (%s): %s", e.Plugin, e.Source, msg)
+	if len(e.Stderr) > 0 {
+		s += "; its last lines on stderr:\n    " + strings.Join(e.Stderr, "\n    ")
+	}
+	return s
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
 func supportedVersions() []int {
 	var vs []int
 	for v := range sdk.ClientPluginSets() {
@@ -315,56 +560,6 @@ func supportedVersions() []int {
 	}
 	sort.Ints(vs)
 	return vs
-}
-
-// Listing is one row of `sanddune plugins list`.
-type Listing struct {
-	Info   sdk.Info
-	Source Source
-	Err    error
-}
-
-// List launches every built-in and every plugin binary on the search path
-// and returns what each serves. A plugin that fails to start is listed with
-// its error.
-func (h *Host) List(ctx context.Context) []Listing {
-	var srcs []Source
-	ext := map[string]bool{}
-	for _, s := range listBinaries(h.dirs) {
-		if s.Path == h.opts.Executable {
-			continue
-		}
-		s.Shadows = h.isBuiltin(s.Name)
-		ext[s.Name] = true
-		srcs = append(srcs, s)
-	}
-	for _, b := range h.opts.Builtins {
-		if !ext[b] {
-			srcs = append(srcs, Source{Name: b})
-		}
-	}
-	sort.Slice(srcs, func(i, j int) bool { return srcs[i].Name < srcs[j].Name })
-	procs := make([]*process, len(srcs))
-	var wg sync.WaitGroup
-	for i, s := range srcs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			procs[i] = h.start(ctx, s)
-		}()
-	}
-	wg.Wait()
-	var out []Listing
-	for i, p := range procs {
-		if p.err != nil {
-			out = append(out, Listing{Source: srcs[i], Err: p.err})
-			continue
-		}
-		for _, info := range p.catalog {
-			out = append(out, Listing{Info: info, Source: srcs[i]})
-		}
-	}
-	return out
 }
 
 // Close kills every plugin process this host started. It is idempotent.
@@ -382,7 +577,7 @@ func (h *Host) Close() {
 			if p.client != nil {
 				p.client.Kill()
 				killGroup(p.cmd)
-				p.stderr.Close()
+				p.closeStderr()
 			}
 			close(p.killed)
 		}()

@@ -131,7 +131,7 @@ func TestBuiltinServedByReExec(t *testing.T) {
 	}
 }
 
-func TestExternalBinaryOverridesBuiltin(t *testing.T) {
+func TestBinaryNeverReplacesBuiltinByName(t *testing.T) {
 	t.Parallel()
 	dir := pluginDir(t, "alpha")
 	h, logs := newHost(t, dir, "alpha")
@@ -139,11 +139,25 @@ func TestExternalBinaryOverridesBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Source.Path != filepath.Join(dir, BinaryPrefix+"alpha") || !c.Source.Shadows {
-		t.Fatalf("source %+v: want the external binary shadowing the built-in", c.Source)
+	if !c.Source.Builtin() {
+		t.Fatalf("source %+v: a binary named like a built-in replaced it", c.Source)
 	}
-	if !strings.Contains(logs.String(), "external plugin overrides the built-in") {
-		t.Fatalf("the override is not logged; log:\n%s", logs)
+	if !strings.Contains(logs.String(), "plugin binary ignored") || !strings.Contains(logs.String(), "[WARN]") {
+		t.Fatalf("the ignored binary is not warned about; log:\n%s", logs)
+	}
+}
+
+func TestRequiredSourceReplacesBuiltin(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(pluginDir(t, "alpha"), BinaryPrefix+"alpha")
+	h, _ := newHost(t, filepath.Dir(bin), "alpha")
+	h.opts.Required = map[string]Requirement{"alpha": {Source: bin, Decl: "x.hcl:1"}}
+	_, c, err := h.Sandbox(context.Background(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source.Path != bin || !c.Source.Shadows {
+		t.Fatalf("source %+v: want the required binary replacing the built-in", c.Source)
 	}
 }
 

@@ -131,7 +131,7 @@ func pluginDiag(b *config.ProviderBlock, err error) Diagnostic {
 		}
 		d.Summary = fmt.Sprintf("Unknown %s plugin %q", b.Kind, b.Plugin)
 		d.Detail = fmt.Sprintf("%sNo %s plugin named %q is installed. Install an executable named sanddune-plugin-%s in a directory listed in SANDDUNE_PLUGIN_PATH, "+
-			"in .sanddune/plugins/ of the repository, in $XDG_DATA_HOME/sanddune/plugins or next to the sanddune executable. "+
+			"in .sanddune/plugins/ of the repository (then trust it: `sanddune plugins lock`), in $XDG_DATA_HOME/sanddune/plugins or next to the sanddune executable. "+
 			"`sanddune plugins list` shows the plugins found.", didYouMean, b.Kind, b.Plugin, b.Plugin)
 	}
 	return d
