@@ -13,6 +13,11 @@ missing=()
 for pkg in "${!bin_of[@]}"; do
   command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
 done
+# The Python plugin example (examples/python-sandbox) runs on Debian's own
+# Python and its grpc, protobuf and cryptography packages (no PyPI).
+if ! /usr/bin/python3 -c 'import grpc, google.protobuf, cryptography' >/dev/null 2>&1; then
+  missing+=(python3 python3-grpcio python3-protobuf python3-cryptography)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
