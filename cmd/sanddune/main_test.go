@@ -651,7 +651,7 @@ run "a" {
 func TestUnknownSubcommandsAreUsageErrors(t *testing.T) {
 	for args, want := range map[string]string{
 		"plugins instal":    "Did you mean this?\n\tinstall",
-		"plugins frob":      `unknown command "frob" for "sanddune plugins"; sanddune plugins has: install, list, lock`,
+		"plugins frob":      `unknown command "frob" for "sanddune plugins"; sanddune plugins has: install, list, lock, test`,
 		"plugins lst":       "Did you mean this?\n\tlist",
 		"valdate":           "Did you mean this?\n\tvalidate",
 		"plugins list x":    `unknown command "x"`,

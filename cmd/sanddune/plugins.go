@@ -20,7 +20,7 @@ func newPluginsCommand(g *globals) *cobra.Command {
 		Use:   "plugins",
 		Short: "Inspect, trust, pin and install sandbox and agent plugins",
 	}
-	cmd.AddCommand(newPluginsListCommand(g), newPluginsLockCommand(g), newPluginsInstallCommand(g))
+	cmd.AddCommand(newPluginsListCommand(g), newPluginsLockCommand(g), newPluginsInstallCommand(g), newPluginsTestCommand())
 	return cmd
 }
 

@@ -186,3 +186,21 @@ func TestPluginsInstallCopiesAndPins(t *testing.T) {
 		t.Fatalf("plugins list:\n%s", r.stdout)
 	}
 }
+
+// TestPluginsTestRunsTheKit: `sanddune plugins test` runs the conformance
+// kit against a plugin binary and fails for one that does not start.
+func TestPluginsTestRunsTheKit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := run(t, dir, "plugins", "test", "-v", "--run", "sandbox/tmpdir/(ExitCodes|Cwd)$", filepath.Join(pluginDir, "sanddune-plugin-tmpdir"))
+	if r.code != 0 || !strings.Contains(r.stdout, "--- PASS: Conformance/sandbox/tmpdir/ExitCodes") || !strings.Contains(r.stdout, "--- PASS: Conformance/sandbox/tmpdir/Cwd") {
+		t.Fatalf("plugins test: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	broken := filepath.Join(dir, "sanddune-plugin-broken")
+	writeFile(t, broken, "#!/bin/sh\necho 'no handshake today' >&2\nexit 3\n")
+	os.Chmod(broken, 0o755)
+	r = run(t, dir, "plugins", "test", broken)
+	if r.code != 1 || !strings.Contains(r.stdout, "--- FAIL: Conformance") || !strings.Contains(r.stdout, "no handshake today") {
+		t.Fatalf("plugins test of a broken plugin: exit %d, want 1 with its stderr\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -120,9 +120,10 @@ func Binary(t testing.TB, path string) plugin.ClientProtocol {
 		Stderr:           stderr,
 		SyncStderr:       stderr,
 	})
+	started := false
 	t.Cleanup(func() {
 		client.Kill()
-		if t.Failed() && stderr.String() != "" {
+		if started && t.Failed() && stderr.String() != "" {
 			t.Logf("%s stderr:\n%s", path, stderr)
 		}
 	})
@@ -131,6 +132,7 @@ func Binary(t testing.TB, path string) plugin.ClientProtocol {
 		client.Kill()
 		t.Fatalf("plugintest: starting %s: %v\nits stderr:\n%s", path, err, stderr.String())
 	}
+	started = true
 	return rpc
 }
 
