@@ -9,7 +9,9 @@
 // RunBinary starts a plugin binary in any language instead. Both check the
 // contract: exit codes, streaming, stdin, env, argv vs shell,
 // cwd confinement, timeouts, cancellation, copy in/out with traversal and
-// symlink escapes, long lines, idempotent close, for providers that
+// symlink escapes, long lines, idempotent close, for providers that declare
+// NetworkNone that a sandbox configured so really cannot connect out, for
+// isolated providers a git bundle round trip (git must be in the sandbox), for providers that
 // implement sdk.SandboxRecoverer reattaching to a listed resource and, for
 // providers that declare TTY, a program on a terminal (sdk.TTYSandbox). Commands run inside the
 // sandbox need only POSIX sh and coreutils.
@@ -52,6 +54,13 @@ type Options struct {
 	// its worktree (e.g. a read-only bind of /); it skips the checks that
 	// host files outside the sandbox are out of reach.
 	HostPathsVisible bool
+	// NetworkNoneConfig is the config that cuts the sandbox off the
+	// network, for providers that declare NetworkNone. cty.NilVal means
+	// Config with network = "none" (the convention of the built-ins).
+	NetworkNoneConfig cty.Value
+	// SkipNetworkNone skips the network check, saying why (e.g. a fake of
+	// the provider's backend that cannot enforce anything).
+	SkipNetworkNone string
 }
 
 // hangGuard bounds every call so that a broken provider fails instead of
@@ -145,6 +154,8 @@ func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
 		{"PathTraversal", s.testPathTraversal},
 		{"SymlinkEscape", s.testSymlinkEscape},
 		{"Sudo", s.testSudo},
+		{"NetworkNone", s.testNetworkNone},
+		{"GitBundleRoundTrip", s.testGitBundleRoundTrip},
 		{"Close", s.testClose},
 		{"Recover", s.testRecover},
 		{"TTY", s.testTTY},
@@ -597,15 +608,23 @@ func writeFile(t *testing.T, p, content string, mode os.FileMode) {
 }
 
 func (s *suite) copyIn(hostPath, sandboxPath string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	return s.sb.CopyIn(ctx, hostPath, sandboxPath)
+	return copyInto(s.sb, hostPath, sandboxPath)
 }
 
 func (s *suite) copyOut(sandboxPath, hostPath string) error {
+	return copyOutOf(s.sb, sandboxPath, hostPath)
+}
+
+func copyInto(sb sdk.Sandbox, hostPath, sandboxPath string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	return s.sb.CopyOut(ctx, sandboxPath, hostPath)
+	return sb.CopyIn(ctx, hostPath, sandboxPath)
+}
+
+func copyOutOf(sb sdk.Sandbox, sandboxPath, hostPath string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	return sb.CopyOut(ctx, sandboxPath, hostPath)
 }
 
 func (s *suite) testCopyInFile(t *testing.T) {
