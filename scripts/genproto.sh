@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the plugin protocol's Go code under sdk/internal/pluginpb.
+# Regenerates the plugin protocol's Go code under sdk/internal/pluginpb from
+# the public definition sdk/proto/sanddune/plugin/v1/plugin.proto.
 # Needs protoc (Debian: protobuf-compiler); installs the pinned Go plugins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ GOBIN=$bin go install "$PROTOC_GEN_GO"
 GOBIN=$bin go install "$PROTOC_GEN_GO_GRPC"
 
 PATH=$bin:$PATH protoc \
-  --proto_path=sdk/internal/pluginpb \
-  --go_out=sdk/internal/pluginpb --go_opt=paths=source_relative \
-  --go-grpc_out=sdk/internal/pluginpb --go-grpc_opt=paths=source_relative \
-  plugin.proto
+  --proto_path=sdk/proto \
+  --go_out=. --go_opt=module=github.com/missingstudio/sanddune \
+  --go-grpc_out=. --go-grpc_opt=module=github.com/missingstudio/sanddune \
+  sanddune/plugin/v1/plugin.proto

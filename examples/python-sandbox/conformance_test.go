@@ -13,8 +13,9 @@ import (
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
 
-// protoFile is the protocol definition, package sanddune.plugin.v1.
-const protoFile = "../../sdk/internal/pluginpb/plugin.proto"
+// protoDir holds the public protocol definition,
+// sanddune/plugin/v1/plugin.proto.
+const protoDir = "../../sdk/proto"
 
 // python is Debian's interpreter, whose python3-grpcio, python3-protobuf
 // and python3-cryptography the plugin uses (scripts/ci-setup.sh installs
@@ -42,17 +43,6 @@ func TestPythonPluginConformance(t *testing.T) {
 	}
 	// The plugin as its author would ship it: the script, and the message
 	// classes protoc generates next to it.
-	protoDir := t.TempDir()
-	src, err := os.ReadFile(protoFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(protoDir, "sanddune/plugin/v1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(protoDir, "sanddune/plugin/v1/plugin.proto"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	if out, err := exec.Command(protoc, "-I", protoDir, "--python_out="+dir, "sanddune/plugin/v1/plugin.proto").CombinedOutput(); err != nil {
 		t.Fatalf("protoc: %v\n%s", err, out)
