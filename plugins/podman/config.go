@@ -1,0 +1,166 @@
+package podman
+
+import (
+	"fmt"
+	"os"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/docker/go-units"
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// minMemory is the smallest memory limit the OCI runtimes accept.
+const minMemory = 6 * 1024 * 1024
+
+func schema() sdk.Schema {
+	return sdk.Schema{
+		Attributes: []sdk.Attribute{
+			{Name: "image", Type: cty.String, Description: "Image to run; default sanddune:<repo-dir-name> (built with `sanddune podman build-image`)."},
+			{Name: "env", Type: cty.Map(cty.String), Description: "Environment for every command in the container."},
+			{Name: "network", Type: cty.DynamicPseudoType, Description: `Podman network name or list of names; "none" cuts the container off the network.`},
+			{Name: "cpus", Type: cty.Number, Description: "CPU limit, fractional allowed (podman --cpus)."},
+			{Name: "memory", Type: cty.String, Description: `Memory limit, e.g. "512m" or "2g".`},
+			{Name: "pids_limit", Type: cty.Number, Description: "Maximum number of processes in the container."},
+			{Name: "devices", Type: cty.List(cty.String), Description: "Host devices, host[:container[:permissions]] (podman --device)."},
+			{Name: "userns", Type: cty.String, Description: `User namespace mode (podman --userns); default "keep-id" when rootless, so files the agent writes belong to you; "" for podman's default.`},
+			{Name: "selinux_label", Type: cty.DynamicPseudoType, Description: `Relabel bind mounts for SELinux: "z" (shared), "Z" (private; the shared git metadata still gets "z") or false; default "z" when SELinux is enforcing.`},
+			{Name: "runtime", Type: cty.String, Description: `OCI runtime (podman --runtime), e.g. "runc" where crun cannot run (cgroup v1/hybrid hosts).`},
+			{Name: "cgroup_manager", Type: cty.String, Description: `"cgroupfs" or "systemd" (podman --cgroup-manager); "cgroupfs" where systemd is not running.`},
+			{Name: "ulimits", Type: cty.Map(cty.String), Description: `Resource limits, name = "soft[:hard]", e.g. { nofile = "1024:1024" } where podman's defaults exceed the host's hard limits.`},
+			{Name: "binary", Type: cty.String, Description: "Path to podman; default podman on PATH."},
+		},
+		Blocks: []sdk.NestedBlock{mountBlock.Schema()},
+	}
+}
+
+var mountBlock = sandboxkit.MountBlock{
+	Description:         "Extra host path mounted into the container.",
+	SandboxPath:         "Container path: absolute, ~/... (the agent home), or relative to the workspace.",
+	SandboxPathRequired: true,
+}
+
+// config is a decoded, validated provider block.
+type config struct {
+	Image         string
+	Env           map[string]string
+	Mounts        []sandboxkit.Mount // SandboxPath absolute (containerkit.ContainerPath)
+	Networks      []string
+	CPUs          float64
+	Memory        int64
+	PidsLimit     int64
+	Devices       []containerkit.Device
+	UserNS        *string // nil: the default for the mode (keep-id when rootless)
+	SELinuxLabel  string
+	Runtime       string
+	CgroupManager string
+	Ulimits       map[string]string
+	Binary        string
+}
+
+// rlimits are the names podman --ulimit accepts.
+var rlimits = []string{"as", "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc", "rss", "rtprio", "rttime", "sigpending", "stack"}
+
+var ulimitValue = regexp.MustCompile(`^(-1|[0-9]+)(:(-1|[0-9]+))?$`)
+
+// decodeConfig decodes and validates a block. Missing and null attributes
+// take their defaults, so partial objects (tests, library use) work.
+func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
+	var d sandboxkit.Decoder
+	v := cfg.Value
+	c := config{
+		Image:         d.String(v, "image"),
+		Env:           d.Env(v, "env"),
+		Networks:      containerkit.Networks(&d, v, "network"),
+		Devices:       containerkit.Devices(&d, v, "devices"),
+		SELinuxLabel:  containerkit.SELinuxLabel(&d, v, "selinux_label"),
+		Runtime:       d.String(v, "runtime"),
+		CgroupManager: d.String(v, "cgroup_manager"),
+		Ulimits:       d.StringMap(v, "ulimits"),
+		Binary:        d.String(v, "binary"),
+	}
+	if c.Image != "" && strings.ContainsAny(c.Image, " \t\n") {
+		d.Errorf("image", "invalid image name", "%q contains whitespace", c.Image)
+	}
+	if f, ok := d.Number(v, "cpus"); ok {
+		c.CPUs, _ = f.Float64()
+		if c.CPUs <= 0 {
+			d.Errorf("cpus", "cpus must be greater than 0", "")
+		}
+	}
+	if s := d.String(v, "memory"); s != "" {
+		n, err := units.RAMInBytes(s)
+		switch {
+		case err != nil:
+			d.Errorf("memory", "invalid memory size", `%q: use a number with a unit, e.g. "512m" or "2g"`, s)
+		case n < minMemory:
+			d.Errorf("memory", "memory limit too small", "podman needs at least 6m, got %q", s)
+		}
+		c.Memory = n
+	}
+	if n, ok := d.Int(v, "pids_limit"); ok {
+		if n <= 0 {
+			d.Errorf("pids_limit", "pids_limit must be greater than 0", "")
+		}
+		c.PidsLimit = n
+	}
+	if uv := sandboxkit.Attr(v, "userns"); !uv.IsNull() {
+		s := d.String(v, "userns")
+		if strings.ContainsAny(s, " \t\n") {
+			d.Errorf("userns", "invalid userns", "%q contains whitespace", s)
+		}
+		c.UserNS = &s
+	}
+	switch c.CgroupManager {
+	case "", "cgroupfs", "systemd":
+	default:
+		d.Errorf("cgroup_manager", "invalid cgroup_manager", `%q: use "cgroupfs" or "systemd"`, c.CgroupManager)
+	}
+	if strings.ContainsAny(c.Runtime, " \t\n") {
+		d.Errorf("runtime", "invalid runtime", "%q contains whitespace", c.Runtime)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Ulimits)) {
+		if !slices.Contains(rlimits, name) {
+			d.Errorf("ulimits", "unknown ulimit", "%q: use one of %s", name, strings.Join(rlimits, ", "))
+		} else if !ulimitValue.MatchString(c.Ulimits[name]) {
+			d.Errorf("ulimits", "invalid ulimit", `%s = %q: use "soft" or "soft:hard" (numbers, -1 for unlimited)`, name, c.Ulimits[name])
+		}
+	}
+	c.Mounts = mountBlock.Decode(&d, v)
+	for i := range c.Mounts {
+		c.Mounts[i].SandboxPath = containerkit.ContainerPath(c.Mounts[i].SandboxPath)
+	}
+	return c, d.Diags
+}
+
+func (c config) image(repo string) string {
+	if c.Image != "" {
+		return c.Image
+	}
+	return containerkit.DefaultImage(repo)
+}
+
+// rootless reports whether podman runs rootless: the CLI runs as the
+// plugin's user, so a non-root user means rootless podman.
+func rootless() bool { return os.Geteuid() != 0 }
+
+// userns is the --userns value: the configured one, else keep-id when
+// rootless, so that the agent's files in the worktree belong to the host
+// user.
+func (c config) userns() string {
+	if c.UserNS != nil {
+		return *c.UserNS
+	}
+	if rootless() {
+		return "keep-id"
+	}
+	return ""
+}
+
+// hclString quotes s as an HCL string (for messages that suggest config).
+func hclString(s string) string { return fmt.Sprintf("%q", s) }

@@ -1,0 +1,11 @@
+package podman
+
+import (
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
+)
+
+func TestConformance(t *testing.T) {
+	sandboxtest.Run(t, New(), sandboxtest.Options{Config: cfgOf(t, nil).Value})
+}

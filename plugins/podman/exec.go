@@ -1,0 +1,64 @@
+package podman
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
+)
+
+// Exec runs one `podman exec` per command. Killing that client does not
+// stop the command inside the container, so cancellation and timeouts
+// first kill, inside, every process carrying this exec's marker.
+func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	if s.isClosed() {
+		return sdk.ExecResult{}, sandboxkit.ErrClosed
+	}
+	argv, err := sandboxkit.Argv(req, "sh")
+	if err != nil {
+		return sdk.ExecResult{}, err
+	}
+	cwd, err := s.resolvePath(req.Cwd)
+	if err != nil {
+		return sdk.ExecResult{}, fmt.Errorf("exec: cwd: %w", err)
+	}
+	user := fmt.Sprintf("%d:%d", s.uid, s.gid)
+	if req.Sudo {
+		user = "0:0"
+	}
+	marker := containerkit.NewMarker()
+	args := []string{"exec", "--user", user, "--workdir", cwd, "--env", marker}
+	if req.Stdin != nil {
+		// No detach keys: a prompt holding ctrl-p ctrl-q must not detach.
+		args = append(args, "--interactive", "--detach-keys", "")
+	}
+	envFlags, envValues := envArgs(req.Env)
+	args = append(args, envFlags...)
+	args = append(append(args, s.id), argv...)
+
+	return s.runner.Run(ctx, sandboxkit.Command{
+		Argv:    s.cli.argv(args...),
+		Env:     s.cli.environMap(envValues),
+		Stdin:   req.Stdin,
+		Timeout: req.Timeout,
+		Kill: func(pgid int) {
+			s.kill(user, marker)
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		},
+	}, out)
+}
+
+// kill SIGKILLs every process of one exec inside the container. Failures
+// are ignored: the container's removal is the backstop.
+func (s *sandbox) kill(user, marker string) {
+	if s.isClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	args := append([]string{"exec", "--user", user, s.id}, containerkit.KillArgv(marker)...)
+	_, _ = s.cli.run(ctx, nil, args...)
+}

@@ -1,0 +1,160 @@
+package podman
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// testImage is imported by scripts/test-image.sh (the debootstrap rootfs
+// of the docker tests, `podman import`ed).
+func testImage() string {
+	if s := os.Getenv("SANDDUNE_TEST_IMAGE"); s != "" {
+		return s
+	}
+	return "sanddune-test-base:bookworm"
+}
+
+// engine is what the tests found out about podman on this machine: the
+// settings a container needs here (found by preflight's own fixes, e.g.
+// runtime = "runc" on a cgroup v1 host), or why podman cannot run.
+var engine struct {
+	once  sync.Once
+	attrs map[string]cty.Value
+	err   error
+}
+
+// requirePodman returns the provider block attributes a container needs
+// on this machine, or skips (fails under SANDDUNE_REQUIRE_ENGINES=1) when
+// podman or the test image is missing.
+func requirePodman(t *testing.T) map[string]cty.Value {
+	t.Helper()
+	engine.once.Do(func() { engine.attrs, engine.err = detectEngine() })
+	err := engine.err
+	if err != nil {
+		err = fmt.Errorf("%w (run scripts/ci-setup.sh as root)", err)
+	}
+	kittest.RequireEngine(t, "podman", err)
+	return maps.Clone(engine.attrs)
+}
+
+func detectEngine() (map[string]cty.Value, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := newCLI(config{})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVersion(ctx, c); err != nil {
+		return nil, err
+	}
+	if _, err := c.run(ctx, nil, "image", "exists", testImage()); err != nil {
+		return nil, fmt.Errorf("test image %s missing in podman: %w", testImage(), err)
+	}
+	cfg := config{}
+	uid, gid := os.Getuid(), os.Getgid()
+	if err := startTest(ctx, c, cfg, testImage(), uid, gid); err != nil {
+		fixed, settings, err2 := fixTest(ctx, cfg, err, testImage(), uid, gid)
+		if err2 != nil {
+			return nil, fmt.Errorf("no test container starts: %v (tried %v: %v)", err, settings, err2)
+		}
+		cfg = fixed
+	}
+	attrs := map[string]cty.Value{}
+	if cfg.Runtime != "" {
+		attrs["runtime"] = cty.StringVal(cfg.Runtime)
+	}
+	if cfg.CgroupManager != "" {
+		attrs["cgroup_manager"] = cty.StringVal(cfg.CgroupManager)
+	}
+	if len(cfg.Ulimits) > 0 {
+		ul := map[string]cty.Value{}
+		for k, v := range cfg.Ulimits {
+			ul[k] = cty.StringVal(v)
+		}
+		attrs["ulimits"] = cty.MapVal(ul)
+	}
+	if cfg.UserNS != nil {
+		attrs["userns"] = cty.StringVal(*cfg.UserNS)
+	}
+	return attrs, nil
+}
+
+// cfgOf builds a provider block value: this machine's settings, the test
+// image, then attrs (the decoder accepts partial objects, as the host fills
+// the rest with nulls).
+func cfgOf(t *testing.T, attrs map[string]cty.Value) sdk.Config {
+	all := requirePodman(t)
+	all["image"] = cty.StringVal(testImage())
+	maps.Copy(all, attrs)
+	return sdk.Config{Value: cty.ObjectVal(all)}
+}
+
+func runID() string { return "test-" + containerkit.RandomHex(6) }
+
+// create makes a sandbox over a plain directory worktree, closed at cleanup.
+func create(t *testing.T, cfg sdk.Config, mod func(*sdk.CreateRequest)) (*sandbox, sdk.CreateRequest) {
+	t.Helper()
+	wt := t.TempDir()
+	req := sdk.CreateRequest{
+		Config:       cfg,
+		RunID:        runID(),
+		RunName:      t.Name(),
+		HostRepoPath: wt,
+		WorktreePath: wt,
+		Env:          map[string]string{"SANDDUNE_TEST": "1"},
+		HostUID:      os.Getuid(),
+		HostGID:      os.Getgid(),
+	}
+	if mod != nil {
+		mod(&req)
+	}
+	req.Labels = map[string]string{sdk.LabelRun: req.RunID, sdk.LabelSandbox: "sandbox.podman.test", sdk.LabelVersion: "test"}
+	sb, err := New().Create(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return sb.(*sandbox), req
+}
+
+// podman runs the podman CLI for a test.
+func podman(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("podman", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// containersOf lists the containers labelled with one run id.
+func containersOf(t *testing.T, runID string) []string {
+	return strings.Fields(podman(t, "ps", "-aq", "--filter", "label="+sdk.LabelRun+"="+runID))
+}
+
+func statUID(fi fs.FileInfo) int { return int(fi.Sys().(*syscall.Stat_t).Uid) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,358 @@
+package podman
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
+)
+
+// minVersion is the oldest podman the plugin supports (Debian bookworm
+// ships 4.3).
+var minVersion = [2]int{4, 0}
+
+// Preflight checks, pass or fail, that a container can be created with this
+// config: podman is installed and recent enough, rootless podman has its
+// subordinate ids and newuidmap, the image exists and fits the UID the
+// container runs as, networks, devices and mounts exist, and a test
+// container starts with the configured runtime, cgroup manager, ulimits,
+// limits and user namespace. When it does not, Preflight tries the usual
+// fixes and names the settings that make it start.
+func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) error {
+	cfg, diags := decodeConfig(req.Config)
+	if err := diags.Err(); err != nil {
+		return err
+	}
+	c, err := newCLI(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkVersion(ctx, c); err != nil {
+		return err
+	}
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if rootless() {
+		errs = append(errs, rootlessPrerequisites()...)
+	}
+
+	image := cfg.image(req.HostRepoPath)
+	var imgs []struct {
+		Config struct {
+			User string `json:"User"`
+		} `json:"Config"`
+	}
+	imageOK := false
+	switch err := c.runJSON(ctx, &imgs, "image", "inspect", "--format", "json", image); {
+	case noSuchObject(err):
+		fix := "sanddune podman build-image"
+		if cfg.Image != "" {
+			fix += " --image-name " + image
+		}
+		fail("image %q not found locally: build it with `%s`", image, fix)
+	case err != nil:
+		fail("inspect image %q: %w", image, err)
+	case len(imgs) == 1:
+		imageOK = true
+		u, _, _ := strings.Cut(imgs[0].Config.User, ":")
+		if n, err := strconv.Atoi(u); err == nil && n != req.HostUID {
+			fail("UID mismatch: image %q was built for UID %d, but the sandbox runs as UID %d: rebuild it with `sanddune podman build-image` (which passes your UID)",
+				image, n, req.HostUID)
+		}
+	}
+	for _, n := range cfg.Networks {
+		if networkMode(n) {
+			continue
+		}
+		if _, err := c.run(ctx, nil, "network", "exists", n); err != nil {
+			if exitCode(err) == 1 {
+				fail("podman network %q does not exist: create it with `podman network create %s` or fix network", n, n)
+			} else {
+				fail("check network %q: %w", n, err)
+			}
+		}
+	}
+	for _, d := range cfg.Devices {
+		if _, err := os.Stat(d.HostPath); err != nil {
+			fail("device %s does not exist on this host: fix devices", d.HostPath)
+		}
+	}
+	for i, m := range cfg.Mounts {
+		if _, err := m.Source(req.HostRepoPath); err != nil {
+			fail("mount.%d: %w: create it or fix the mount", i, err)
+		}
+	}
+	if imageOK && len(errs) == 0 {
+		if err := p.checked.testContainer(ctx, cfg, image, req.HostUID, req.HostGID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// networkMode reports whether n is a podman network mode rather than the
+// name of a network.
+func networkMode(n string) bool {
+	mode, _, _ := strings.Cut(n, ":")
+	switch mode {
+	case "none", "host", "private", "bridge", "slirp4netns", "pasta", "container", "ns":
+		return true
+	}
+	return false
+}
+
+func checkVersion(ctx context.Context, c cli) error {
+	var v struct {
+		Client struct {
+			Version string `json:"Version"`
+		} `json:"Client"`
+	}
+	if err := c.runJSON(ctx, &v, "version", "--format", "json"); err != nil {
+		return fmt.Errorf("podman does not run (%s): %w", c.bin, err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(v.Client.Version, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("podman reports an unreadable version %q", v.Client.Version)
+	}
+	if major < minVersion[0] || major == minVersion[0] && minor < minVersion[1] {
+		return fmt.Errorf("podman %s is too old: sanddune needs podman %d.%d or later", v.Client.Version, minVersion[0], minVersion[1])
+	}
+	return nil
+}
+
+// rootlessPrerequisites checks what rootless podman needs of the host:
+// newuidmap/newgidmap and subordinate id ranges for this user.
+func rootlessPrerequisites() []error {
+	var errs []error
+	for _, bin := range []string{"newuidmap", "newgidmap"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if _, err := os.Stat("/usr/bin/" + bin); err != nil {
+				errs = append(errs, fmt.Errorf("rootless podman needs %s: install it (Debian/Ubuntu: `apt-get install uidmap`; Fedora: shadow-utils)", bin))
+			}
+		}
+	}
+	u, err := user.Current()
+	if err != nil {
+		return append(errs, fmt.Errorf("rootless podman: who am I: %w", err))
+	}
+	for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+		if !hasSubIDs(f, u.Username, u.Uid) {
+			errs = append(errs, fmt.Errorf("rootless podman needs subordinate ids for %s in %s: run `sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s`, then `podman system migrate`",
+				u.Username, f, u.Username))
+		}
+	}
+	return errs
+}
+
+// hasSubIDs reports whether file (/etc/subuid format) holds a range for the
+// user name or uid.
+func hasSubIDs(file, name, uid string) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(strings.TrimSpace(sc.Text()), ":")
+		if len(fields) == 3 && (fields[0] == name || fields[0] == uid) && fields[2] != "0" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkedConfigs remembers the test containers that started, so that one
+// plugin process (one sanddune invocation) starts each shape only once.
+type checkedConfigs struct {
+	mu sync.Mutex
+	ok map[string]bool
+}
+
+// testContainer starts a throwaway container the way Create would (no
+// mounts) and, when it does not start, looks for the settings that make it
+// start.
+func (cc *checkedConfigs) testContainer(ctx context.Context, cfg config, image string, uid, gid int) error {
+	c, err := newCLI(cfg)
+	if err != nil {
+		return err
+	}
+	key := strings.Join(append(c.argv(containerArgs(cfg, uid, gid)...), image), "\x00")
+	cc.mu.Lock()
+	ok := cc.ok[key]
+	cc.mu.Unlock()
+	if ok {
+		return nil
+	}
+	first := startTest(ctx, c, cfg, image, uid, gid)
+	if first == nil {
+		cc.mu.Lock()
+		if cc.ok == nil {
+			cc.ok = map[string]bool{}
+		}
+		cc.ok[key] = true
+		cc.mu.Unlock()
+		return nil
+	}
+	_, settings, err := fixTest(ctx, cfg, first, image, uid, gid)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := fmt.Sprintf("a test container cannot start with this config (%v)", first)
+	if err == nil {
+		return fmt.Errorf("%s. It starts with these settings; add them to the sandbox block:\n  %s", msg, strings.Join(settings, "\n  "))
+	}
+	if hint := hintFor(cfg, err); hint != "" {
+		msg += ". " + hint
+	}
+	if len(settings) > 0 {
+		msg += fmt.Sprintf(". Tried %s, but then: %v", strings.Join(settings, ", "), err)
+	}
+	return errors.New(msg)
+}
+
+// fixTest tries, one round at a time, the fixes a test container's error
+// points at. It returns the config with the fixes, the settings (HCL), and
+// the last error (nil: the test container started).
+func fixTest(ctx context.Context, cfg config, err error, image string, uid, gid int) (config, []string, error) {
+	var settings []string
+	for round := 0; round < 16 && err != nil && ctx.Err() == nil; round++ {
+		var s string
+		cfg, s = nextFix(cfg, err)
+		if s == "" {
+			break
+		}
+		settings = setSetting(settings, s)
+		c, cerr := newCLI(cfg)
+		if cerr != nil {
+			return cfg, settings, cerr
+		}
+		err = startTest(ctx, c, cfg, image, uid, gid)
+	}
+	return cfg, settings, err
+}
+
+// setSetting adds an HCL setting, replacing one of the same attribute.
+func setSetting(settings []string, s string) []string {
+	name, _, _ := strings.Cut(s, " ")
+	for i, o := range settings {
+		if n, _, _ := strings.Cut(o, " "); n == name {
+			settings[i] = s
+			return settings
+		}
+	}
+	return append(settings, s)
+}
+
+// startTest runs `true` in a throwaway container shaped by cfg.
+func startTest(ctx context.Context, c cli, cfg config, image string, uid, gid int) error {
+	name := "sanddune-preflight-" + containerkit.RandomHex(4)
+	args := append([]string{"run", "--rm", "--name", name, "--label", "sanddune.preflight=true"}, containerArgs(cfg, uid, gid)...)
+	args = append(args, "--entrypoint", "true", image)
+	_, err := c.run(ctx, nil, args...)
+	if err != nil && ctx.Err() != nil {
+		_ = removeContainer(context.WithoutCancel(ctx), c, name)
+	}
+	return err
+}
+
+// nextFix returns cfg changed by the fix that err points at, and that
+// setting as HCL; "" when it knows none.
+func nextFix(cfg config, err error) (config, string) {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "cgroups in hybrid mode not supported") || strings.Contains(msg, "crun") && strings.Contains(msg, "cgroup"):
+		if cfg.Runtime != "runc" && runcInstalled() {
+			cfg.Runtime = "runc"
+			return cfg, "runtime = " + hclString("runc")
+		}
+	case strings.Contains(msg, "systemd not running") || strings.Contains(msg, "systemd cgroups manager") || strings.Contains(msg, "/run/systemd/private"):
+		if cfg.CgroupManager != "cgroupfs" {
+			cfg.CgroupManager = "cgroupfs"
+			return cfg, "cgroup_manager = " + hclString("cgroupfs")
+		}
+	case strings.Contains(msg, "rlimit"):
+		// Podman asks for nofile and nproc limits above the hard limits
+		// its runtime inherits, which it cannot raise without
+		// CAP_SYS_RESOURCE: lower the one that failed, from this process's
+		// hard limit down by halves.
+		name := "nofile"
+		if strings.Contains(msg, "rlimit type 6") || strings.Contains(msg, "RLIMIT_NPROC") {
+			name = "nproc"
+		}
+		next := uint64(0)
+		if cur, ok := cfg.Ulimits[name]; ok {
+			soft, _, _ := strings.Cut(cur, ":")
+			if n, err := strconv.ParseUint(soft, 10, 64); err == nil && n > 1024 {
+				next = max(n/2, 1024)
+			}
+		} else {
+			res := map[string]int{"nofile": syscall.RLIMIT_NOFILE, "nproc": 6 /* RLIMIT_NPROC */}[name]
+			var lim syscall.Rlimit
+			if syscall.Getrlimit(res, &lim) == nil && lim.Max != ^uint64(0) {
+				next = lim.Max
+			} else {
+				next = 1 << 20
+			}
+		}
+		if next == 0 {
+			break
+		}
+		ul := maps.Clone(cfg.Ulimits)
+		if ul == nil {
+			ul = map[string]string{}
+		}
+		ul[name] = fmt.Sprintf("%d:%d", next, next)
+		cfg.Ulimits = ul
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(ul)) {
+			parts = append(parts, k+" = "+hclString(ul[k]))
+		}
+		return cfg, "ulimits = { " + strings.Join(parts, ", ") + " }"
+	case strings.Contains(msg, "keep-id") && !rootless():
+		if cfg.userns() == "keep-id" {
+			empty := ""
+			cfg.UserNS = &empty
+			return cfg, "userns = " + hclString("")
+		}
+	}
+	return cfg, ""
+}
+
+// hintFor says what to do about a test container error no setting fixes.
+func hintFor(cfg config, err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "/dev/net/tun"):
+		return `Rootless networking (slirp4netns/pasta) cannot open /dev/net/tun: make it usable by your user (it is usually mode 0666), or set network = "none"`
+	case strings.Contains(msg, "catatonit") || strings.Contains(msg, "container-init"):
+		return "podman's init (catatonit) is missing: install it (Debian/Ubuntu: `apt-get install catatonit`)"
+	case rootless() && (cfg.CPUs > 0 || cfg.Memory > 0 || cfg.PidsLimit > 0) && strings.Contains(msg, "cgroup"):
+		return "Rootless podman can enforce cpus, memory and pids_limit only on cgroup v2 with delegated controllers: remove them, or run rootful"
+	}
+	return ""
+}
+
+func runcInstalled() bool {
+	if _, err := exec.LookPath("runc"); err == nil {
+		return true
+	}
+	for _, p := range []string{"/usr/bin/runc", "/usr/sbin/runc", "/usr/local/bin/runc"} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}

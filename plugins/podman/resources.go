@@ -1,0 +1,41 @@
+package podman
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// ListResources lists every container, running or not, labelled with a
+// sanddune run id. gc has no provider block: it uses podman from PATH.
+func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
+	c, err := newCLI(config{})
+	if err != nil {
+		return nil, err
+	}
+	var cs []struct {
+		ID     string            `json:"Id"`
+		Labels map[string]string `json:"Labels"`
+	}
+	if err := c.runJSON(ctx, &cs, "ps", "--all", "--filter", "label="+sdk.LabelRun, "--format", "json"); err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := make([]sdk.Resource, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, sdk.Resource{ID: c.ID, Labels: c.Labels})
+	}
+	return out, nil
+}
+
+// RemoveResource force-removes a container; a missing one is not an error.
+func (p *Provider) RemoveResource(ctx context.Context, id string) error {
+	c, err := newCLI(config{})
+	if err != nil {
+		return err
+	}
+	if err := removeContainer(ctx, c, id); err != nil {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package podman
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
+)
+
+// cleanupTimeout bounds teardown work that must happen even after the
+// caller's context is cancelled.
+const cleanupTimeout = 30 * time.Second
+
+// State is what Info().State holds (JSON).
+type State struct {
+	ContainerID string `json:"container_id"`
+	Name        string `json:"name"`
+	Image       string `json:"image"`
+}
+
+// Create starts one container for a run: `sleep infinity` under podman's
+// init as the keepalive, the worktree at /home/agent/workspace, git
+// metadata at the same absolute paths, the host UID:GID and
+// HOME=/home/agent owned by that user.
+func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	cfg, diags := decodeConfig(req.Config)
+	if err := diags.Err(); err != nil {
+		return nil, err
+	}
+	c, err := newCLI(cfg)
+	if err != nil {
+		return nil, err
+	}
+	binds, err := containerkit.Binds(req, cfg.Mounts)
+	if err != nil {
+		return nil, err
+	}
+	image := cfg.image(req.HostRepoPath)
+	env := sandboxkit.MergeEnv(req.Env, cfg.Env)
+	env["HOME"] = containerkit.HomeDir
+
+	name := containerkit.Name(req.RunName)
+	args := []string{"create", "--name", name}
+	for _, k := range slices.Sorted(maps.Keys(req.Labels)) {
+		args = append(args, "--label", k+"="+req.Labels[k])
+	}
+	envFlags, envValues := envArgs(env)
+	args = append(args, envFlags...)
+	mountFlags, err := mountArgs(binds, cfg.SELinuxLabel)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, mountFlags...)
+	args = append(args, containerArgs(cfg, req.HostUID, req.HostGID)...)
+	args = append(args, "--workdir", containerkit.WorkspaceDir, "--entrypoint", "sleep", image, "infinity")
+	out, err := c.runEnv(ctx, envValues, nil, args...)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The container may exist: remove it by name.
+			_, _ = c.run(context.WithoutCancel(ctx), nil, "rm", "--force", "--ignore", "--time", "0", name)
+			return nil, ctx.Err()
+		}
+		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "unable to find") {
+			return nil, fmt.Errorf("image %q not found locally: build it with `sanddune podman build-image`: %w", image, err)
+		}
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	id := strings.TrimSpace(string(out))
+	if i := strings.LastIndexByte(id, '\n'); i >= 0 { // warnings come first
+		id = id[i+1:]
+	}
+	s := &sandbox{cli: c, id: id, name: name, uid: req.HostUID, gid: req.HostGID, binds: binds}
+	state, _ := json.Marshal(State{ContainerID: id, Name: name, Image: image})
+	s.info = sdk.SandboxInfo{ID: id, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, State: state}
+	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	return s, nil
+}
+
+// containerArgs are the `podman create`/`run` flags that shape the
+// container (user, init, limits, devices, networks, user namespace,
+// ulimits): everything but the name, labels, env and mounts. Preflight's
+// test container uses them too, so it starts the way a run's would.
+func containerArgs(cfg config, uid, gid int) []string {
+	args := []string{"--pull", "never", "--init", "--user", strconv.Itoa(uid) + ":" + strconv.Itoa(gid)}
+	if cfg.CPUs > 0 {
+		args = append(args, "--cpus", strconv.FormatFloat(cfg.CPUs, 'f', -1, 64))
+	}
+	if cfg.Memory > 0 {
+		args = append(args, "--memory", strconv.FormatInt(cfg.Memory, 10))
+	}
+	if cfg.PidsLimit > 0 {
+		args = append(args, "--pids-limit", strconv.FormatInt(cfg.PidsLimit, 10))
+	}
+	for _, d := range cfg.Devices {
+		args = append(args, "--device", d.HostPath+":"+d.ContainerPath+":"+d.Permissions)
+	}
+	for _, n := range cfg.Networks {
+		args = append(args, "--network", n)
+	}
+	if ns := cfg.userns(); ns != "" {
+		args = append(args, "--userns", ns)
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.Ulimits)) {
+		args = append(args, "--ulimit", k+"="+cfg.Ulimits[k])
+	}
+	return args
+}
+
+// mountArgs are the --mount flags of the binds.
+func mountArgs(binds []containerkit.Bind, label string) ([]string, error) {
+	var args []string
+	for _, b := range binds {
+		if strings.ContainsAny(b.Source+b.Target, ",\n") {
+			return nil, fmt.Errorf("podman cannot bind-mount %q at %q: the path contains a comma", b.Source, b.Target)
+		}
+		m := "type=bind,source=" + b.Source + ",destination=" + b.Target
+		if b.ReadOnly {
+			m += ",ro=true"
+		}
+		switch b.Relabel(label) {
+		case containerkit.LabelShared:
+			m += ",relabel=shared"
+		case containerkit.LabelPrivate:
+			m += ",relabel=private"
+		}
+		args = append(args, "--mount", m)
+	}
+	return args, nil
+}
+
+// start creates the agent home owned by the container user (one archive
+// extracted before start, ownership kept) and starts the container.
+func (s *sandbox) start(ctx context.Context, cfg config, hasWorktree bool) error {
+	var buf bytes.Buffer
+	if err := containerkit.DirsTar(&buf, containerkit.OwnedDirs(s.binds, hasWorktree), s.uid, s.gid); err != nil {
+		return err
+	}
+	if _, err := s.cli.run(ctx, &buf, "cp", "--archive=false", "-", s.id+":/"); err != nil {
+		return fmt.Errorf("prepare %s: %w", containerkit.HomeDir, err)
+	}
+	if _, err := s.cli.run(ctx, nil, "start", s.id); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
+	return nil
+}
+
+// sandbox is one container.
+type sandbox struct {
+	cli      cli
+	id, name string
+	uid, gid int
+	binds    []containerkit.Bind
+	info     sdk.SandboxInfo
+	runner   sandboxkit.Runner
+
+	mu     sync.Mutex
+	closed bool
+}
+
+func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
+
+func (s *sandbox) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close force-removes the container (SIGKILL, no stop grace period) and
+// ends the podman processes still attached to it. It is idempotent and
+// still works when ctx is already cancelled.
+func (s *sandbox) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := removeContainer(ctx, s.cli, s.id); err != nil {
+		return fmt.Errorf("remove container %s: %w", s.name, err)
+	}
+	s.runner.Close()
+	s.closed = true
+	return nil
+}
+
+// removeContainer force-removes a container; a missing one is not an error.
+func removeContainer(ctx context.Context, c cli, id string) error {
+	_, err := c.run(ctx, nil, "rm", "--force", "--ignore", "--time", "0", id)
+	return err
+}
+
+func (s *sandbox) resolvePath(p string) (string, error) { return containerkit.ResolvePath(p, s.binds) }
