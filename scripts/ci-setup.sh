@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Prepares a Debian machine (as root) for sanddune's test suite: installs the
 # engines the tests need when missing, starts dockerd and builds the local
-# test image. Idempotent: every step is skipped when already done.
+# test image for docker and podman. Idempotent: every step is skipped when
+# already done.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 log() { echo "ci-setup: $*"; }
 
 # 1. Debian packages.
-declare -A bin_of=([docker.io]=dockerd [bubblewrap]=bwrap [debootstrap]=debootstrap [protobuf-compiler]=protoc [git]=git)
+declare -A bin_of=([docker.io]=dockerd [bubblewrap]=bwrap [debootstrap]=debootstrap [protobuf-compiler]=protoc [git]=git
+  [podman]=podman [catatonit]=catatonit [uidmap]=newuidmap [slirp4netns]=slirp4netns)
 missing=()
 for pkg in "${!bin_of[@]}"; do
   command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
@@ -49,3 +51,7 @@ log "docker $(docker version --format '{{.Server.Version}} (API {{.Server.APIVer
 
 # 3. Test image (debootstrap + docker import, no registry).
 "$here/test-image.sh" sanddune-test-base:bookworm
+
+# 4. Podman (daemonless): the same rootfs, `podman import`ed.
+log "$(podman --version)"
+"$here/test-image.sh" --engine podman sanddune-test-base:bookworm

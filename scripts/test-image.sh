@@ -1,25 +1,48 @@
 #!/usr/bin/env bash
 # Builds a small local base image without any registry: debootstrap minbase
-# (Debian bookworm) plus git and ca-certificates, imported with `docker import`.
-# Reuses the image when it already exists (pass --force to rebuild).
+# (Debian bookworm) plus git and ca-certificates, imported with `docker
+# import` (or `podman import`). Reuses the image when it already exists
+# (pass --force to rebuild). For podman, the rootfs of docker's image of the
+# same name is reused when docker has it, so both engines run the same
+# debootstrap rootfs.
 #
-#   scripts/test-image.sh [--force] [NAME]     (default sanddune-test-base:bookworm)
+#   scripts/test-image.sh [--force] [--engine docker|podman] [NAME]   (default sanddune-test-base:bookworm)
 #
 # Extra names may be given with SANDDUNE_TEST_IMAGE_TAGS="a:b c:d" (tagged too).
 set -euo pipefail
 
-force=0
-if [ "${1:-}" = "--force" ]; then force=1; shift; fi
+force=0 engine=docker
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --force) force=1; shift ;;
+    --engine) engine="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
+case "$engine" in docker | podman) ;; *) echo "test-image: unknown engine $engine" >&2; exit 2 ;; esac
 name="${1:-sanddune-test-base:bookworm}"
 suite="${SANDDUNE_TEST_IMAGE_SUITE:-bookworm}"
+changes=(--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+  --change 'ENV LANG=C.UTF-8'
+  --change 'CMD ["/bin/bash"]')
 
 tag_extra() {
-  for t in ${SANDDUNE_TEST_IMAGE_TAGS:-}; do docker tag "$name" "$t"; done
+  for t in ${SANDDUNE_TEST_IMAGE_TAGS:-}; do "$engine" tag "$name" "$t"; done
 }
 
-if [ "$force" = 0 ] && docker image inspect "$name" >/dev/null 2>&1; then
-  echo "test-image: $name exists, reusing it"
+if [ "$force" = 0 ] && "$engine" image inspect "$name" >/dev/null 2>&1; then
+  echo "test-image: $engine image $name exists, reusing it"
   tag_extra
+  exit 0
+fi
+
+if [ "$engine" = podman ] && [ "$force" = 0 ] && command -v docker >/dev/null && docker image inspect "$name" >/dev/null 2>&1; then
+  echo "test-image: importing docker's $name into podman"
+  cid="$(docker create "$name" true)"
+  trap 'docker rm -f "$cid" >/dev/null 2>&1 || true' EXIT
+  docker export "$cid" | podman import "${changes[@]}" - "$name" >/dev/null
+  tag_extra
+  echo "test-image: built $name ($engine)"
   exit 0
 fi
 
@@ -40,12 +63,11 @@ rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
   "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/*
 mkdir -p "$root/home/agent"
 chmod 1777 "$root/home/agent"
+# mktemp made the root 0700: the image's / must be searchable by any user
+# (rootless podman keeps this mode).
+chmod 0755 "$root"
 
-echo "test-image: importing $name"
-tar -C "$root" -c . | docker import \
-  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'ENV LANG=C.UTF-8' \
-  --change 'CMD ["/bin/bash"]' \
-  - "$name" >/dev/null
+echo "test-image: importing $name ($engine)"
+tar -C "$root" -c . | "$engine" import "${changes[@]}" - "$name" >/dev/null
 tag_extra
-echo "test-image: built $name"
+echo "test-image: built $name ($engine)"

@@ -14,6 +14,7 @@ import (
 	"github.com/missingstudio/sanddune/plugins/local"
 	"github.com/missingstudio/sanddune/plugins/opencode"
 	"github.com/missingstudio/sanddune/plugins/pi"
+	"github.com/missingstudio/sanddune/plugins/podman"
 	"github.com/missingstudio/sanddune/plugins/vercel"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -28,6 +29,7 @@ const serveCommand = "__plugin-serve"
 var builtins = map[string]func() sdk.ServeOpts{
 	"local":      sandbox("local", local.New),
 	"docker":     sandbox("docker", docker.New),
+	"podman":     sandbox("podman", podman.New),
 	"bubblewrap": sandbox("bubblewrap", bubblewrap.New),
 	"vercel":     sandbox("vercel", vercel.New),
 	"kubernetes": sandbox("kubernetes", kubernetes.New),

@@ -2,8 +2,8 @@ package podman
 
 import (
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"

@@ -292,23 +292,19 @@ func nextFix(cfg config, err error) (config, string) {
 		if strings.Contains(msg, "rlimit type 6") || strings.Contains(msg, "RLIMIT_NPROC") {
 			name = "nproc"
 		}
-		next := uint64(0)
+		hard := uint64(1 << 20)
+		var lim syscall.Rlimit
+		if syscall.Getrlimit(map[string]int{"nofile": syscall.RLIMIT_NOFILE, "nproc": 6 /* RLIMIT_NPROC */}[name], &lim) == nil && lim.Max < hard {
+			hard = lim.Max
+		}
+		next := hard
 		if cur, ok := cfg.Ulimits[name]; ok {
 			soft, _, _ := strings.Cut(cur, ":")
-			if n, err := strconv.ParseUint(soft, 10, 64); err == nil && n > 1024 {
-				next = max(n/2, 1024)
+			n, err := strconv.ParseUint(soft, 10, 64)
+			if err != nil || n <= 1024 {
+				break
 			}
-		} else {
-			res := map[string]int{"nofile": syscall.RLIMIT_NOFILE, "nproc": 6 /* RLIMIT_NPROC */}[name]
-			var lim syscall.Rlimit
-			if syscall.Getrlimit(res, &lim) == nil && lim.Max != ^uint64(0) {
-				next = lim.Max
-			} else {
-				next = 1 << 20
-			}
-		}
-		if next == 0 {
-			break
+			next = min(max(n/2, 1024), hard)
 		}
 		ul := maps.Clone(cfg.Ulimits)
 		if ul == nil {

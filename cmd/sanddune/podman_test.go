@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+)
+
+// podmanHost is what a podman sandbox block needs on this machine: the
+// settings `sanddune run`'s own preflight names when podman's defaults
+// cannot start a container here (e.g. runtime = "runc" where crun fails on
+// hybrid cgroups), found once per test binary.
+var podmanHost struct {
+	once     sync.Once
+	settings string
+	err      error
+}
+
+// requirePodman returns the sandbox block body for the test image on this
+// machine, or stops the test when podman or its test image is missing: a
+// failure in CI, a loud skip elsewhere.
+func requirePodman(t *testing.T) string {
+	t.Helper()
+	podmanHost.once.Do(func() { podmanHost.settings, podmanHost.err = detectPodman(t.TempDir()) })
+	kittest.RequireEngine(t, "podman", podmanHost.err)
+	return fmt.Sprintf("  image = %q\n%s", testImage(), podmanHost.settings)
+}
+
+func detectPodman(dir string) (string, error) {
+	if out, err := exec.Command("podman", "image", "exists", testImage()).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("podman or its image %s is not available (run scripts/ci-setup.sh as root): %v: %s", testImage(), err, bytes.TrimSpace(out))
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("git %v: %v: %s", args, err, out)
+		}
+	}
+	cfg := fmt.Sprintf("sandbox \"podman\" \"default\" {\n  image = %q\n}\nagent \"command\" \"a\" {\n  command = [\"true\"]\n}\nrun \"probe\" {\n  prompt = \"x\"\n}\n", testImage())
+	if err := os.WriteFile(filepath.Join(dir, "probe.hcl"), []byte(cfg), 0o644); err != nil {
+		return "", err
+	}
+	cmd := sandduneCmd(dir, "run", "-c", "probe.hcl")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		return "", nil
+	}
+	_, after, ok := strings.Cut(stderr.String(), "add them to the sandbox block:\n")
+	if !ok {
+		return "", fmt.Errorf("a podman run with default settings failed, and preflight named no settings:\n%s", stderr.String())
+	}
+	var settings strings.Builder
+	for _, line := range strings.Split(after, "\n") {
+		if !strings.HasPrefix(line, "  ") || !strings.Contains(line, " = ") {
+			break
+		}
+		settings.WriteString(line + "\n")
+	}
+	return settings.String(), nil
+}
+
+// podmanContainers lists the containers of runs in the repo dir.
+func podmanContainers(t *testing.T, dir string) []string {
+	t.Helper()
+	out, err := exec.Command("podman", "ps", "-aq", "--filter", "label=sanddune.repo="+dir).Output()
+	if err != nil {
+		t.Fatalf("podman ps: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestPodmanRunLandsCommitsForEveryStrategy runs the scripted agent in the
+// podman sandbox with each branch strategy, two of them concurrently, and
+// checks where the commits land, that the agent's files belong to the host
+// user, and that no container is left behind.
+func TestPodmanRunLandsCommitsForEveryStrategy(t *testing.T) {
+	block := requirePodman(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
+`+block+`}
+agent "command" "script" {
+  command = `+commitAgent+`
+}
+run "head" {
+  prompt          = "into head"
+  branch_strategy = { type = "head" }
+}
+run "merge" {
+  prompt          = "via a temp branch"
+  branch_strategy = { type = "merge-to-head" }
+}
+run "named" {
+  prompt          = "onto a named branch"
+  branch_strategy = { type = "branch", branch = "agent/named" }
+}
+run "other" {
+  prompt          = "onto another branch"
+  branch_strategy = { type = "branch", branch = "agent/other" }
+}
+`)
+	before := gitOut(t, dir, "rev-parse", "main")
+	r := run(t, dir, "run", "--json", "head")
+	if r.code != 0 {
+		t.Fatalf("head: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := gitOut(t, dir, "rev-list", "--count", before+"..main"); got != "1" {
+		t.Fatalf("head: %s new commits on main, want 1", got)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "prompt.txt"))
+	if err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Getuid() {
+		t.Fatalf("the agent's file in the host repo: %v, want owned by uid %d", err, os.Getuid())
+	}
+	r = run(t, dir, "run", "--json", "merge")
+	if r.code != 0 {
+		t.Fatalf("merge-to-head: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := gitOut(t, dir, "show", "main:prompt.txt"); got != "via a temp branch" {
+		t.Fatalf("merge-to-head: main:prompt.txt = %q", got)
+	}
+	r = run(t, dir, "run", "--json", "-p", "2", "named", "other")
+	if r.code != 0 {
+		t.Fatalf("concurrent branch runs: exit %d\n%s", r.code, r.stderr)
+	}
+	var doc struct {
+		Runs []struct {
+			Branch  string
+			Commits []struct{ SHA string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Runs) != 2 {
+		t.Fatalf("json: %v\n%s", err, r.stdout)
+	}
+	for i, b := range []string{"agent/named", "agent/other"} {
+		if doc.Runs[i].Branch != b || len(doc.Runs[i].Commits) != 1 || gitOut(t, dir, "rev-parse", b) != doc.Runs[i].Commits[0].SHA {
+			t.Errorf("run %d: %+v, want one commit at the tip of %s", i, doc.Runs[i], b)
+		}
+	}
+	if st := gitOut(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" {
+		t.Errorf("host working tree changed: %q", st)
+	}
+	if c := podmanContainers(t, dir); len(c) != 0 {
+		t.Errorf("containers left behind: %v", c)
+	}
+}
+
+// TestPodmanFailedRunLeavesNoContainer: a run whose agent fails leaves no
+// container.
+func TestPodmanFailedRunLeavesNoContainer(t *testing.T) {
+	block := requirePodman(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
+`+block+`}
+agent "command" "fail" {
+  command = ["sh", "-c", "echo broken >&2; exit 3"]
+}
+run "fail" {
+  prompt          = "fail"
+  branch_strategy = { type = "branch", branch = "agent/fail" }
+}
+`)
+	if r := run(t, dir, "run"); r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	if c := podmanContainers(t, dir); len(c) != 0 {
+		t.Fatalf("containers left behind: %v", c)
+	}
+}
+
+// TestPodmanInterruptLeavesNoContainer interrupts a run whose agent hangs:
+// exit 130, the container and every process of it (conmon, podman exec
+// clients) are gone, the branch keeps the commit the agent made before
+// hanging.
+func TestPodmanInterruptLeavesNoContainer(t *testing.T) {
+	block := requirePodman(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
+`+block+`}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
+}
+run "hang" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/hang" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	ids := podmanContainers(t, dir)
+	if len(ids) != 1 {
+		t.Fatalf("containers while the agent runs: %v", ids)
+	}
+	out, err := exec.Command("podman", "inspect", "--format", "{{.Id}}", ids[0]).Output()
+	if err != nil {
+		t.Fatalf("podman inspect: %v", err)
+	}
+	full := strings.TrimSpace(string(out))
+	if len(processesMentioning(full)) == 0 {
+		t.Fatalf("no host process mentions container %s while it runs (test is void)", full)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	if c := podmanContainers(t, dir); len(c) != 0 {
+		t.Fatalf("containers left behind: %v", c)
+	}
+	if ps := processesMentioning(full); len(ps) != 0 {
+		t.Fatalf("processes of the container left: %q", ps)
+	}
+	if got := gitOut(t, dir, "show", "agent/hang:work.txt"); got != "work" {
+		t.Fatalf("the agent's commit was lost: %q", got)
+	}
+}
+
+// processesMentioning lists the command lines of host processes that
+// mention s.
+func processesMentioning(s string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+		}
+	}
+	return out
+}
