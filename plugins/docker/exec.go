@@ -14,31 +14,9 @@ import (
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
-
-// execMarker is an environment variable set on every exec; its value
-// identifies the exec so that cancellation can find and kill every process
-// it started, however deep, inside the container.
-const execMarker = "SANDDUNE_EXEC"
-
-// killScript SIGKILLs every process whose environment carries the marker
-// "$1" (and its process group), repeating until none is left. It runs as the
-// exec's user: reading /proc/PID/environ of other users needs
-// CAP_SYS_PTRACE, which containers lack.
-const killScript = `m="$1"
-for round in 1 2 3 4 5 6 7 8 9 10; do
-  found=
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    [ "$p" = "$$" ] && continue
-    if tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "$m"; then
-      kill -KILL -- "-$p" 2>/dev/null
-      kill -KILL "$p" 2>/dev/null && found=1
-    fi
-  done
-  [ -z "$found" ] && exit 0
-done`
 
 // sizeScript sets the terminal's size to "$1" rows and "$2" columns, then
 // runs the rest of its arguments (for daemons older than API 1.42, which
@@ -104,7 +82,7 @@ func (s *sandbox) exec(ctx context.Context, req sdk.ExecRequest, tty *sdk.TTY, s
 	if req.Sudo {
 		user = "0:0"
 	}
-	marker := execMarker + "=" + randomHex(8)
+	marker := containerkit.NewMarker()
 	opts := container.ExecOptions{
 		User:         user,
 		AttachStdin:  req.Stdin != nil,
@@ -285,7 +263,7 @@ func (s *sandbox) alive(ctx context.Context) bool {
 	return err == nil && code == 0
 }
 
-// kill SIGKILLs every process of one exec (see killScript). Failures are
+// kill SIGKILLs every process of one exec (containerkit.KillArgv). Failures are
 // ignored: the container's removal is the backstop.
 func (s *sandbox) kill(ctx context.Context, user, marker string) {
 	if s.isClosed() {
@@ -297,7 +275,7 @@ func (s *sandbox) kill(ctx context.Context, user, marker string) {
 		User:         user,
 		AttachStdout: true,
 		AttachStderr: true,
-		Cmd:          []string{"sh", "-c", killScript, "sh", marker},
+		Cmd:          containerkit.KillArgv(marker),
 	})
 	if err != nil {
 		return

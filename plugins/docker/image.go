@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -67,7 +68,7 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 	}
 	name := *imageName
 	if name == "" {
-		name = defaultImage(repo)
+		name = containerkit.DefaultImage(repo)
 	}
 	cli, err := p.client()
 	if err != nil {
@@ -128,7 +129,7 @@ func buildImage(ctx context.Context, cli *client.Client, req sdk.RunCommandReque
 	}
 	extra := ""
 	if dfName == "" { // outside the context: add it under a private name
-		extra = ".sanddune-dockerfile-" + randomHex(4)
+		extra = ".sanddune-dockerfile-" + containerkit.RandomHex(4)
 		dfName = extra
 	}
 	pr, pw := io.Pipe()

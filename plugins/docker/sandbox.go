@@ -1,17 +1,11 @@
 package docker
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -55,24 +50,26 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if cfg.GID != nil {
 		gid = *cfg.GID
 	}
-	mounts, err := containerMounts(cfg, req)
+	binds, err := containerkit.Binds(req, cfg.Mounts)
 	if err != nil {
 		return nil, err
 	}
 	image := cfg.image(req.HostRepoPath)
 
 	env := sandboxkit.MergeEnv(req.Env, cfg.Env)
-	env["HOME"] = homeDir
+	env["HOME"] = containerkit.HomeDir
 
 	init := true
 	hostCfg := &container.HostConfig{
-		Mounts:   mounts,
 		Init:     &init,
 		GroupAdd: cfg.Groups,
 		Resources: container.Resources{
 			NanoCPUs: int64(cfg.CPUs * 1e9),
 			Memory:   cfg.Memory,
 		},
+	}
+	if err := setBinds(hostCfg, binds, cfg.SELinuxLabel); err != nil {
+		return nil, err
 	}
 	if cfg.PidsLimit > 0 {
 		hostCfg.PidsLimit = &cfg.PidsLimit
@@ -85,12 +82,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if len(cfg.Networks) > 0 {
 		hostCfg.NetworkMode = container.NetworkMode(cfg.Networks[0])
 	}
-	name := containerName(req.RunName)
+	name := containerkit.Name(req.RunName)
 	created, err := cli.ContainerCreate(ctx, &container.Config{
 		Image:      image,
 		User:       fmt.Sprintf("%d:%d", uid, gid),
 		Env:        sandboxkit.EnvList(env),
-		WorkingDir: workspaceDir,
+		WorkingDir: containerkit.WorkspaceDir,
 		Entrypoint: []string{"sleep"},
 		Cmd:        []string{"infinity"},
 		Labels:     maps.Clone(req.Labels),
@@ -101,9 +98,9 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		}
 		return nil, fmt.Errorf("create container: %w", err)
 	}
-	s := &sandbox{cli: cli, id: created.ID, name: name, uid: uid, gid: gid, mounts: mounts}
+	s := &sandbox{cli: cli, id: created.ID, name: name, uid: uid, gid: gid, binds: binds}
 	state, _ := json.Marshal(State{ContainerID: created.ID, Name: name, Image: image})
-	s.info = sdk.SandboxInfo{ID: created.ID, RepoPath: workspaceDir, HomePath: homeDir, State: state}
+	s.info = sdk.SandboxInfo{ID: created.ID, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, State: state}
 
 	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
 		_ = s.Close(ctx)
@@ -114,18 +111,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 
 // start prepares the agent home, joins extra networks and starts the container.
 func (s *sandbox) start(ctx context.Context, cfg config, hasWorktree bool) error {
-	dirs := s.ownedDirs(hasWorktree)
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "home/", Mode: 0o755, ModTime: now})
-	for _, d := range dirs {
-		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/",
-			Mode: 0o755, Uid: s.uid, Gid: s.gid, ModTime: now})
+	if err := containerkit.DirsTar(&buf, containerkit.OwnedDirs(s.binds, hasWorktree), s.uid, s.gid); err != nil {
+		return err
 	}
-	_ = tw.Close()
 	if err := s.cli.CopyToContainer(ctx, s.id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("prepare %s: %w", homeDir, err)
+		return fmt.Errorf("prepare %s: %w", containerkit.HomeDir, err)
 	}
 	for _, n := range cfg.Networks[min(1, len(cfg.Networks)):] {
 		if err := s.cli.NetworkConnect(ctx, n, s.id, nil); err != nil {
@@ -138,97 +129,25 @@ func (s *sandbox) start(ctx context.Context, cfg config, hasWorktree bool) error
 	return nil
 }
 
-// ownedDirs lists the directories, from /home/agent down, that must exist
-// owned by the container user: the home itself and the parents of mount
-// targets under it. Mount targets and anything inside them are left alone
-// (they are host paths).
-func (s *sandbox) ownedDirs(hasWorktree bool) []string {
-	inMount := func(p string) bool {
-		for _, m := range s.mounts {
-			if sandboxkit.Within(p, m.Target) {
-				return true
-			}
+// setBinds mounts the binds: through the Mounts API, or, to relabel them
+// for SELinux (which only the legacy Binds strings can ask for), as
+// src:dst[:ro,z] strings.
+func setBinds(hc *container.HostConfig, binds []containerkit.Bind, label string) error {
+	for _, b := range binds {
+		if label == containerkit.LabelNone {
+			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly})
+			continue
 		}
-		return false
-	}
-	set := map[string]bool{homeDir: true}
-	if !hasWorktree {
-		set[workspaceDir] = true
-	}
-	for _, m := range s.mounts {
-		for d := path.Dir(m.Target); sandboxkit.Within(d, homeDir); d = path.Dir(d) {
-			set[d] = true
+		if strings.Contains(b.Source+b.Target, ":") {
+			return fmt.Errorf("cannot relabel %q for SELinux: docker cannot bind a path holding a colon with a label; set selinux_label = false", b.Source)
 		}
-	}
-	var dirs []string
-	for d := range set {
-		if !inMount(d) {
-			dirs = append(dirs, d)
+		opts := b.Relabel(label)
+		if b.ReadOnly {
+			opts = "ro," + opts
 		}
+		hc.Binds = append(hc.Binds, b.Source+":"+b.Target+":"+opts)
 	}
-	sort.Strings(dirs)
-	return dirs
-}
-
-// containerMounts is the bind-mount set: worktree, git metadata, config mounts.
-func containerMounts(cfg config, req sdk.CreateRequest) ([]mount.Mount, error) {
-	var ms []mount.Mount
-	add := func(src, dst string, ro bool) error {
-		for _, m := range ms {
-			if m.Target == dst {
-				return fmt.Errorf("two mounts target %s (%s and %s)", dst, m.Source, src)
-			}
-		}
-		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: ro})
-		return nil
-	}
-	if req.WorktreePath != "" {
-		if !path.IsAbs(req.WorktreePath) {
-			return nil, fmt.Errorf("worktree path %q is not absolute", req.WorktreePath)
-		}
-		_ = add(req.WorktreePath, workspaceDir, false)
-	}
-	for _, g := range req.GitMounts {
-		dst := g.SandboxPath
-		if dst == "" {
-			dst = g.HostPath
-		}
-		if !path.IsAbs(g.HostPath) || !path.IsAbs(dst) {
-			return nil, fmt.Errorf("git mount %q: paths must be absolute", g.HostPath)
-		}
-		if err := add(g.HostPath, path.Clean(dst), g.ReadOnly); err != nil {
-			return nil, err
-		}
-	}
-	for i, m := range cfg.Mounts {
-		src, err := m.Source(req.HostRepoPath)
-		if err != nil {
-			return nil, fmt.Errorf("mount.%d: %w", i, err)
-		}
-		if err := add(src, m.SandboxPath, m.ReadOnly); err != nil {
-			return nil, fmt.Errorf("mount.%d: %w", i, err)
-		}
-	}
-	return ms, nil
-}
-
-var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
-
-func containerName(run string) string {
-	n := strings.Trim(nameUnsafe.ReplaceAllString(run, "-"), "-._")
-	if len(n) > 40 {
-		n = n[:40]
-	}
-	if n == "" {
-		n = "run"
-	}
-	return "sanddune-" + n + "-" + randomHex(4)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return nil
 }
 
 // sandbox is one container.
@@ -236,7 +155,7 @@ type sandbox struct {
 	cli      *client.Client
 	id, name string
 	uid, gid int
-	mounts   []mount.Mount
+	binds    []containerkit.Bind
 	info     sdk.SandboxInfo
 
 	mu     sync.Mutex
@@ -278,29 +197,6 @@ func (s *sandbox) Close(ctx context.Context) error {
 	return nil
 }
 
-// resolvePath maps a sandbox path (relative to the workspace, or absolute)
-// and confines it to the agent home (workspace included), /tmp and the
-// mount targets.
-func (s *sandbox) resolvePath(p string) (string, error) {
-	if p == "" {
-		return workspaceDir, nil
-	}
-	abs := path.Clean(p)
-	if !path.IsAbs(p) {
-		abs = path.Join(workspaceDir, p)
-		if !sandboxkit.Within(abs, workspaceDir) {
-			return "", fmt.Errorf("path %q leaves the workspace", p)
-		}
-	}
-	if sandboxkit.Within(abs, homeDir) || sandboxkit.Within(abs, "/tmp") {
-		return abs, nil
-	}
-	for _, m := range s.mounts {
-		if sandboxkit.Within(abs, m.Target) {
-			return abs, nil
-		}
-	}
-	return "", fmt.Errorf("path %q is outside the sandbox (allowed: %s, /tmp and mounts)", p, homeDir)
-}
+func (s *sandbox) resolvePath(p string) (string, error) { return containerkit.ResolvePath(p, s.binds) }
 
 var _ sdk.TTYSandbox = (*sandbox)(nil)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -49,7 +48,7 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(containerkit.WriteTar(pw, hostPath, missing, path.Base(dst), s.uid, s.gid))
+		pw.CloseWithError(sandboxkit.WriteTar(pw, hostPath, missing, path.Base(dst), s.uid, s.gid))
 	}()
 	_, err = s.cli.run(ctx, pr, "cp", "--archive=false", "-", s.id+":"+parent)
 	pr.CloseWithError(io.ErrClosedPipe)
@@ -99,7 +98,7 @@ func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) err
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("copy out %s: %w", sandboxPath, err)
 	}
-	xerr := containerkit.ExtractTar(rc, filepath.Clean(hostPath))
+	xerr := sandboxkit.ExtractTar(rc, filepath.Clean(hostPath))
 	_, _ = io.Copy(io.Discard, rc)
 	werr := cmd.Wait()
 	switch {

@@ -1,0 +1,45 @@
+package containerkit
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+func TestDefaultImage(t *testing.T) {
+	for repo, want := range map[string]string{
+		"/src/My Repo":  "sanddune:my-repo",
+		"/src/app/":     "sanddune:app",
+		"/src/.hidden":  "sanddune:hidden",
+		"":              "sanddune:local",
+		"/src/a_b.c-d9": "sanddune:a_b.c-d9",
+	} {
+		if got := DefaultImage(repo); got != want {
+			t.Errorf("DefaultImage(%q) = %q, want %q", repo, got, want)
+		}
+	}
+}
+
+func TestBindsAndOwnedDirs(t *testing.T) {
+	req := sdk.CreateRequest{WorktreePath: "/repo/.sanddune/worktrees/x",
+		GitMounts: []sdk.Mount{{HostPath: "/repo/.git/objects"}, {HostPath: "/repo/.git/HEAD", ReadOnly: true}}}
+	bs, err := Binds(req, nil)
+	if err != nil || len(bs) != 3 || bs[0].Target != WorkspaceDir || bs[0].Git || !bs[2].Git || !bs[2].ReadOnly {
+		t.Fatalf("binds %+v %v", bs, err)
+	}
+	if got := OwnedDirs(append(bs, Bind{Source: "/x", Target: "/home/agent/.cache/npm"}), true); !slices.Equal(got, []string{HomeDir, "/home/agent/.cache"}) {
+		t.Fatalf("owned dirs %q", got)
+	}
+	if _, err := Binds(sdk.CreateRequest{WorktreePath: "/a", GitMounts: []sdk.Mount{{HostPath: "/b", SandboxPath: WorkspaceDir}}}, nil); err == nil {
+		t.Fatal("two binds on one target accepted")
+	}
+	if (Bind{Git: true}).Relabel(LabelPrivate) != LabelShared || (Bind{}).Relabel(LabelPrivate) != LabelPrivate {
+		t.Fatal("a private label on the shared git metadata")
+	}
+	for p, ok := range map[string]bool{"": true, "sub": true, "/tmp/x": true, "/home/agent/.x": true, "../x": false, "/etc": false} {
+		if _, err := ResolvePath(p, bs); (err == nil) != ok {
+			t.Errorf("ResolvePath(%q): %v", p, err)
+		}
+	}
+}
