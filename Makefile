@@ -15,9 +15,9 @@ install: ## install sanddune into $(go env GOPATH)/bin (and bubblewrap, as root,
 build: ## build ./bin/sanddune
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sanddune ./cmd/sanddune
 
-test: ## set up Docker/bubblewrap (as root) and run every test
+test: ## set up Docker/Podman/bubblewrap (as root) and run every test
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/ci-setup.sh; \
-	else echo "make test: not root, so Docker/bubblewrap are not set up here; their tests skip loudly"; fi
+	else echo "make test: not root, so Docker/Podman/bubblewrap are not set up here; their tests skip loudly"; fi
 	$(GO) test -timeout 30m ./...
 
 test-unit: ## run the tests without setting anything up (engine tests skip loudly)
