@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/containerkit"
@@ -24,7 +25,7 @@ const configDir = ".sanddune"
 var contextExcludes = []string{".env", "logs", "worktrees", "patches"}
 
 var usages = map[string]string{
-	"build-image":  "build-image [--image-name N] [--containerfile F]",
+	"build-image":  "build-image [--image-name N] [--containerfile F] [--runtime R] [--cgroup-manager M]",
 	"remove-image": "remove-image [--image-name N]",
 }
 
@@ -44,9 +45,13 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 	fset := flag.NewFlagSet(req.Name, flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	imageName := fset.String("image-name", "", "image name (default sanddune:<repo-dir-name>)")
+	var cfg config
 	containerfile := new(string)
 	if req.Name == "build-image" {
 		containerfile = fset.String("containerfile", "", "Containerfile to build; the build context is the working directory")
+		// RUN steps start containers: the sandbox block's runtime settings apply.
+		fset.StringVar(&cfg.Runtime, "runtime", "", "OCI runtime for RUN steps (as the sandbox block's runtime)")
+		fset.StringVar(&cfg.CgroupManager, "cgroup-manager", "", "cgroup manager for RUN steps (as the sandbox block's cgroup_manager)")
 	}
 	if err := fset.Parse(req.Args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,7 +71,7 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 	if name == "" {
 		name = containerkit.DefaultImage(repo)
 	}
-	c, err := newCLI(config{})
+	c, err := newCLI(cfg)
 	if err != nil {
 		return 1, err
 	}
@@ -80,7 +85,7 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 		printf(out, "Image %s removed.", name)
 		return 0, nil
 	}
-	return buildImage(ctx, c, req, repo, name, *containerfile, out)
+	return buildImage(ctx, c, cfg, req, repo, name, *containerfile, out)
 }
 
 func printf(out sdk.OutputFunc, format string, args ...any) {
@@ -90,7 +95,7 @@ func printf(out sdk.OutputFunc, format string, args ...any) {
 // buildImage runs `podman build` with AGENT_UID/AGENT_GID from the host,
 // streaming its output. The default context is a copy of .sanddune
 // without secrets, logs, worktrees and patches.
-func buildImage(ctx context.Context, c cli, req sdk.RunCommandRequest, repo, name, containerfile string, out sdk.OutputFunc) (int, error) {
+func buildImage(ctx context.Context, c cli, cfg config, req sdk.RunCommandRequest, repo, name, containerfile string, out sdk.OutputFunc) (int, error) {
 	var ctxDir, file string
 	if containerfile == "" {
 		src := filepath.Join(repo, configDir)
@@ -124,16 +129,24 @@ func buildImage(ctx context.Context, c cli, req sdk.RunCommandRequest, repo, nam
 	uid, gid := strconv.Itoa(req.HostUID), strconv.Itoa(req.HostGID)
 	printf(out, "Building Podman image %s (AGENT_UID=%s AGENT_GID=%s)...", name, uid, gid)
 	var r sandboxkit.Runner
+	var failed []string // the last lines, to explain a failure
 	res, err := r.Run(ctx, sandboxkit.Command{
 		Argv: c.argv("build", "--tag", name, "--file", file,
 			"--build-arg", "AGENT_UID="+uid, "--build-arg", "AGENT_GID="+gid, ctxDir),
 		Env: c.environMap(nil),
-	}, out)
+	}, func(l sdk.OutputLine) {
+		failed = append(failed[max(0, len(failed)-20):], string(l.Text))
+		out(l)
+	})
 	if err != nil {
 		return 1, fmt.Errorf("podman build: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return 1, fmt.Errorf("podman build failed (exit %d): see its output above", res.ExitCode)
+		msg := fmt.Sprintf("podman build failed (exit %d): see its output above", res.ExitCode)
+		if cfg.Runtime == "" && cfg.CgroupManager == "" && strings.Contains(strings.Join(failed, "\n"), "runtime") {
+			msg += "; RUN steps start containers: if your podman sandbox block sets runtime or cgroup_manager, pass the same --runtime / --cgroup-manager"
+		}
+		return 1, errors.New(msg)
 	}
 	printf(out, "Build complete: %s", name)
 	return 0, nil

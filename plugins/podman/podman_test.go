@@ -393,18 +393,29 @@ func TestPreflightNamesTheSettingsThisHostNeeds(t *testing.T) {
 // without secrets in the context; preflight then accepts the image for that
 // UID and rejects another; remove-image removes it.
 func TestBuildImageCommand(t *testing.T) {
-	requirePodman(t)
+	host := requirePodman(t)
 	p := New().(*Provider)
 	ctx := context.Background()
 	repo := filepath.Join(t.TempDir(), "Build Repo")
 	must(t, os.MkdirAll(filepath.Join(repo, ".sanddune", "worktrees", "big"), 0o755))
 	must(t, os.WriteFile(filepath.Join(repo, ".sanddune", "Containerfile"), []byte(fmt.Sprintf(
-		"FROM %s\nARG AGENT_UID=1000\nARG AGENT_GID=1000\nCOPY . /ctx/\nUSER ${AGENT_UID}:${AGENT_GID}\n", testImage())), 0o644))
+		"FROM %s\nARG AGENT_UID=1000\nARG AGENT_GID=1000\nCOPY . /ctx/\nRUN echo $AGENT_UID > /built-for\nUSER ${AGENT_UID}:${AGENT_GID}\n", testImage())), 0o644))
 	must(t, os.WriteFile(filepath.Join(repo, ".sanddune", ".env"), []byte("SECRET=1\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(repo, ".sanddune", "prompt.md"), []byte("p\n"), 0o644))
 	image := "sanddune:build-repo-" + containerkit.RandomHex(3)
+	args := []string{"--image-name", image}
+	if rt, ok := host["runtime"]; ok {
+		// RUN steps need this host's runtime too; without it, the error says so.
+		var lines []string
+		code, err := p.RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Args: args, Cwd: repo, HostRepoPath: repo, HostUID: 4321, HostGID: 4321},
+			func(l sdk.OutputLine) { lines = append(lines, string(l.Text)) })
+		if code != 1 || err == nil || !strings.Contains(err.Error(), "pass the same --runtime") {
+			t.Fatalf("build-image without this host's runtime: %d %v\n%s", code, err, strings.Join(lines, "\n"))
+		}
+		args = append(args, "--runtime", rt.AsString())
+	}
 	var lines []string
-	code, err := p.RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Args: []string{"--image-name", image}, Cwd: repo, HostRepoPath: repo, HostUID: 4321, HostGID: 4321},
+	code, err := p.RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Args: args, Cwd: repo, HostRepoPath: repo, HostUID: 4321, HostGID: 4321},
 		func(l sdk.OutputLine) { lines = append(lines, string(l.Text)) })
 	if err != nil || code != 0 {
 		t.Fatalf("build-image: %d %v\n%s", code, err, strings.Join(lines, "\n"))
@@ -424,8 +435,8 @@ func TestBuildImageCommand(t *testing.T) {
 		t.Fatalf("UID mismatch not caught: %v", err)
 	}
 	sb, _ := create(t, cfg, func(r *sdk.CreateRequest) { r.HostRepoPath, r.HostUID, r.HostGID = repo, 4321, 4321 })
-	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "ls -A /ctx"})
-	if strings.Join(o.Stdout, " ") != "Containerfile prompt.md" {
+	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "cat /built-for; ls -A /ctx"})
+	if strings.Join(o.Stdout, " ") != "4321 Containerfile prompt.md" {
 		t.Fatalf("build context: %q", o.Stdout)
 	}
 	must(t, sb.Close(ctx))
