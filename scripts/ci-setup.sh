@@ -55,3 +55,19 @@ log "docker $(docker version --format '{{.Server.Version}} (API {{.Server.APIVer
 # 4. Podman (daemonless): the same rootfs, `podman import`ed.
 log "$(podman --version)"
 "$here/test-image.sh" --engine podman sanddune-test-base:bookworm
+
+# 5. Rootless podman: a test user with subordinate id ranges (useradd adds
+# them), its runtime dir, and the test image in its own storage.
+ru=sanddune-rootless
+if ! id "$ru" >/dev/null 2>&1; then
+  log "creating the rootless podman test user $ru"
+  useradd -m -s /bin/bash "$ru"
+fi
+grep -q "^$ru:" /etc/subuid || usermod --add-subuids 100000-165535 --add-subgids 100000-165535 "$ru"
+ruid="$(id -u "$ru")"
+install -d -m 0700 -o "$ru" -g "$(id -g "$ru")" "/run/user/$ruid"
+as_ru() { runuser -u "$ru" -- env -i HOME="$(getent passwd "$ru" | cut -d: -f6)" XDG_RUNTIME_DIR="/run/user/$ruid" PATH=/usr/bin:/bin:/usr/sbin:/sbin "$@"; }
+if ! (cd / && as_ru podman image exists sanddune-test-base:bookworm); then
+  log "importing sanddune-test-base:bookworm into $ru's podman storage"
+  podman save sanddune-test-base:bookworm | (cd / && as_ru podman load -q) >/dev/null
+fi

@@ -64,7 +64,9 @@ func detectEngine() (map[string]cty.Value, error) {
 	if _, err := c.run(ctx, nil, "image", "exists", testImage()); err != nil {
 		return nil, fmt.Errorf("test image %s missing in podman: %w", testImage(), err)
 	}
-	cfg := config{}
+	// No network: rootless networking may be unavailable (see TestRootless),
+	// and the runtime settings do not depend on it.
+	cfg := config{Networks: []string{"none"}}
 	uid, gid := os.Getuid(), os.Getgid()
 	if err := startTest(ctx, c, cfg, testImage(), uid, gid); err != nil {
 		fixed, settings, err2 := fixTest(ctx, cfg, err, testImage(), uid, gid)

@@ -18,8 +18,10 @@ import (
 )
 
 // cleanupTimeout bounds teardown work that must happen even after the
-// caller's context is cancelled.
-const cleanupTimeout = 30 * time.Second
+// caller's context is cancelled. It is generous: every podman command is a
+// process start, slow on a loaded host, and a `podman rm` cut short leaves
+// a half-removed container.
+const cleanupTimeout = 2 * time.Minute
 
 // State is what Info().State holds (JSON).
 type State struct {
@@ -198,8 +200,22 @@ func (s *sandbox) Close(ctx context.Context) error {
 }
 
 // removeContainer force-removes a container; a missing one is not an error.
+// A `podman rm` cut short (a timeout under load) can leave the container
+// half-removed, in state "Removing": removal is checked and retried.
 func removeContainer(ctx context.Context, c cli, id string) error {
-	_, err := c.run(ctx, nil, "rm", "--force", "--ignore", "--time", "0", id)
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		_, err = c.run(ctx, nil, "rm", "--force", "--ignore", "--time", "0", id)
+		if _, xerr := c.run(ctx, nil, "container", "exists", id); exitCode(xerr) == 1 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = fmt.Errorf("podman rm: the container is still there")
+	}
 	return err
 }
 

@@ -1,0 +1,127 @@
+package podman
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// rootlessUser is the test user scripts/ci-setup.sh creates, with
+// subordinate id ranges and the test image in its own podman storage.
+const rootlessUser = "sanddune-rootless"
+
+// rootlessChild marks the test binary re-run as the rootless user.
+const rootlessChild = "SANDDUNE_PODMAN_ROOTLESS_CHILD"
+
+// Rootless podman: as root, the test re-runs itself as the rootless test
+// user; that child (or a test run by a non-root user) checks that the agent's
+// files in the worktree belong to the host user under the default
+// userns = "keep-id" (and to a subordinate id without it), then runs the
+// conformance suite. The containers use network = "none": on this machine
+// kind /dev/net/tun is root-only (0600), so rootless networking
+// (slirp4netns) cannot start.
+func TestRootless(t *testing.T) {
+	if os.Getenv(rootlessChild) == "1" || os.Geteuid() != 0 {
+		rootlessChecks(t)
+		return
+	}
+	u, err := user.Lookup(rootlessUser)
+	if err != nil {
+		kittest.RequireEngine(t, "podman rootless", fmt.Errorf("no user %s with subordinate ids (scripts/ci-setup.sh creates it): %w", rootlessUser, err))
+	}
+	requirePodman(t)
+	if _, err := exec.LookPath("runuser"); err != nil {
+		kittest.RequireEngine(t, "podman rootless", err)
+	}
+	// The test binary, where the rootless user can run it.
+	dir, err := os.MkdirTemp("", "sanddune-rootless-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "podman.test")
+	must(t, copyFile(os.Args[0], bin))
+	runtimeDir := "/run/user/" + u.Uid
+	cmd := exec.Command("runuser", "-u", rootlessUser, "--", "env", "-i",
+		"HOME="+u.HomeDir, "XDG_RUNTIME_DIR="+runtimeDir, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+		rootlessChild+"=1", kittest.RequireEnginesEnv+"="+os.Getenv(kittest.RequireEnginesEnv),
+		"SANDDUNE_TEST_IMAGE="+testImage(),
+		bin, "-test.run", "^TestRootless$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	t.Logf("as %s:\n%s", rootlessUser, out)
+	if err != nil {
+		t.Fatalf("the rootless run failed: %v", err)
+	}
+	if strings.Contains(string(out), "--- SKIP: TestRootless") {
+		kittest.RequireEngine(t, "podman rootless", fmt.Errorf("the rootless run skipped (output above)"))
+	}
+}
+
+func rootlessChecks(t *testing.T) {
+	if !rootless() {
+		t.Fatal("not rootless")
+	}
+	if err := rootlessPrerequisites(); len(err) > 0 {
+		kittest.RequireEngine(t, "podman rootless", fmt.Errorf("%v", err))
+	}
+	none := map[string]cty.Value{"network": cty.StringVal("none")}
+	wt := t.TempDir()
+	// Writable for a subordinate id too, so that the check without keep-id
+	// shows who owns the file rather than failing to write it.
+	must(t, os.Chmod(wt, 0o777))
+	write := func(attrs map[string]cty.Value, file string) int {
+		sb, _ := create(t, cfgOf(t, attrs), func(r *sdk.CreateRequest) { r.HostRepoPath, r.WorktreePath = wt, wt })
+		if res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "echo hi > " + file + " && touch $HOME/ok"}); res.ExitCode != 0 {
+			t.Fatalf("write %s: %+v %q", file, res, o.Stderr)
+		}
+		fi, err := os.Stat(filepath.Join(wt, file))
+		must(t, err)
+		return statUID(fi)
+	}
+	if uid := write(none, "keep-id.txt"); uid != os.Getuid() {
+		t.Fatalf("with userns = keep-id (the default) the agent's file belongs to %d, want the host user %d", uid, os.Getuid())
+	}
+	noKeep := map[string]cty.Value{"network": cty.StringVal("none"), "userns": cty.StringVal("")}
+	if uid := write(noKeep, "no-keep-id.txt"); uid == os.Getuid() {
+		t.Fatalf("without keep-id the file belongs to the host user too: the keep-id check is void")
+	}
+	// The default network needs /dev/net/tun: where rootless networking
+	// cannot start, preflight says so.
+	if fi, err := os.Stat("/dev/net/tun"); err == nil && fi.Mode().Perm()&0o006 == 0 {
+		err := New().Preflight(context.Background(), sdk.PreflightRequest{Config: cfgOf(t, nil), HostRepoPath: wt, HostUID: os.Getuid(), HostGID: os.Getgid()})
+		if err == nil || !strings.Contains(err.Error(), "/dev/net/tun") {
+			t.Errorf("preflight with the default network, /dev/net/tun root-only: %v", err)
+		}
+	}
+	t.Run("Conformance", func(t *testing.T) {
+		sandboxtest.Run(t, New(), sandboxtest.Options{Config: cfgOf(t, none).Value})
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
