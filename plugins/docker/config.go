@@ -4,15 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/docker/go-units"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/zclconf/go-cty/cty"
 )
-
-// minMemory is the smallest memory limit the docker daemon accepts.
-const minMemory = 6 * 1024 * 1024
 
 func schema() sdk.Schema {
 	return sdk.Schema{
@@ -41,13 +37,11 @@ var mountBlock = sandboxkit.MountBlock{
 
 // config is a decoded, validated provider block.
 type config struct {
-	Image        string
-	Env          map[string]string
-	Mounts       []sandboxkit.Mount // SandboxPath absolute (containerkit.ContainerPath)
-	Networks     []string
-	CPUs         float64
-	Memory       int64
-	PidsLimit    int64
+	Image    string
+	Env      map[string]string
+	Mounts   []sandboxkit.Mount // SandboxPath absolute (containerkit.ContainerPath)
+	Networks []string
+	containerkit.Limits
 	Devices      []containerkit.Device
 	Groups       []string
 	UID, GID     *int
@@ -65,6 +59,7 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 	c := config{
 		Image:        d.String(v, "image"),
 		Env:          d.Env(v, "env"),
+		Limits:       containerkit.DecodeLimits(&d, v),
 		Groups:       d.StringList(v, "groups"),
 		Networks:     containerkit.Networks(&d, v, "network"),
 		Devices:      containerkit.Devices(&d, v, "devices"),
@@ -74,28 +69,6 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 		d.Errorf("image", "invalid image name", "%q contains whitespace", c.Image)
 	}
 
-	if f, ok := d.Number(v, "cpus"); ok {
-		c.CPUs, _ = f.Float64()
-		if c.CPUs <= 0 {
-			d.Errorf("cpus", "cpus must be greater than 0", "")
-		}
-	}
-	if s := d.String(v, "memory"); s != "" {
-		n, err := units.RAMInBytes(s)
-		switch {
-		case err != nil:
-			d.Errorf("memory", "invalid memory size", `%q: use a number with a unit, e.g. "512m" or "2g"`, s)
-		case n < minMemory:
-			d.Errorf("memory", "memory limit too small", "docker needs at least 6m, got %q", s)
-		}
-		c.Memory = n
-	}
-	if n, ok := d.Int(v, "pids_limit"); ok {
-		if n <= 0 {
-			d.Errorf("pids_limit", "pids_limit must be greater than 0", "")
-		}
-		c.PidsLimit = n
-	}
 	for i, g := range c.Groups {
 		if strings.TrimSpace(g) == "" {
 			d.Errorf(fmt.Sprintf("groups.%d", i), "empty group", "")

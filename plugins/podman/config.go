@@ -8,15 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/docker/go-units"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/zclconf/go-cty/cty"
 )
-
-// minMemory is the smallest memory limit the OCI runtimes accept.
-const minMemory = 6 * 1024 * 1024
 
 func schema() sdk.Schema {
 	return sdk.Schema{
@@ -47,13 +43,11 @@ var mountBlock = sandboxkit.MountBlock{
 
 // config is a decoded, validated provider block.
 type config struct {
-	Image         string
-	Env           map[string]string
-	Mounts        []sandboxkit.Mount // SandboxPath absolute (containerkit.ContainerPath)
-	Networks      []string
-	CPUs          float64
-	Memory        int64
-	PidsLimit     int64
+	Image    string
+	Env      map[string]string
+	Mounts   []sandboxkit.Mount // SandboxPath absolute (containerkit.ContainerPath)
+	Networks []string
+	containerkit.Limits
 	Devices       []containerkit.Device
 	UserNS        *string // nil: the default for the mode (keep-id when rootless)
 	SELinuxLabel  string
@@ -76,6 +70,7 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 	c := config{
 		Image:         d.String(v, "image"),
 		Env:           d.Env(v, "env"),
+		Limits:        containerkit.DecodeLimits(&d, v),
 		Networks:      containerkit.Networks(&d, v, "network"),
 		Devices:       containerkit.Devices(&d, v, "devices"),
 		SELinuxLabel:  containerkit.SELinuxLabel(&d, v, "selinux_label"),
@@ -86,28 +81,6 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 	}
 	if c.Image != "" && strings.ContainsAny(c.Image, " \t\n") {
 		d.Errorf("image", "invalid image name", "%q contains whitespace", c.Image)
-	}
-	if f, ok := d.Number(v, "cpus"); ok {
-		c.CPUs, _ = f.Float64()
-		if c.CPUs <= 0 {
-			d.Errorf("cpus", "cpus must be greater than 0", "")
-		}
-	}
-	if s := d.String(v, "memory"); s != "" {
-		n, err := units.RAMInBytes(s)
-		switch {
-		case err != nil:
-			d.Errorf("memory", "invalid memory size", `%q: use a number with a unit, e.g. "512m" or "2g"`, s)
-		case n < minMemory:
-			d.Errorf("memory", "memory limit too small", "podman needs at least 6m, got %q", s)
-		}
-		c.Memory = n
-	}
-	if n, ok := d.Int(v, "pids_limit"); ok {
-		if n <= 0 {
-			d.Errorf("pids_limit", "pids_limit must be greater than 0", "")
-		}
-		c.PidsLimit = n
 	}
 	if uv := sandboxkit.Attr(v, "userns"); !uv.IsNull() {
 		s := d.String(v, "userns")
