@@ -32,7 +32,7 @@ work="$(mktemp -d /tmp/sanddune-bench-podman.XXXXXX)"
 pglobal=() prun=()
 cleanup() {
   docker rm -f sanddune-bench-dfloor sanddune-bench-dexec >/dev/null 2>&1 || true
-  podman "${pglobal[@]}" rm -f -t 0 sanddune-bench-pfloor sanddune-bench-pexec >/dev/null 2>&1 || true
+  podman "${pglobal[@]}" rm -f -t 0 --ignore sanddune-bench-pfloor sanddune-bench-pexec >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
