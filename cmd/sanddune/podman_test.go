@@ -85,6 +85,7 @@ func podmanContainers(t *testing.T, dir string) []string {
 // checks where the commits land, that the agent's files belong to the host
 // user, and that no container is left behind.
 func TestPodmanRunLandsCommitsForEveryStrategy(t *testing.T) {
+	t.Parallel()
 	block := requirePodman(t)
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
@@ -157,6 +158,7 @@ run "other" {
 // TestPodmanFailedRunLeavesNoContainer: a run whose agent fails leaves no
 // container.
 func TestPodmanFailedRunLeavesNoContainer(t *testing.T) {
+	t.Parallel()
 	block := requirePodman(t)
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
@@ -182,6 +184,7 @@ run "fail" {
 // clients) are gone, the branch keeps the commit the agent made before
 // hanging.
 func TestPodmanInterruptLeavesNoContainer(t *testing.T) {
+	t.Parallel()
 	block := requirePodman(t)
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
@@ -237,6 +240,49 @@ run "hang" {
 	}
 	if got := gitOut(t, dir, "show", "agent/hang:work.txt"); got != "work" {
 		t.Fatalf("the agent's commit was lost: %q", got)
+	}
+}
+
+// TestPodmanGCRemovesWhatAKilledRunLeft kills sanddune outright while its
+// agent runs in a podman container; `sanddune gc` then removes the
+// container (found by its labels) and every process of it. Serial: gc
+// removes every orphan on the host, and the package's parallel tests must
+// not race it for this one.
+func TestPodmanGCRemovesWhatAKilledRunLeft(t *testing.T) {
+	block := requirePodman(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
+`+block+`}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo started && exec sleep 1000"]
+}
+run "orphan" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/orphan" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	signalWhenStarted(t, dir, syscall.SIGKILL)
+	ids := podmanContainers(t, dir)
+	if len(ids) != 1 {
+		t.Fatalf("want the killed run's container left, found %v", ids)
+	}
+	out, err := exec.Command("podman", "inspect", "--format", "{{.Id}}", ids[0]).Output()
+	if err != nil {
+		t.Fatalf("podman inspect: %v", err)
+	}
+	full := strings.TrimSpace(string(out))
+	r := run(t, dir, "gc")
+	if r.code != 0 || !strings.Contains(r.stdout, "sandbox podman: removed "+full) {
+		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if c := podmanContainers(t, dir); len(c) != 0 {
+		t.Fatalf("containers left after gc: %v", c)
+	}
+	if ps := processesMentioning(full); len(ps) != 0 {
+		t.Fatalf("processes of the container left after gc: %q", ps)
 	}
 }
 

@@ -22,6 +22,9 @@ type cli struct {
 	global []string // --runtime, --cgroup-manager
 }
 
+// errNotInstalled: no podman on PATH (and no binary configured).
+var errNotInstalled = errors.New("podman is not installed (not on PATH): install it (Debian/Ubuntu: `apt-get install podman`; Fedora: `dnf install podman`) or set binary")
+
 // newCLI resolves the podman binary of a config (binary, else podman on
 // PATH).
 func newCLI(c config) (cli, error) {
@@ -34,7 +37,7 @@ func newCLI(c config) (cli, error) {
 		if c.Binary != "" {
 			return cli{}, fmt.Errorf("podman binary %q not found: fix binary: %w", c.Binary, err)
 		}
-		return cli{}, fmt.Errorf("podman is not installed (not on PATH): install it (Debian/Ubuntu: `apt-get install podman`; Fedora: `dnf install podman`) or set binary")
+		return cli{}, errNotInstalled
 	}
 	var g []string
 	if c.Runtime != "" {

@@ -7,5 +7,6 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	sandboxtest.Run(t, New(), sandboxtest.Options{Config: cfgOf(t, nil).Value})
 }

@@ -54,6 +54,7 @@ func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
 			CPULimit:    true,
 			MemoryLimit: true,
 			Sudo:        true,
+			Confines:    true,
 		},
 	}, nil
 }

@@ -20,6 +20,7 @@ import (
 )
 
 func TestConfigureDiagnostics(t *testing.T) {
+	t.Parallel()
 	p := New()
 	good := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{
 		"image":          cty.StringVal("img"),
@@ -81,6 +82,7 @@ func TestConfigureDiagnostics(t *testing.T) {
 // Values of the env never reach a podman command line (where any user of
 // the host can read them), except for the keys podman itself reads.
 func TestEnvValuesStayOffTheCommandLine(t *testing.T) {
+	t.Parallel()
 	args, values := envArgs(map[string]string{"API_KEY": "s3cret", "PATH": "/opt/bin:/usr/bin"})
 	if strings.Join(args, " ") != "--env API_KEY --env PATH=/opt/bin:/usr/bin" || values["API_KEY"] != "s3cret" || len(values) != 1 {
 		t.Fatalf("args %q values %v", args, values)
@@ -88,6 +90,7 @@ func TestEnvValuesStayOffTheCommandLine(t *testing.T) {
 }
 
 func TestExec(t *testing.T) {
+	t.Parallel()
 	sb, _ := create(t, cfgOf(t, map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})}), nil)
 	if info := sb.Info(); info.RepoPath != "/home/agent/workspace" || info.HomePath != "/home/agent" || info.ID == "" {
 		t.Fatalf("info %+v", info)
@@ -121,6 +124,7 @@ func TestExec(t *testing.T) {
 // podman runs the container as --user UID:GID), the home directory to the
 // container user, and sudo is root.
 func TestWorktreeFilesOwnedByHostUser(t *testing.T) {
+	t.Parallel()
 	sb, req := create(t, cfgOf(t, nil), func(r *sdk.CreateRequest) { r.HostUID, r.HostGID = 1000, 1001 })
 	// t.TempDir is root-only (0700) when tests run as root; open it for the test UID.
 	_ = os.Chmod(req.WorktreePath, 0o777)
@@ -153,7 +157,41 @@ func inspect(t *testing.T, id string) map[string]any {
 	return in[0]
 }
 
+// selinux_label relabels every bind (z: shared; Z: private, but the shared
+// git metadata stays shared; false: none), as podman's inspect shows.
+func TestSELinuxLabelRelabelsBinds(t *testing.T) {
+	t.Parallel()
+	w := kittest.NewWorktree(t, t.TempDir())
+	for _, label := range []cty.Value{cty.StringVal("z"), cty.StringVal("Z"), cty.False} {
+		sb, req := create(t, cfgOf(t, map[string]cty.Value{"selinux_label": label}), func(r *sdk.CreateRequest) {
+			r.HostRepoPath, r.WorktreePath, r.GitMounts = w.Repo, w.Path, w.GitMounts
+		})
+		want, git := "", ""
+		if label.Type() == cty.String {
+			want, git = label.AsString(), "z"
+		}
+		modes := map[string]string{}
+		for _, m := range inspect(t, sb.id)["Mounts"].([]any) {
+			m := m.(map[string]any)
+			modes[m["Destination"].(string)] = m["Mode"].(string)
+		}
+		if modes[containerkit.WorkspaceDir] != want {
+			t.Errorf("selinux_label %#v: the worktree's mode %q, want %q", label, modes[containerkit.WorkspaceDir], want)
+		}
+		for _, g := range req.GitMounts {
+			if modes[g.HostPath] != git {
+				t.Errorf("selinux_label %#v: git metadata %s mode %q, want %q", label, g.HostPath, modes[g.HostPath], git)
+			}
+		}
+		if res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "git status --short && touch ok"}); res.ExitCode != 0 {
+			t.Fatalf("selinux_label %#v: the worktree does not work: %q", label, o.Stderr)
+		}
+		must(t, sb.Close(context.Background()))
+	}
+}
+
 func TestResourceLimitsReachContainer(t *testing.T) {
+	t.Parallel()
 	sb, req := create(t, cfgOf(t, map[string]cty.Value{
 		"cpus":       cty.NumberFloatVal(0.5),
 		"memory":     cty.StringVal("256m"),
@@ -176,6 +214,7 @@ func TestResourceLimitsReachContainer(t *testing.T) {
 // network = "none" blocks a connection to a listener on the host that the
 // default network reaches.
 func TestNetworkNoneBlocksConnections(t *testing.T) {
+	t.Parallel()
 	open, _ := create(t, cfgOf(t, nil), nil)
 	_, o := kittest.Exec(t, open, sdk.ExecRequest{Shell: `ip route 2>/dev/null | awk '/default/ {print $3}' || true; awk 'NR>1 && $2=="00000000" {print $3}' /proc/net/route`})
 	gw := ""
@@ -234,6 +273,7 @@ func processes(t *testing.T, id string) []string {
 }
 
 func TestCancelKillsProcessTree(t *testing.T) {
+	t.Parallel()
 	sb, _ := create(t, cfgOf(t, nil), nil)
 	baseline := len(processes(t, sb.id))
 	for _, mode := range []string{"cancel", "timeout", "sudo-cancel"} {
@@ -272,6 +312,7 @@ func TestCancelKillsProcessTree(t *testing.T) {
 }
 
 func TestCloseRemovesContainer(t *testing.T) {
+	t.Parallel()
 	sb, req := create(t, cfgOf(t, nil), nil)
 	p := New().(*Provider)
 	rs, err := p.ListResources(context.Background())
@@ -305,6 +346,7 @@ func TestCloseRemovesContainer(t *testing.T) {
 // defaults, though the container was created with this host's runtime and
 // cgroup manager settings.
 func TestRemoveResourceWithDefaults(t *testing.T) {
+	t.Parallel()
 	sb, req := create(t, cfgOf(t, nil), nil)
 	sb.closed = true // leave it, as a killed sanddune would
 	if err := New().(*Provider).RemoveResource(context.Background(), sb.id); err != nil {
@@ -318,6 +360,7 @@ func TestRemoveResourceWithDefaults(t *testing.T) {
 // A commit made inside the container on a real worktree lands on the
 // worktree's branch in the host repo, with only the git metadata mounted.
 func TestGitCommitInWorktree(t *testing.T) {
+	t.Parallel()
 	w := kittest.NewWorktree(t, t.TempDir())
 	sb, _ := create(t, cfgOf(t, nil), func(r *sdk.CreateRequest) {
 		r.HostRepoPath, r.WorktreePath = w.Repo, w.Path
@@ -339,6 +382,7 @@ func TestGitCommitInWorktree(t *testing.T) {
 }
 
 func TestPreflight(t *testing.T) {
+	t.Parallel()
 	p := New()
 	ctx := context.Background()
 	req := sdk.PreflightRequest{Config: cfgOf(t, nil), HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()}
@@ -360,12 +404,15 @@ func TestPreflight(t *testing.T) {
 			"host_path": cty.StringVal("does-not-exist"), "sandbox_path": cty.StringVal("/x"), "readonly": cty.True,
 		})})}, "does not exist"},
 	} {
-		req := req
-		req.Config = cfgOf(t, tc.attrs)
-		err := p.Preflight(ctx, req)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want an error mentioning %q", name, err, tc.want)
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			req := req
+			req.Config = cfgOf(t, tc.attrs)
+			err := p.Preflight(ctx, req)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -373,6 +420,7 @@ func TestPreflight(t *testing.T) {
 // on hybrid cgroups, nofile/nproc above the hard limits), preflight names
 // the settings that make it start, and those settings do.
 func TestPreflightNamesTheSettingsThisHostNeeds(t *testing.T) {
+	t.Parallel()
 	needed := requirePodman(t)
 	if len(needed) == 0 {
 		t.Skip("podman's defaults start containers on this host: nothing to detect")
@@ -393,6 +441,7 @@ func TestPreflightNamesTheSettingsThisHostNeeds(t *testing.T) {
 // without secrets in the context; preflight then accepts the image for that
 // UID and rejects another; remove-image removes it.
 func TestBuildImageCommand(t *testing.T) {
+	t.Parallel()
 	host := requirePodman(t)
 	p := New().(*Provider)
 	ctx := context.Background()
@@ -453,5 +502,40 @@ func TestBuildImageCommand(t *testing.T) {
 	}
 	if code, err := p.RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Cwd: t.TempDir()}, func(sdk.OutputLine) {}); code != 1 || err == nil || !strings.Contains(err.Error(), "sanddune init") {
 		t.Fatalf("missing Containerfile: %d %v", code, err)
+	}
+}
+
+// Where podman is not installed, preflight and Create say how to install
+// it, and gc finds nothing to remove rather than failing. Serial: it
+// empties PATH.
+func TestWithoutPodman(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	p := New().(*Provider)
+	ctx := context.Background()
+	rs, err := p.ListResources(ctx)
+	if err != nil || len(rs) != 0 {
+		t.Fatalf("ListResources without podman: %v %v", rs, err)
+	}
+	cfg := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal("img")})}
+	err = p.Preflight(ctx, sdk.PreflightRequest{Config: cfg, HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install podman") {
+		t.Fatalf("preflight without podman: %v", err)
+	}
+	wt := t.TempDir()
+	if _, err := p.Create(ctx, sdk.CreateRequest{Config: cfg, RunID: runID(), RunName: "x", HostRepoPath: wt, WorktreePath: wt}); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Fatalf("Create without podman: %v", err)
+	}
+}
+
+// Podman containers are a security boundary like docker's, so agents get
+// their permission-bypass flag in them.
+func TestInfo(t *testing.T) {
+	t.Parallel()
+	info, err := New().Info(context.Background())
+	if err != nil || info.Sandbox == nil {
+		t.Fatal(info, err)
+	}
+	if c := info.Sandbox; c.Contract != sdk.ContractBindMount || !c.Confines || !c.NetworkNone || !c.CPULimit || !c.MemoryLimit || !c.Sudo || c.TTY {
+		t.Fatalf("capabilities %+v", c)
 	}
 }

@@ -2,15 +2,20 @@ package podman
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 // ListResources lists every container, running or not, labelled with a
-// sanddune run id. gc has no provider block: it uses podman from PATH.
+// sanddune run id. gc has no provider block: it uses podman from PATH, and
+// where podman is not installed no run can have left a container.
 func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
 	c, err := newCLI(config{})
+	if errors.Is(err, errNotInstalled) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

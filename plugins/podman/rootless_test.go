@@ -32,6 +32,7 @@ const rootlessChild = "SANDDUNE_PODMAN_ROOTLESS_CHILD"
 // kind /dev/net/tun is root-only (0600), so rootless networking
 // (slirp4netns) cannot start.
 func TestRootless(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(rootlessChild) == "1" || os.Geteuid() != 0 {
 		rootlessChecks(t)
 		return
@@ -63,7 +64,7 @@ func TestRootless(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the rootless run failed: %v", err)
 	}
-	if strings.Contains(string(out), "--- SKIP: TestRootless") {
+	if strings.Contains(string(out), "--- SKIP: TestRootless (") {
 		kittest.RequireEngine(t, "podman rootless", fmt.Errorf("the rootless run skipped (output above)"))
 	}
 }

@@ -5,6 +5,6 @@
 // the directories of the agent home the container user must own, the
 // default image name, device specs, SELinux relabel options, network
 // lists, killing every process of one exec by its environment marker, and
-// tar archives in and out of a container that never escape their
-// destination. It depends only on the sdk packages.
+// the archive that creates the agent home's directories (copies in and out
+// use sandboxkit's tar helpers). It depends only on the sdk packages.
 package containerkit
