@@ -1,76 +1,58 @@
 #!/usr/bin/env bash
-# Podman benchmark, beside docker and the floor, interleaved in one run so
-# that load on the (shared) machine hits every figure alike. Each round
-# times, in turn:
-#   floor:    `docker run -d` + `docker exec true` + `docker rm -f`
-#             `podman run -d` + `podman exec true` + `podman rm -f`
-#             one `docker exec true`, one `podman exec true` (running containers)
-#   sanddune: scenario a (1 run, 1 iteration, head) and b (1 run, 5 iterations,
-#             merge-to-head) with the fake Claude agent, docker then podman
-# and reports medians and ratios (podman / docker, sanddune / its floor).
-# Every sanddune run is checked (commit counts, no container left).
+# sanddune with podman against podman's floor, beside docker and its floor,
+# interleaved: every round times, for each scenario, the podman floor,
+# sanddune on podman, the docker floor and sanddune on docker back to back
+# (alternating the order), so all four see the same machine load, and
+# reports per-round ratios with min/median/max. Workload:
+# shared/bench/fake-claude (bench/lib.sh, as bench/floor.sh).
 #
-#   bench/podman-run.sh [-n ROUNDS] [-o RESULTS.md]     # as root
+#   one   1 run, 1 iteration, head        vs ENGINE run -d + 1 agent exec + rm -f
+#   five  1 run, 5 iterations, merge-to-head
+#                                         vs ENGINE run -d + 5 agent execs + rm -f
 #
-# The podman settings this host needs (runtime, cgroup_manager, ulimits) are
-# not assumed: they are what `sanddune run`'s preflight names for the bench
-# image, and the podman floor uses the same flags.
+# The floor execs the same fake agent (same argv, prompt on stdin) in a
+# container of the same image with a fresh repo bind-mounted at the
+# workspace. The podman settings this host needs (runtime, cgroup_manager,
+# ulimits) are not assumed: they are what `sanddune run`'s preflight names,
+# and podman's floor uses the same flags. Every sanddune run is checked
+# (commits, no container of its repo left); the 1-minute load average is
+# recorded beside each figure.
+#
+#   bench/podman-run.sh [-r ROUNDS] [-s "one five"] [-o OUT.md]   # as root
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 shared="${SANDDUNE_SHARED:-$root/../shared}"
-rounds=5 out=""
-while getopts "n:o:" opt; do
+rounds=3 scenarios="one five" out=""
+while getopts "r:s:o:" opt; do
   case "$opt" in
-    n) rounds="$OPTARG" ;;
+    r) rounds="$OPTARG" ;;
+    s) scenarios="$OPTARG" ;;
     o) out="$OPTARG" ;;
-    *) echo "usage: $0 [-n ROUNDS] [-o RESULTS.md]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-r ROUNDS] [-s SCENARIOS] [-o OUT.md]" >&2; exit 2 ;;
   esac
 done
-image="sanddune-bench:latest"
 work="$(mktemp -d /tmp/sanddune-bench-podman.XXXXXX)"
+floor_label="sanddune-bench-floor=$$"
 pglobal=() prun=()
 cleanup() {
-  docker rm -f sanddune-bench-dfloor sanddune-bench-dexec >/dev/null 2>&1 || true
-  podman "${pglobal[@]}" rm -f -t 0 --ignore sanddune-bench-pfloor sanddune-bench-pexec >/dev/null 2>&1 || true
+  docker ps -aq --filter "label=$floor_label" | xargs -r docker rm -f >/dev/null 2>&1 || true
+  podman ps -aq --filter "label=$floor_label" | xargs -r podman "${pglobal[@]}" rm -f -t 0 >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
-log() { echo "bench: $*" >&2; }
+. "$root/bench/lib.sh"
+command -v podman >/dev/null || { log "podman is not installed (run scripts/ci-setup.sh as root)"; exit 1; }
+sanddune="$(find_sanddune)"
+ensure_image "$sanddune"
+mkdir -p "$work/home"
+data="$work/data" # lines: scenario side round seconds load
+: >"$data"
+load1() { cut -d' ' -f1 /proc/loadavg; }
+now() { date +%s%N; }
 
-docker info >/dev/null 2>&1 || { echo "bench: docker is not reachable (run scripts/ci-setup.sh as root)" >&2; exit 1; }
-command -v podman >/dev/null || { echo "bench: podman is not installed (run scripts/ci-setup.sh as root)" >&2; exit 1; }
-sanddune="${SANDDUNE_BIN:-}"
-if [ -z "$sanddune" ]; then
-  log "building sanddune"
-  (cd "$root" && go build -o "$work/sanddune" ./cmd/sanddune) && sanddune="$work/sanddune"
-fi
-
-# Base images (the same debootstrap rootfs in both engines), then the fake
-# Claude image in each, built the way each plugin's build-image builds it.
-for e in docker podman; do
-  SANDDUNE_TEST_IMAGE_TAGS="sanddune-base:bookworm" "$root/scripts/test-image.sh" --engine "$e" sanddune-test-base:bookworm >&2
-done
-ctx="$work/fake-claude"
-cp -r "$shared/bench/fake-claude" "$ctx" && chmod -R u+w "$ctx"
-docker image inspect "$image" >/dev/null 2>&1 ||
-  (cd "$ctx" && "$sanddune" docker build-image --image-name "$image" --dockerfile Dockerfile >&2)
-
-make_repo() { # DIR: the baseline's 50-file repo with one commit
-  local d="$1" i
-  mkdir -p "$d/src" "$d/.sanddune"
-  git -C "$d" init -q -b main
-  git -C "$d" config user.name "Bench Host"
-  git -C "$d" config user.email bench-host@example.invalid
-  echo "# bench" >"$d/README.md"
-  printf '.env\nlogs\nworktrees\n' >"$d/.sanddune/.gitignore"
-  for i in $(seq -w 0 47); do
-    printf 'export const v%s = %s;\nexport function f%s() {\n  return v%s;\n}\n// end\n' "$i" "$i" "$i" "$i" >"$d/src/mod$i.ts"
-  done
-  git -C "$d" add -A && git -C "$d" commit -q -m "initial commit"
-}
-
-# The podman settings this host needs: ask sanddune's preflight.
+# ---- podman: this host's settings, the same images ----
+SANDDUNE_TEST_IMAGE_TAGS="sanddune-base:bookworm" "$root/scripts/test-image.sh" --engine podman sanddune-test-base:bookworm >&2
 make_repo "$work/probe"
 cat >"$work/probe.hcl" <<HCL
 sandbox "podman" "p" {
@@ -80,120 +62,120 @@ agent "command" "a" {
   command = ["true"]
 }
 run "probe" {
-  sandbox = sandbox.podman.p
-  agent   = agent.command.a
-  prompt  = "x"
+  prompt = "x"
 }
 HCL
 settings=""
 if ! "$sanddune" run -c "$work/probe.hcl" --repo "$work/probe" >/dev/null 2>"$work/probe.err"; then
   settings="$(sed -n '/add them to the sandbox block:/,$p' "$work/probe.err" | sed -n '2,$p' | grep -E '^  [a-z_]+ = ' || true)"
-  [ -n "$settings" ] || { cat "$work/probe.err" >&2; echo "bench: podman cannot run here and preflight names no fix" >&2; exit 1; }
+  [ -n "$settings" ] || { cat "$work/probe.err" >&2; log "podman cannot run here and preflight names no fix"; exit 1; }
 fi
 log "podman settings for this host: ${settings:-none}"
 while read -r line; do
   case "$line" in
-    runtime*) pglobal+=(--runtime "$(echo "$line" | sed -E 's/.*"(.*)"/\1/')") ;;
-    cgroup_manager*) pglobal+=(--cgroup-manager "$(echo "$line" | sed -E 's/.*"(.*)"/\1/')") ;;
-    ulimits*) for u in $(echo "$line" | grep -oE '[a-z]+ = "[0-9:-]+"' | tr -d ' "'); do prun+=(--ulimit "$u"); done ;;
+    runtime*) pglobal+=(--runtime "$(sed -E 's/.*"(.*)"/\1/' <<<"$line")") ;;
+    cgroup_manager*) pglobal+=(--cgroup-manager "$(sed -E 's/.*"(.*)"/\1/' <<<"$line")") ;;
+    ulimits*) for u in $(grep -oE '[a-z]+ = "[0-9:-]+"' <<<"$line" | tr -d ' "'); do prun+=(--ulimit "$u"); done ;;
   esac
 done <<<"$settings"
-podman image inspect "$image" >/dev/null 2>&1 ||
-  (cd "$ctx" && "$sanddune" podman build-image --image-name "$image" --containerfile Dockerfile "${pglobal[@]}" >&2)
+if ! podman image exists "$bench_image"; then
+  log "building $bench_image (podman)"
+  cp -r "$shared/bench/fake-claude" "$work/ctx" && chmod -R u+w "$work/ctx"
+  (cd "$work/ctx" && "$sanddune" podman build-image --image-name "$bench_image" --containerfile Dockerfile "${pglobal[@]}" >&2)
+fi
 
-for e in docker podman; do
-  cat >"$work/$e.hcl" <<HCL
-sandbox "$e" "bench1" {
-  image = "$image"
-  env   = { FAKE_CLAUDE_COMPLETE_AT = "1" }
-$( [ "$e" = podman ] && echo "$settings")
+# ---- configs: lib.sh's blocks, and the same on podman ----
+{ bench_providers; bench_run_b; } >"$work/docker.hcl"
+sed -e 's/sandbox "docker"/sandbox "podman"/; s/sandbox\.docker\./sandbox.podman./' "$work/docker.hcl" |
+  awk -v s="$settings" '{ print } /FAKE_CLAUDE_COMPLETE_AT/ && s != "" { print s }' >"$work/podman.hcl"
+
+# ---- the sides ----
+# floor_seq ENGINE REPO ITERS: one container, ITERS agent execs, removal.
+floor_seq() {
+  local e="$1" repo="$2" iters="$3" id i g=() r=()
+  [ "$e" = podman ] && g=("${pglobal[@]}") r=("${prun[@]}")
+  id="$("$e" "${g[@]}" run -d --label "$floor_label" --user "$(id -u):$(id -g)" "${r[@]}" \
+    -e FAKE_CLAUDE_COMPLETE_AT="$iters" -e ANTHROPIC_API_KEY=fake-key-for-the-fake-cli \
+    -v "$repo:/home/agent/workspace" -w /home/agent/workspace "$bench_image")"
+  for ((i = 0; i < iters; i++)); do
+    "$e" "${g[@]}" exec -i -w /home/agent/workspace "$id" claude --print --verbose --output-format stream-json \
+      --model claude-opus-4-8 --dangerously-skip-permissions -p - <<<"$bench_prompt" >/dev/null
+  done
+  "$e" "${g[@]}" rm -f "$id" >/dev/null
 }
-sandbox "$e" "bench5" {
-  image = "$image"
-  env   = { FAKE_CLAUDE_COMPLETE_AT = "5" }
-$( [ "$e" = podman ] && echo "$settings")
+# floor ENGINE ITERS: one timed floor sequence on a fresh repo.
+floor() {
+  rm -rf "$work/f" && make_repo "$work/f"
+  local s; s=$(now)
+  floor_seq "$1" "$work/f" "$2" || { log "$1 floor sequence failed"; exit 1; }
+  echo $(( $(now) - s ))
+  [ "$(git -C "$work/f" rev-list --count main)" = $(($2 + 1)) ] || { log "$1 floor: wrong commit count"; exit 1; }
 }
-agent "claude" "fake" {
-  model = "claude-opus-4-8"
-  env   = { ANTHROPIC_API_KEY = "fake-key-for-the-fake-cli" }
+# sd ENGINE RUN: one timed sanddune process on a fresh repo ($work/r).
+sd() {
+  local e="$1" run="$2"
+  rm -rf "$work/r" && make_repo "$work/r"
+  local s; s=$(now)
+  HOME="$work/home" "$sanddune" run -c "$work/$e.hcl" --repo "$work/r" "$run" >"$work/sd.out" 2>&1 ||
+    { cat "$work/sd.out" >&2; log "sanddune run $run ($e) failed"; exit 1; }
+  echo $(( $(now) - s ))
+  local left
+  left="$("$e" ps -aq --filter "label=sanddune.repo=$work/r")"
+  [ -z "$left" ] || { log "containers left after sanddune run $run ($e): $left"; exit 1; }
 }
-run "a" {
-  sandbox = sandbox.$e.bench1
-  agent   = agent.claude.fake
-  prompt  = "Append one line to fake-claude.log and commit it. When the task is done, reply with <promise>COMPLETE</promise>."
+commits() { git -C "$work/r" rev-list --count "$1"; }
+check() { [ "$1" = "$2" ] || { cat "$work/sd.out" >&2; log "$3: expected $2, got $1"; exit 1; }; }
+record() { echo "$1 $2 $3 $(awk -v ns="$4" 'BEGIN { printf "%.4f", ns / 1e9 }') $(load1)" >>"$data"; }
+
+# side SCENARIO SIDE ROUND: SIDE is ENGINE-floor or ENGINE-sd.
+side() {
+  local sc="$1" which="$2" r="$3" t e="${2%-*}"
+  case "$sc/${which#*-}" in
+    one/floor) t=$(floor "$e" 1) ;;
+    one/sd) t=$(sd "$e" a); check "$(commits main)" 2 "one ($e)" ;;
+    five/floor) t=$(floor "$e" 5) ;;
+    five/sd) t=$(sd "$e" b); check "$(commits main)" 6 "five ($e)"
+      check "$(git -C "$work/r" branch --list 'sanddune/*')" "" "five ($e): temp branches" ;;
+  esac
+  record "$sc" "$which" "$r" "$t"
 }
-run "b" {
-  sandbox         = sandbox.$e.bench5
-  agent           = agent.claude.fake
-  prompt          = "Append one line to fake-claude.log and commit it. When the task is done, reply with <promise>COMPLETE</promise>."
-  max_iterations  = 5
-  branch_strategy = { type = "merge-to-head" }
-}
-HCL
+
+sides=(podman-floor podman-sd docker-floor docker-sd)
+for ((r = 1; r <= rounds; r++)); do
+  for sc in $scenarios; do
+    log "round $r/$rounds: $sc (load $(load1))"
+    order=("${sides[@]}")
+    ((r % 2)) || order=(docker-sd docker-floor podman-sd podman-floor)
+    for s in "${order[@]}"; do side "$sc" "$s" "$r"; done
+  done
 done
 
-# Timed operations; each prints its wall time in microseconds.
-us() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; echo "bench: $* failed" >&2; exit 1; }; e=$(date +%s%N); echo $(((e - s) / 1000)); }
-docker_floor() {
-  docker run -d --name sanddune-bench-dfloor --entrypoint sleep "$image" infinity
-  docker exec sanddune-bench-dfloor true
-  docker rm -f sanddune-bench-dfloor
+# ---- report ----
+log "raw figures:"; cat "$data" >&2
+row() { # SCENARIO BASE-SIDE OTHER-SIDE LABEL
+  local sc="$1" a="$2" b="$3" label="$4" ta tb ratio loads
+  ta=$(awk -v s="$sc" -v w="$a" '$1 == s && $2 == w { print $4 }' "$data" | stats)
+  tb=$(awk -v s="$sc" -v w="$b" '$1 == s && $2 == w { print $4 }' "$data" | stats)
+  [ -n "$ta" ] || return 0
+  ratio=$(awk -v s="$sc" -v a="$a" -v b="$b" '$1 == s && $2 == a { x[$3] = $4 } $1 == s && $2 == b { y[$3] = $4 }
+    END { for (r in x) if (r in y) print y[r] / x[r] }' "$data" | stats)
+  loads=$(awk -v s="$sc" '$1 == s { print $5 }' "$data" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "–" hi }')
+  set -- $ta; local fa="$1 ($2–$3)"
+  set -- $tb; local fb="$1 ($2–$3)"
+  set -- $ratio
+  echo "| $label | $fa | $fb | **$1** ($2–$3) | $loads |"
 }
-podman_floor() {
-  podman "${pglobal[@]}" run -d --name sanddune-bench-pfloor "${prun[@]}" --entrypoint sleep "$image" infinity
-  podman "${pglobal[@]}" exec sanddune-bench-pfloor true
-  podman "${pglobal[@]}" rm -f -t 0 sanddune-bench-pfloor
-}
-e2e() { # ENGINE SCENARIO: fresh repo, one sanddune process, checks
-  local e="$1" sc="$2" repo="$work/e2e-repo"
-  rm -rf "$repo" "$work/home" && mkdir -p "$work/home" && make_repo "$repo"
-  HOME="$work/home" "$sanddune" run -c "$work/$e.hcl" --repo "$repo" "$sc" >"$work/e2e.out" 2>&1 ||
-    { cat "$work/e2e.out" >&2; echo "bench: sanddune run $sc ($e) failed" >&2; return 1; }
-  case "$sc" in
-    a) [ "$(git -C "$repo" rev-list --count main)" = 2 ] ;;
-    b) [ "$(git -C "$repo" rev-list --count main)" = 6 ] && [ -z "$(git -C "$repo" branch --list 'sanddune/*')" ] ;;
-  esac || { cat "$work/e2e.out" >&2; echo "bench: scenario $sc ($e) produced the wrong commits" >&2; return 1; }
-  [ -z "$("$e" ps -a --filter label=sanddune.repo="$repo" --format '{{.Names}}')" ] ||
-    { echo "bench: containers left after $sc ($e)" >&2; return 1; }
-}
-
-docker run -d --name sanddune-bench-dexec --entrypoint sleep "$image" infinity >/dev/null
-podman "${pglobal[@]}" run -d --name sanddune-bench-pexec "${prun[@]}" --entrypoint sleep "$image" infinity >/dev/null
-labels=(dfloor pfloor dexec pexec da pa db pb)
-declare -A T
-for l in "${labels[@]}"; do T[$l]=""; done
-for ((r = 0; r <= rounds; r++)); do # round 0 is the warm-up
-  log "round $r/$rounds"
-  v=(
-    "$(us docker_floor)" "$(us podman_floor)"
-    "$(us docker exec sanddune-bench-dexec true)" "$(us podman "${pglobal[@]}" exec sanddune-bench-pexec true)"
-    "$(us e2e docker a)" "$(us e2e podman a)" "$(us e2e docker b)" "$(us e2e podman b)"
-  )
-  for x in "${v[@]}"; do [ -n "$x" ] || { echo "bench: a timed operation failed in round $r" >&2; exit 1; }; done
-  [ "$r" = 0 ] && continue
-  for i in "${!labels[@]}"; do T[${labels[$i]}]+="${v[$i]} "; done
-done
-
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{v[NR] = $1 / 1e6} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-declare -A M
-for l in "${labels[@]}"; do M[$l]="$(median "${T[$l]}")"; done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-results="$work/results.md"
 {
-  echo "| operation | docker s | podman s | podman / docker |"
-  echo "|---|---|---|---|"
-  echo "| floor: \`run -d\` + \`exec true\` + \`rm -f\` | ${M[dfloor]} | ${M[pfloor]} | $(ratio "${M[pfloor]}" "${M[dfloor]}") |"
-  echo "| floor: one \`exec true\` | ${M[dexec]} | ${M[pexec]} | $(ratio "${M[pexec]}" "${M[dexec]}") |"
-  echo "| sanddune a: 1 run, 1 iteration, head | ${M[da]} | ${M[pa]} | $(ratio "${M[pa]}" "${M[da]}") |"
-  echo "| sanddune b: 1 run, 5 iterations, merge-to-head | ${M[db]} | ${M[pb]} | $(ratio "${M[pb]}" "${M[db]}") |"
+  echo "| scenario: what / against what | base s, median (min–max) | measured s | ratio per round | load (1 min) |"
+  echo "|---|---|---|---|---|"
+  for sc in $scenarios; do
+    case "$sc" in one) n="one iteration, head" ;; five) n="five iterations, merge-to-head" ;; esac
+    row "$sc" podman-floor podman-sd "$n: sanddune on podman / podman floor"
+    row "$sc" docker-floor docker-sd "$n: sanddune on docker / docker floor"
+    row "$sc" docker-floor podman-floor "$n: podman floor / docker floor"
+    row "$sc" docker-sd podman-sd "$n: sanddune on podman / on docker"
+  done
   echo
-  echo "| sanddune / its engine's floor | docker | podman |"
-  echo "|---|---|---|"
-  echo "| a / (run + exec + rm) | $(ratio "${M[da]}" "${M[dfloor]}") | $(ratio "${M[pa]}" "${M[pfloor]}") |"
-  echo "| b / (run + exec + rm + 4 exec) | $(ratio "${M[db]}" "$(awk -v f="${M[dfloor]}" -v x="${M[dexec]}" 'BEGIN {print f + 4 * x}')") | $(ratio "${M[pb]}" "$(awk -v f="${M[pfloor]}" -v x="${M[pexec]}" 'BEGIN {print f + 4 * x}')") |"
-  echo
-  echo "Medians of $rounds interleaved rounds (after 1 warm-up), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), docker $(docker version --format '{{.Server.Version}}'), $(podman --version), podman settings: ${settings:-none}."
-} >"$results"
-cat "$results"
-[ -n "$out" ] && cp "$results" "$out"
-exit 0
+  echo "$rounds rounds, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}'), $(podman --version), podman settings: $(echo ${settings:-none}), sanddune $("$sanddune" version 2>/dev/null | head -1)."
+} | tee "$work/report.md"
+[ -z "$out" ] || cp "$work/report.md" "$out"
