@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -25,27 +25,15 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 	if err != nil {
 		return fmt.Errorf("copy in: %w", err)
 	}
-	if dst == "/" {
-		return fmt.Errorf("copy in: refusing to write the container root")
-	}
-	if _, err := os.Lstat(hostPath); err != nil {
+	parent, missing, err := containerkit.CopyInTarget(ctx, hostPath, dst, func(ctx context.Context, p string) (bool, bool, error) {
+		st, err := s.cli.ContainerStatPath(ctx, s.id, p)
+		if cerrdefs.IsNotFound(err) {
+			return false, false, nil
+		}
+		return err == nil, err == nil && st.Mode.IsDir(), err
+	})
+	if err != nil {
 		return fmt.Errorf("copy in: %w", err)
-	}
-	// Extract into the deepest existing ancestor, creating the rest.
-	parent, missing := path.Dir(dst), []string(nil)
-	for {
-		st, err := s.cli.ContainerStatPath(ctx, s.id, parent)
-		if err == nil {
-			if !st.Mode.IsDir() {
-				return fmt.Errorf("copy in: %s is not a directory", parent)
-			}
-			break
-		}
-		if !cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("copy in: stat %s: %w", parent, err)
-		}
-		missing = append([]string{path.Base(parent)}, missing...)
-		parent = path.Dir(parent)
 	}
 	pr, pw := io.Pipe()
 	go func() {

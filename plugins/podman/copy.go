@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -24,27 +24,12 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 	if err != nil {
 		return fmt.Errorf("copy in: %w", err)
 	}
-	if dst == "/" {
-		return fmt.Errorf("copy in: refusing to write the container root")
-	}
-	if _, err := os.Lstat(hostPath); err != nil {
+	parent, missing, err := containerkit.CopyInTarget(ctx, hostPath, dst, func(ctx context.Context, p string) (bool, bool, error) {
+		kind, err := s.stat(ctx, p)
+		return kind != "", kind == "directory", err
+	})
+	if err != nil {
 		return fmt.Errorf("copy in: %w", err)
-	}
-	// Extract into the deepest existing ancestor, creating the rest.
-	parent, missing := path.Dir(dst), []string(nil)
-	for {
-		kind, err := s.stat(ctx, parent)
-		if err != nil {
-			return fmt.Errorf("copy in: stat %s: %w", parent, err)
-		}
-		if kind == "directory" {
-			break
-		}
-		if kind != "" {
-			return fmt.Errorf("copy in: %s is not a directory", parent)
-		}
-		missing = append([]string{path.Base(parent)}, missing...)
-		parent = path.Dir(parent)
 	}
 	pr, pw := io.Pipe()
 	go func() {

@@ -2,7 +2,10 @@ package containerkit
 
 import (
 	"archive/tar"
+	"context"
+	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -33,4 +36,33 @@ func DirsTar(w io.Writer, dirs []string, uid, gid int) error {
 		}
 	}
 	return tw.Close()
+}
+
+// StatFunc reports whether a container path exists and is a directory.
+type StatFunc func(ctx context.Context, p string) (exists, isDir bool, err error)
+
+// CopyInTarget plans a copy of hostPath to the container path dst (already
+// confined): the deepest existing directory above dst, where the archive
+// is extracted, and the missing directories between them, which the
+// archive creates (sandboxkit.WriteTar's dirs). It refuses the container
+// root and a missing host path.
+func CopyInTarget(ctx context.Context, hostPath, dst string, stat StatFunc) (parent string, missing []string, err error) {
+	if dst == "/" {
+		return "", nil, fmt.Errorf("refusing to write the container root")
+	}
+	if _, err := os.Lstat(hostPath); err != nil {
+		return "", nil, err
+	}
+	for parent = path.Dir(dst); ; parent = path.Dir(parent) {
+		exists, isDir, err := stat(ctx, parent)
+		switch {
+		case err != nil:
+			return "", nil, fmt.Errorf("stat %s: %w", parent, err)
+		case exists && !isDir:
+			return "", nil, fmt.Errorf("%s is not a directory", parent)
+		case exists:
+			return parent, missing, nil
+		}
+		missing = append([]string{path.Base(parent)}, missing...)
+	}
 }

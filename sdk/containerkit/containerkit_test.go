@@ -1,7 +1,10 @@
 package containerkit
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -41,5 +44,31 @@ func TestBindsAndOwnedDirs(t *testing.T) {
 		if _, err := ResolvePath(p, bs); (err == nil) != ok {
 			t.Errorf("ResolvePath(%q): %v", p, err)
 		}
+	}
+}
+
+// A copy extracts into the deepest existing directory and creates the
+// rest; a file in the way, the root and a missing host path are refused.
+func TestCopyInTarget(t *testing.T) {
+	tree := map[string]bool{"/": true, "/home": true, "/home/agent": true, "/home/agent/f": false} // path: is a directory
+	stat := func(_ context.Context, p string) (bool, bool, error) { d, ok := tree[p]; return ok, d, nil }
+	host := t.TempDir()
+	ctx := context.Background()
+	parent, missing, err := CopyInTarget(ctx, host, "/home/agent/a/b/c", stat)
+	if err != nil || parent != "/home/agent" || !slices.Equal(missing, []string{"a", "b"}) {
+		t.Fatalf("got %q %q %v", parent, missing, err)
+	}
+	if _, _, err := CopyInTarget(ctx, host, "/home/agent/f/x", stat); err == nil {
+		t.Error("a file as a parent accepted")
+	}
+	if _, _, err := CopyInTarget(ctx, host, "/", stat); err == nil {
+		t.Error("the root accepted")
+	}
+	if _, _, err := CopyInTarget(ctx, host+"/missing", "/home/agent/x", stat); err == nil {
+		t.Error("a missing host path accepted")
+	}
+	failing := func(context.Context, string) (bool, bool, error) { return false, false, errors.New("engine down") }
+	if _, _, err := CopyInTarget(ctx, host, "/home/agent/x", failing); err == nil || !strings.Contains(err.Error(), "engine down") {
+		t.Errorf("stat failure: %v", err)
 	}
 }
