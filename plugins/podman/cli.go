@@ -19,7 +19,8 @@ import (
 // cli runs one podman binary with the global flags a config asks for.
 type cli struct {
 	bin    string   // absolute path
-	global []string // --runtime, --cgroup-manager
+	global []string // --runtime, --cgroup-manager, or --url
+	socket string   // the podman service it talks to, if any
 }
 
 // errNotInstalled: no podman on PATH (and no binary configured).
@@ -39,6 +40,9 @@ func newCLI(c config) (cli, error) {
 		}
 		return cli{}, errNotInstalled
 	}
+	if c.Socket != "" {
+		return cli{bin: path, global: []string{"--url", c.Socket}, socket: c.Socket}, nil
+	}
 	var g []string
 	if c.Runtime != "" {
 		g = append(g, "--runtime", c.Runtime)
@@ -47,6 +51,25 @@ func newCLI(c config) (cli, error) {
 		g = append(g, "--cgroup-manager", c.CgroupManager)
 	}
 	return cli{bin: path, global: g}, nil
+}
+
+// rootless reports whether the containers run under rootless podman: the
+// CLI's own user when it runs them, else the service's.
+func (c cli) rootless(ctx context.Context) (bool, error) {
+	if c.socket == "" {
+		return os.Geteuid() != 0, nil
+	}
+	var info struct {
+		Host struct {
+			Security struct {
+				Rootless bool `json:"rootless"`
+			} `json:"security"`
+		} `json:"host"`
+	}
+	if err := c.runJSON(ctx, &info, "info", "--format", "json"); err != nil {
+		return false, fmt.Errorf("podman service at %s: %w: start it with `podman system service %s`, or fix socket", c.socket, err, c.socket)
+	}
+	return info.Host.Security.Rootless, nil
 }
 
 // argv is the full command line of a podman subcommand.

@@ -3,7 +3,6 @@ package podman
 import (
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,6 +29,7 @@ func schema() sdk.Schema {
 			{Name: "cgroup_manager", Type: cty.String, Description: `"cgroupfs" or "systemd" (podman --cgroup-manager); "cgroupfs" where systemd is not running.`},
 			{Name: "ulimits", Type: cty.Map(cty.String), Description: `Resource limits, name = "soft[:hard]", e.g. { nofile = "1024:1024" } where podman's defaults exceed the host's hard limits.`},
 			{Name: "binary", Type: cty.String, Description: "Path to podman; default podman on PATH."},
+			{Name: "socket", Type: cty.String, Description: `URL of a podman service (podman system service), e.g. "unix:///run/podman/podman.sock": the podman CLI talks to it (podman --url) instead of running containers itself.`},
 		},
 		Blocks: []sdk.NestedBlock{mountBlock.Schema()},
 	}
@@ -55,6 +55,7 @@ type config struct {
 	CgroupManager string
 	Ulimits       map[string]string
 	Binary        string
+	Socket        string
 }
 
 // rlimits are the names podman --ulimit accepts.
@@ -78,6 +79,7 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 		CgroupManager: d.String(v, "cgroup_manager"),
 		Ulimits:       d.StringMap(v, "ulimits"),
 		Binary:        d.String(v, "binary"),
+		Socket:        d.String(v, "socket"),
 	}
 	if c.Image != "" && strings.ContainsAny(c.Image, " \t\n") {
 		d.Errorf("image", "invalid image name", "%q contains whitespace", c.Image)
@@ -96,6 +98,19 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 	}
 	if strings.ContainsAny(c.Runtime, " \t\n") {
 		d.Errorf("runtime", "invalid runtime", "%q contains whitespace", c.Runtime)
+	}
+	if c.Socket != "" {
+		scheme, rest, _ := strings.Cut(c.Socket, "://")
+		if !slices.Contains([]string{"unix", "tcp", "ssh"}, scheme) || rest == "" || strings.ContainsAny(c.Socket, " \t\n") {
+			d.Errorf("socket", "invalid socket", `%q: use "unix:///path/podman.sock" (or tcp:// or ssh://, as podman --url)`, c.Socket)
+		}
+		// The service runs the containers: its own flags choose these.
+		for _, av := range [][2]string{{"runtime", c.Runtime}, {"cgroup_manager", c.CgroupManager}} {
+			if attr, v := av[0], av[1]; v != "" {
+				d.Errorf(attr, attr+" cannot be set with socket",
+					"the podman service chooses it: start the service with `podman --%s %s system service`", strings.ReplaceAll(attr, "_", "-"), v)
+			}
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Ulimits)) {
 		if !slices.Contains(rlimits, name) {
@@ -118,18 +133,14 @@ func (c config) image(repo string) string {
 	return containerkit.DefaultImage(repo)
 }
 
-// rootless reports whether podman runs rootless: the CLI runs as the
-// plugin's user, so a non-root user means rootless podman.
-func rootless() bool { return os.Geteuid() != 0 }
-
 // userns is the --userns value: the configured one, else keep-id when
-// rootless, so that the agent's files in the worktree belong to the host
-// user.
-func (c config) userns() string {
+// podman runs rootless, so that the agent's files in the worktree belong
+// to the host user.
+func (c config) userns(rootless bool) string {
 	if c.UserNS != nil {
 		return *c.UserNS
 	}
-	if rootless() {
+	if rootless {
 		return "keep-id"
 	}
 	return ""

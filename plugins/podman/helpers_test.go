@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,9 +68,9 @@ func detectEngine() (map[string]cty.Value, error) {
 	// No network: rootless networking may be unavailable (see TestRootless),
 	// and the runtime settings do not depend on it.
 	cfg := config{Networks: []string{"none"}}
-	uid, gid := os.Getuid(), os.Getgid()
-	if err := startTest(ctx, c, cfg, testImage(), uid, gid); err != nil {
-		fixed, settings, err2 := fixTest(ctx, cfg, err, testImage(), uid, gid)
+	uid, gid, rootless := os.Getuid(), os.Getgid(), os.Geteuid() != 0
+	if err := startTest(ctx, c, cfg, rootless, testImage(), uid, gid); err != nil {
+		fixed, settings, err2 := fixTest(ctx, cfg, rootless, err, testImage(), uid, gid)
 		if err2 != nil {
 			return nil, fmt.Errorf("no test container starts: %v (tried %v: %v)", err, settings, err2)
 		}
@@ -159,4 +160,38 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startService starts `podman system service` on a socket in dir with the
+// global flags this host needs (as a user would start it), stopped at
+// cleanup, and returns its URL.
+func startService(t *testing.T, dir string, attrs map[string]cty.Value) string {
+	t.Helper()
+	url := "unix://" + filepath.Join(dir, "podman.sock")
+	var args []string
+	for _, flag := range []string{"runtime", "cgroup_manager"} {
+		if v, ok := attrs[flag]; ok {
+			args = append(args, "--"+strings.ReplaceAll(flag, "_", "-"), v.AsString())
+		}
+	}
+	cmd := exec.Command("podman", append(args, "system", "service", "--time", "0", url)...)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	must(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	// Until it answers or exits (a hung service fails the test at the
+	// go test timeout).
+	for exec.Command("podman", "--url", url, "version").Run() != nil {
+		select {
+		case <-exited:
+			t.Fatalf("podman system service on %s exited:\n%s", url, log.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return url
 }

@@ -46,7 +46,7 @@ func TestConfigureDiagnostics(t *testing.T) {
 	}
 	c, _ := decodeConfig(good)
 	if c.Memory != 512<<20 || c.CPUs != 1.5 || len(c.Networks) != 2 || c.Mounts[0].SandboxPath != "/home/agent/.npm" ||
-		c.userns() != "auto" || c.SELinuxLabel != "Z" || c.Ulimits["nofile"] != "1024:2048" || c.Devices[1].ContainerPath != "/dev/b" {
+		c.userns(true) != "auto" || c.SELinuxLabel != "Z" || c.Ulimits["nofile"] != "1024:2048" || c.Devices[1].ContainerPath != "/dev/b" {
 		t.Fatalf("decoded %+v", c)
 	}
 	if c, _ := decodeConfig(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"selinux_label": cty.False})}); c.SELinuxLabel != "" {
@@ -68,6 +68,9 @@ func TestConfigureDiagnostics(t *testing.T) {
 		{map[string]cty.Value{"cgroup_manager": cty.StringVal("upstart")}, "cgroup_manager"},
 		{map[string]cty.Value{"ulimits": cty.MapVal(map[string]cty.Value{"files": cty.StringVal("1")})}, "ulimits"},
 		{map[string]cty.Value{"ulimits": cty.MapVal(map[string]cty.Value{"nofile": cty.StringVal("many")})}, "ulimits"},
+		{map[string]cty.Value{"socket": cty.StringVal("/run/podman/podman.sock")}, "socket"},
+		{map[string]cty.Value{"socket": cty.StringVal("unix:///run/podman/podman.sock"), "runtime": cty.StringVal("runc")}, "runtime"},
+		{map[string]cty.Value{"socket": cty.StringVal("unix:///run/podman/podman.sock"), "cgroup_manager": cty.StringVal("cgroupfs")}, "cgroup_manager"},
 		{map[string]cty.Value{"mount": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
 			"host_path": cty.StringVal("x"), "sandbox_path": cty.StringVal("../up"), "readonly": cty.False,
 		})})}, "mount.0.sandbox_path"},

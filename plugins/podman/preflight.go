@@ -42,9 +42,13 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if err := checkVersion(ctx, c); err != nil {
 		return err
 	}
+	rootless, err := c.rootless(ctx)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if rootless() {
+	if rootless && c.socket == "" {
 		errs = append(errs, rootlessPrerequisites()...)
 	}
 
@@ -95,7 +99,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		}
 	}
 	if imageOK && len(errs) == 0 {
-		if err := p.checked.testContainer(ctx, cfg, image, req.HostUID, req.HostGID); err != nil {
+		if err := p.checked.testContainer(ctx, cfg, rootless, image, req.HostUID, req.HostGID); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -114,20 +118,30 @@ func networkMode(n string) bool {
 }
 
 func checkVersion(ctx context.Context, c cli) error {
+	type version struct {
+		Version string `json:"Version"`
+	}
 	var v struct {
-		Client struct {
-			Version string `json:"Version"`
-		} `json:"Client"`
+		Client version  `json:"Client"`
+		Server *version `json:"Server"` // with socket: the service's
 	}
 	if err := c.runJSON(ctx, &v, "version", "--format", "json"); err != nil {
+		if c.socket != "" {
+			return fmt.Errorf("cannot reach the podman service at %s: %w: start it with `podman system service %s`, or fix socket", c.socket, err, c.socket)
+		}
 		return fmt.Errorf("podman does not run (%s): %w", c.bin, err)
 	}
-	var major, minor int
-	if _, err := fmt.Sscanf(v.Client.Version, "%d.%d", &major, &minor); err != nil {
-		return fmt.Errorf("podman reports an unreadable version %q", v.Client.Version)
-	}
-	if major < minVersion[0] || major == minVersion[0] && minor < minVersion[1] {
-		return fmt.Errorf("podman %s is too old: sanddune needs podman %d.%d or later", v.Client.Version, minVersion[0], minVersion[1])
+	for _, ver := range []*version{&v.Client, v.Server} {
+		if ver == nil {
+			continue
+		}
+		var major, minor int
+		if _, err := fmt.Sscanf(ver.Version, "%d.%d", &major, &minor); err != nil {
+			return fmt.Errorf("podman reports an unreadable version %q", ver.Version)
+		}
+		if major < minVersion[0] || major == minVersion[0] && minor < minVersion[1] {
+			return fmt.Errorf("podman %s is too old: sanddune needs podman %d.%d or later", ver.Version, minVersion[0], minVersion[1])
+		}
 	}
 	return nil
 }
@@ -184,19 +198,19 @@ type checkedConfigs struct {
 // testContainer starts a throwaway container the way Create would (no
 // mounts) and, when it does not start, looks for the settings that make it
 // start.
-func (cc *checkedConfigs) testContainer(ctx context.Context, cfg config, image string, uid, gid int) error {
+func (cc *checkedConfigs) testContainer(ctx context.Context, cfg config, rootless bool, image string, uid, gid int) error {
 	c, err := newCLI(cfg)
 	if err != nil {
 		return err
 	}
-	key := strings.Join(append(c.argv(containerArgs(cfg, uid, gid)...), image), "\x00")
+	key := strings.Join(append(c.argv(containerArgs(cfg, rootless, uid, gid)...), image), "\x00")
 	cc.mu.Lock()
 	ok := cc.ok[key]
 	cc.mu.Unlock()
 	if ok {
 		return nil
 	}
-	first := startTest(ctx, c, cfg, image, uid, gid)
+	first := startTest(ctx, c, cfg, rootless, image, uid, gid)
 	if first == nil {
 		cc.mu.Lock()
 		if cc.ok == nil {
@@ -206,7 +220,7 @@ func (cc *checkedConfigs) testContainer(ctx context.Context, cfg config, image s
 		cc.mu.Unlock()
 		return nil
 	}
-	_, settings, err := fixTest(ctx, cfg, first, image, uid, gid)
+	_, settings, err := fixTest(ctx, cfg, rootless, first, image, uid, gid)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -214,7 +228,7 @@ func (cc *checkedConfigs) testContainer(ctx context.Context, cfg config, image s
 	if err == nil {
 		return fmt.Errorf("%s. It starts with these settings; add them to the sandbox block:\n  %s", msg, strings.Join(settings, "\n  "))
 	}
-	if hint := hintFor(cfg, err); hint != "" {
+	if hint := hintFor(cfg, rootless, err); hint != "" {
 		msg += ". " + hint
 	}
 	if len(settings) > 0 {
@@ -226,11 +240,11 @@ func (cc *checkedConfigs) testContainer(ctx context.Context, cfg config, image s
 // fixTest tries, one round at a time, the fixes a test container's error
 // points at. It returns the config with the fixes, the settings (HCL), and
 // the last error (nil: the test container started).
-func fixTest(ctx context.Context, cfg config, err error, image string, uid, gid int) (config, []string, error) {
+func fixTest(ctx context.Context, cfg config, rootless bool, err error, image string, uid, gid int) (config, []string, error) {
 	var settings []string
 	for round := 0; round < 16 && err != nil && ctx.Err() == nil; round++ {
 		var s string
-		cfg, s = nextFix(cfg, err)
+		cfg, s = nextFix(cfg, rootless, err)
 		if s == "" {
 			break
 		}
@@ -239,7 +253,7 @@ func fixTest(ctx context.Context, cfg config, err error, image string, uid, gid 
 		if cerr != nil {
 			return cfg, settings, cerr
 		}
-		err = startTest(ctx, c, cfg, image, uid, gid)
+		err = startTest(ctx, c, cfg, rootless, image, uid, gid)
 	}
 	return cfg, settings, err
 }
@@ -257,9 +271,9 @@ func setSetting(settings []string, s string) []string {
 }
 
 // startTest runs `true` in a throwaway container shaped by cfg.
-func startTest(ctx context.Context, c cli, cfg config, image string, uid, gid int) error {
+func startTest(ctx context.Context, c cli, cfg config, rootless bool, image string, uid, gid int) error {
 	name := "sanddune-preflight-" + containerkit.RandomHex(4)
-	args := append([]string{"run", "--rm", "--name", name, "--label", "sanddune.preflight=true"}, containerArgs(cfg, uid, gid)...)
+	args := append([]string{"run", "--rm", "--name", name, "--label", "sanddune.preflight=true"}, containerArgs(cfg, rootless, uid, gid)...)
 	args = append(args, "--entrypoint", "true", image)
 	_, err := c.run(ctx, nil, args...)
 	if err != nil && ctx.Err() != nil {
@@ -269,17 +283,18 @@ func startTest(ctx context.Context, c cli, cfg config, image string, uid, gid in
 }
 
 // nextFix returns cfg changed by the fix that err points at, and that
-// setting as HCL; "" when it knows none.
-func nextFix(cfg config, err error) (config, string) {
+// setting as HCL; "" when it knows none. A podman service (socket) chooses
+// its runtime and cgroup manager itself (hintFor says how).
+func nextFix(cfg config, rootless bool, err error) (config, string) {
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "cgroups in hybrid mode not supported") || strings.Contains(msg, "crun") && strings.Contains(msg, "cgroup"):
-		if cfg.Runtime != "runc" && runcInstalled() {
+	case runtimeFails(msg):
+		if cfg.Socket == "" && cfg.Runtime != "runc" && runcInstalled() {
 			cfg.Runtime = "runc"
 			return cfg, "runtime = " + hclString("runc")
 		}
-	case strings.Contains(msg, "systemd not running") || strings.Contains(msg, "systemd cgroups manager") || strings.Contains(msg, "/run/systemd/private"):
-		if cfg.CgroupManager != "cgroupfs" {
+	case cgroupManagerFails(msg):
+		if cfg.Socket == "" && cfg.CgroupManager != "cgroupfs" {
 			cfg.CgroupManager = "cgroupfs"
 			return cfg, "cgroup_manager = " + hclString("cgroupfs")
 		}
@@ -317,8 +332,8 @@ func nextFix(cfg config, err error) (config, string) {
 			parts = append(parts, k+" = "+hclString(ul[k]))
 		}
 		return cfg, "ulimits = { " + strings.Join(parts, ", ") + " }"
-	case strings.Contains(msg, "keep-id") && !rootless():
-		if cfg.userns() == "keep-id" {
+	case strings.Contains(msg, "keep-id") && !rootless:
+		if cfg.userns(rootless) == "keep-id" {
 			empty := ""
 			cfg.UserNS = &empty
 			return cfg, "userns = " + hclString("")
@@ -327,15 +342,28 @@ func nextFix(cfg config, err error) (config, string) {
 	return cfg, ""
 }
 
+// runtimeFails: crun cannot run containers on this host's cgroups
+// (cgroup v1 or hybrid).
+func runtimeFails(msg string) bool {
+	return strings.Contains(msg, "cgroups in hybrid mode not supported") || strings.Contains(msg, "crun") && strings.Contains(msg, "cgroup")
+}
+
+// cgroupManagerFails: the systemd cgroup manager without systemd.
+func cgroupManagerFails(msg string) bool {
+	return strings.Contains(msg, "systemd not running") || strings.Contains(msg, "systemd cgroups manager") || strings.Contains(msg, "/run/systemd/private")
+}
+
 // hintFor says what to do about a test container error no setting fixes.
-func hintFor(cfg config, err error) string {
+func hintFor(cfg config, rootless bool, err error) string {
 	msg := err.Error()
 	switch {
+	case cfg.Socket != "" && (runtimeFails(msg) || cgroupManagerFails(msg)):
+		return "The podman service at " + cfg.Socket + " cannot start containers with its runtime or cgroup manager: restart it with the flags this host needs, e.g. `podman --runtime runc --cgroup-manager cgroupfs system service`"
 	case strings.Contains(msg, "/dev/net/tun"):
 		return `Rootless networking (slirp4netns/pasta) cannot open /dev/net/tun: make it usable by your user (it is usually mode 0666), or set network = "none"`
 	case strings.Contains(msg, "catatonit") || strings.Contains(msg, "container-init"):
 		return "podman's init (catatonit) is missing: install it (Debian/Ubuntu: `apt-get install catatonit`)"
-	case rootless() && (cfg.CPUs > 0 || cfg.Memory > 0 || cfg.PidsLimit > 0) && strings.Contains(msg, "cgroup"):
+	case rootless && (cfg.CPUs > 0 || cfg.Memory > 0 || cfg.PidsLimit > 0) && strings.Contains(msg, "cgroup"):
 		return "Rootless podman can enforce cpus, memory and pids_limit only on cgroup v2 with delegated controllers: remove them, or run rootful"
 	}
 	return ""

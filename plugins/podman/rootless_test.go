@@ -27,7 +27,8 @@ const rootlessChild = "SANDDUNE_PODMAN_ROOTLESS_CHILD"
 // Rootless podman: as root, the test re-runs itself as the rootless test
 // user; that child (or a test run by a non-root user) checks that the agent's
 // files in the worktree belong to the host user under the default
-// userns = "keep-id" (and to a subordinate id without it), then runs the
+// userns = "keep-id", also through its own podman service (and to a
+// subordinate id without keep-id), then runs the
 // conformance suite. The containers use network = "none": on this machine
 // kind /dev/net/tun is root-only (0600), so rootless networking
 // (slirp4netns) cannot start.
@@ -70,7 +71,7 @@ func TestRootless(t *testing.T) {
 }
 
 func rootlessChecks(t *testing.T) {
-	if !rootless() {
+	if os.Geteuid() == 0 {
 		t.Fatal("not rootless")
 	}
 	if err := rootlessPrerequisites(); len(err) > 0 {
@@ -92,6 +93,13 @@ func rootlessChecks(t *testing.T) {
 	}
 	if uid := write(none, "keep-id.txt"); uid != os.Getuid() {
 		t.Fatalf("with userns = keep-id (the default) the agent's file belongs to %d, want the host user %d", uid, os.Getuid())
+	}
+	// Through the user's own podman service, keep-id is the default too:
+	// the service says it is rootless.
+	viaService := map[string]cty.Value{"network": cty.StringVal("none"), "socket": cty.StringVal(startService(t, t.TempDir(), requirePodman(t))),
+		"runtime": cty.NullVal(cty.String), "cgroup_manager": cty.NullVal(cty.String)}
+	if uid := write(viaService, "service-keep-id.txt"); uid != os.Getuid() {
+		t.Fatalf("through a rootless podman service the agent's file belongs to %d, want the host user %d", uid, os.Getuid())
 	}
 	noKeep := map[string]cty.Value{"network": cty.StringVal("none"), "userns": cty.StringVal("")}
 	if uid := write(noKeep, "no-keep-id.txt"); uid == os.Getuid() {

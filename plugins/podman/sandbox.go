@@ -43,6 +43,10 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
+	rootless, err := c.rootless(ctx)
+	if err != nil {
+		return nil, err
+	}
 	binds, err := containerkit.Binds(req, cfg.Mounts)
 	if err != nil {
 		return nil, err
@@ -63,7 +67,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, err
 	}
 	args = append(args, mountFlags...)
-	args = append(args, containerArgs(cfg, req.HostUID, req.HostGID)...)
+	args = append(args, containerArgs(cfg, rootless, req.HostUID, req.HostGID)...)
 	args = append(args, "--workdir", containerkit.WorkspaceDir, "--entrypoint", "sleep", image, "infinity")
 	out, err := c.runEnv(ctx, envValues, nil, args...)
 	if err != nil {
@@ -95,7 +99,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 // container (user, init, limits, devices, networks, user namespace,
 // ulimits): everything but the name, labels, env and mounts. Preflight's
 // test container uses them too, so it starts the way a run's would.
-func containerArgs(cfg config, uid, gid int) []string {
+func containerArgs(cfg config, rootless bool, uid, gid int) []string {
 	args := []string{"--pull", "never", "--init", "--user", strconv.Itoa(uid) + ":" + strconv.Itoa(gid)}
 	if cfg.CPUs > 0 {
 		args = append(args, "--cpus", strconv.FormatFloat(cfg.CPUs, 'f', -1, 64))
@@ -112,7 +116,7 @@ func containerArgs(cfg config, uid, gid int) []string {
 	for _, n := range cfg.Networks {
 		args = append(args, "--network", n)
 	}
-	if ns := cfg.userns(); ns != "" {
+	if ns := cfg.userns(rootless); ns != "" {
 		args = append(args, "--userns", ns)
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg.Ulimits)) {
