@@ -7,7 +7,7 @@
 //
 // Podman is daemonless, so the provider drives the podman CLI as its users
 // do: argv only (never a shell), `--format json` where it reads output
-// (docs/adr/0009). It works rootful and rootless alike: rootless, the
+// (docs/adr/0010). It works rootful and rootless alike: rootless, the
 // container gets `--userns keep-id` by default so that files the agent
 // writes belong to the host user.
 //
