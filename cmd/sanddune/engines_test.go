@@ -57,16 +57,23 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestDockerRunLandsCommitsForEveryStrategy runs the scripted agent in the
-// docker sandbox with each branch strategy, two of them concurrently, and
-// checks where the commits land and that no container is left behind.
+// TestDockerRunLandsCommitsForEveryStrategy: runsLandCommits in docker.
 func TestDockerRunLandsCommitsForEveryStrategy(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
-	dir := gitRepo(t)
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+	runsLandCommits(t, `sandbox "docker" "default" {
   image = "`+testImage()+`"
+}`, containers)
 }
+
+// runsLandCommits runs the scripted agent in the sandbox block with each
+// branch strategy, two of them concurrently, and checks where the commits
+// land, that the agent's file belongs to the host user, and that
+// containers (of the repo) lists none afterwards.
+func runsLandCommits(t *testing.T, sandbox string, containers func(*testing.T, string) []string) {
+	t.Helper()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), sandbox+`
 agent "command" "script" {
   command = `+commitAgent+`
 }
@@ -94,6 +101,10 @@ run "other" {
 	}
 	if got := gitOut(t, dir, "rev-list", "--count", before+"..main"); got != "1" {
 		t.Fatalf("head: %s new commits on main, want 1", got)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "prompt.txt"))
+	if err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Getuid() {
+		t.Fatalf("the agent's file in the host repo: %v, want owned by uid %d", err, os.Getuid())
 	}
 	r = run(t, dir, "run", "--json", "merge")
 	if r.code != 0 {
@@ -128,16 +139,24 @@ run "other" {
 	}
 }
 
-// TestDockerInterruptLeavesNoContainer interrupts a run whose agent hangs:
-// exit 130, the container is gone, the branch keeps the commit the agent
-// made before hanging.
+// TestDockerInterruptLeavesNoContainer: interruptLeavesNoContainer in docker.
 func TestDockerInterruptLeavesNoContainer(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
-	dir := gitRepo(t)
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+	interruptLeavesNoContainer(t, `sandbox "docker" "default" {
   image = "`+testImage()+`"
+}`, containers, nil)
 }
+
+// interruptLeavesNoContainer interrupts a run whose agent hangs in the
+// sandbox block: exit 130, containers (of the repo) lists none, the branch
+// keeps the commit the agent made before hanging. running, if set, is
+// called with the container while the agent runs, and returns a check
+// for after the interrupt.
+func interruptLeavesNoContainer(t *testing.T, sandbox string, containers func(*testing.T, string) []string, running func(id string) (after func())) {
+	t.Helper()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), sandbox+`
 agent "command" "hang" {
   command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
 }
@@ -159,8 +178,13 @@ run "hang" {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
 	}
-	if len(containers(t, dir)) == 0 {
-		t.Fatal("no container while the agent runs")
+	ids := containers(t, dir)
+	if len(ids) != 1 {
+		t.Fatalf("containers while the agent runs: %v", ids)
+	}
+	after := func() {}
+	if running != nil {
+		after = running(ids[0])
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	go func() {
@@ -175,6 +199,7 @@ run "hang" {
 	if c := containers(t, dir); len(c) != 0 {
 		t.Fatalf("containers left behind: %v", c)
 	}
+	after()
 	if got := gitOut(t, dir, "show", "agent/hang:work.txt"); got != "work" {
 		t.Fatalf("the agent's commit was lost: %q", got)
 	}

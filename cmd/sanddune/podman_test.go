@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,79 +77,11 @@ func podmanContainers(t *testing.T, dir string) []string {
 	return strings.Fields(string(out))
 }
 
-// TestPodmanRunLandsCommitsForEveryStrategy runs the scripted agent in the
-// podman sandbox with each branch strategy, two of them concurrently, and
-// checks where the commits land, that the agent's files belong to the host
-// user, and that no container is left behind.
+// TestPodmanRunLandsCommitsForEveryStrategy: runsLandCommits in podman.
 func TestPodmanRunLandsCommitsForEveryStrategy(t *testing.T) {
 	t.Parallel()
-	block := requirePodman(t)
-	dir := gitRepo(t)
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
-`+block+`}
-agent "command" "script" {
-  command = `+commitAgent+`
-}
-run "head" {
-  prompt          = "into head"
-  branch_strategy = { type = "head" }
-}
-run "merge" {
-  prompt          = "via a temp branch"
-  branch_strategy = { type = "merge-to-head" }
-}
-run "named" {
-  prompt          = "onto a named branch"
-  branch_strategy = { type = "branch", branch = "agent/named" }
-}
-run "other" {
-  prompt          = "onto another branch"
-  branch_strategy = { type = "branch", branch = "agent/other" }
-}
-`)
-	before := gitOut(t, dir, "rev-parse", "main")
-	r := run(t, dir, "run", "--json", "head")
-	if r.code != 0 {
-		t.Fatalf("head: exit %d\n%s", r.code, r.stderr)
-	}
-	if got := gitOut(t, dir, "rev-list", "--count", before+"..main"); got != "1" {
-		t.Fatalf("head: %s new commits on main, want 1", got)
-	}
-	fi, err := os.Stat(filepath.Join(dir, "prompt.txt"))
-	if err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Getuid() {
-		t.Fatalf("the agent's file in the host repo: %v, want owned by uid %d", err, os.Getuid())
-	}
-	r = run(t, dir, "run", "--json", "merge")
-	if r.code != 0 {
-		t.Fatalf("merge-to-head: exit %d\n%s", r.code, r.stderr)
-	}
-	if got := gitOut(t, dir, "show", "main:prompt.txt"); got != "via a temp branch" {
-		t.Fatalf("merge-to-head: main:prompt.txt = %q", got)
-	}
-	r = run(t, dir, "run", "--json", "-p", "2", "named", "other")
-	if r.code != 0 {
-		t.Fatalf("concurrent branch runs: exit %d\n%s", r.code, r.stderr)
-	}
-	var doc struct {
-		Runs []struct {
-			Branch  string
-			Commits []struct{ SHA string }
-		}
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Runs) != 2 {
-		t.Fatalf("json: %v\n%s", err, r.stdout)
-	}
-	for i, b := range []string{"agent/named", "agent/other"} {
-		if doc.Runs[i].Branch != b || len(doc.Runs[i].Commits) != 1 || gitOut(t, dir, "rev-parse", b) != doc.Runs[i].Commits[0].SHA {
-			t.Errorf("run %d: %+v, want one commit at the tip of %s", i, doc.Runs[i], b)
-		}
-	}
-	if st := gitOut(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" {
-		t.Errorf("host working tree changed: %q", st)
-	}
-	if c := podmanContainers(t, dir); len(c) != 0 {
-		t.Errorf("containers left behind: %v", c)
-	}
+	runsLandCommits(t, `sandbox "podman" "default" {
+`+requirePodman(t)+`}`, podmanContainers)
 }
 
 // TestPodmanFailedRunLeavesNoContainer: a run whose agent fails leaves no
@@ -179,68 +108,33 @@ run "fail" {
 	}
 }
 
-// TestPodmanInterruptLeavesNoContainer interrupts a run whose agent hangs:
-// exit 130, the container and every process of it (conmon, podman exec
-// clients) are gone, the branch keeps the commit the agent made before
-// hanging.
+// TestPodmanInterruptLeavesNoContainer: interruptLeavesNoContainer in
+// podman, and no process of the container (conmon, podman exec clients) is
+// left either.
 func TestPodmanInterruptLeavesNoContainer(t *testing.T) {
 	t.Parallel()
-	block := requirePodman(t)
-	dir := gitRepo(t)
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "podman" "default" {
-`+block+`}
-agent "command" "hang" {
-  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
+	interruptLeavesNoContainer(t, `sandbox "podman" "default" {
+`+requirePodman(t)+`}`, podmanContainers, func(id string) func() {
+		full := podmanID(t, id)
+		if len(processesMentioning(full)) == 0 {
+			t.Fatalf("no host process mentions container %s while it runs (test is void)", full)
+		}
+		return func() {
+			if ps := processesMentioning(full); len(ps) != 0 {
+				t.Fatalf("processes of the container left: %q", ps)
+			}
+		}
+	})
 }
-run "hang" {
-  prompt          = "wait"
-  branch_strategy = { type = "branch", branch = "agent/hang" }
-  logging {
-    type = "stdout"
-  }
-}
-`)
-	cmd := sandduneCmd(dir, "run")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
-	}
-	ids := podmanContainers(t, dir)
-	if len(ids) != 1 {
-		t.Fatalf("containers while the agent runs: %v", ids)
-	}
-	out, err := exec.Command("podman", "inspect", "--format", "{{.Id}}", ids[0]).Output()
+
+// podmanID is the full id of a container.
+func podmanID(t *testing.T, id string) string {
+	t.Helper()
+	out, err := exec.Command("podman", "inspect", "--format", "{{.Id}}", id).Output()
 	if err != nil {
 		t.Fatalf("podman inspect: %v", err)
 	}
-	full := strings.TrimSpace(string(out))
-	if len(processesMentioning(full)) == 0 {
-		t.Fatalf("no host process mentions container %s while it runs (test is void)", full)
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
-	}
-	if c := podmanContainers(t, dir); len(c) != 0 {
-		t.Fatalf("containers left behind: %v", c)
-	}
-	if ps := processesMentioning(full); len(ps) != 0 {
-		t.Fatalf("processes of the container left: %q", ps)
-	}
-	if got := gitOut(t, dir, "show", "agent/hang:work.txt"); got != "work" {
-		t.Fatalf("the agent's commit was lost: %q", got)
-	}
+	return strings.TrimSpace(string(out))
 }
 
 // TestPodmanGCRemovesWhatAKilledRunLeft kills sanddune outright while its
@@ -269,11 +163,7 @@ run "orphan" {
 	if len(ids) != 1 {
 		t.Fatalf("want the killed run's container left, found %v", ids)
 	}
-	out, err := exec.Command("podman", "inspect", "--format", "{{.Id}}", ids[0]).Output()
-	if err != nil {
-		t.Fatalf("podman inspect: %v", err)
-	}
-	full := strings.TrimSpace(string(out))
+	full := podmanID(t, ids[0])
 	r := run(t, dir, "gc")
 	if r.code != 0 || !strings.Contains(r.stdout, "sandbox podman: removed "+full) {
 		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
