@@ -354,6 +354,8 @@ func TestFakeRunChecks(t *testing.T) {
   copy_to_worktree = [".env"]`, "Invalid branch strategy", 9},
 		{"copy outside", "iso", `prompt = "x"
   copy_to_worktree = ["../x"]`, "Invalid copy_to_worktree path", 9},
+		{"copy into itself", "iso", `prompt = "x"
+  copy_to_worktree = [".sanddune"]`, "Invalid copy_to_worktree path", 9},
 		{"bad duration", "box", `prompt = "x"
   idle_timeout = "ten minutes"`, "Invalid duration", 9},
 		{"zero duration", "box", `prompt = "x"

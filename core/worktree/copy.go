@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,19 @@ func CheckRelPath(rel string) (string, error) {
 	if first, _, _ := strings.Cut(c, "/"); first == ".git" {
 		return "", fmt.Errorf("copy_to_worktree: %q is inside .git", rel)
 	}
+	if HoldsWorktrees(c) {
+		return "", fmt.Errorf("copy_to_worktree: %q holds %s/worktrees, where the copy goes: it would copy into itself", rel, StateDirName)
+	}
 	return c, nil
+}
+
+// HoldsWorktrees reports whether the repo-relative path rel is, holds or is
+// inside the directory of run worktrees (.sanddune/worktrees): copying it
+// into a worktree would copy the copy into itself.
+func HoldsWorktrees(rel string) bool {
+	c := filepath.ToSlash(filepath.Clean(rel))
+	w := StateDirName + "/worktrees"
+	return c == w || strings.HasPrefix(w, c+"/") || strings.HasPrefix(c, w+"/")
 }
 
 // CopySources validates rels against the repo at root and returns the ones
@@ -77,8 +90,9 @@ func CopySources(root string, rels []string) (sources []CopySource, skipped []st
 // dstRoot: plain copies keeping permission bits, modification times and
 // symlinks (copied as links, never followed). Missing sources are skipped
 // and returned. Neither side can be escaped through symlinks; sockets and
-// devices are skipped.
-func CopyPaths(srcRoot, dstRoot string, rels []string) (skipped []string, err error) {
+// devices are skipped. Cancelling ctx stops the copy between files and
+// within large ones.
+func CopyPaths(ctx context.Context, srcRoot, dstRoot string, rels []string) (skipped []string, err error) {
 	sources, skipped, err := CopySources(srcRoot, rels)
 	if err != nil {
 		return nil, err
@@ -100,14 +114,17 @@ func CopyPaths(srcRoot, dstRoot string, rels []string) (skipped []string, err er
 				return nil, fmt.Errorf("copy_to_worktree: %s: %w", s.Rel, err)
 			}
 		}
-		if err := copyTree(src, dst, rel); err != nil {
+		if err := copyTree(ctx, src, dst, rel); err != nil {
 			return nil, fmt.Errorf("copy_to_worktree: %s: %w", s.Rel, err)
 		}
 	}
 	return skipped, nil
 }
 
-func copyTree(src, dst *os.Root, rel string) error {
+func copyTree(ctx context.Context, src, dst *os.Root, rel string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	fi, err := src.Lstat(rel)
 	if err != nil {
 		return err
@@ -132,7 +149,7 @@ func copyTree(src, dst *os.Root, rel string) error {
 			return err
 		}
 		for _, n := range names {
-			if err := copyTree(src, dst, filepath.Join(rel, n)); err != nil {
+			if err := copyTree(ctx, src, dst, filepath.Join(rel, n)); err != nil {
 				return err
 			}
 		}
@@ -152,7 +169,7 @@ func copyTree(src, dst *os.Root, rel string) error {
 		if err := removeExisting(dst, rel); err != nil {
 			return err
 		}
-		if err := copyFile(src, dst, rel, mode.Perm()); err != nil {
+		if err := copyFile(ctx, src, dst, rel, mode.Perm()); err != nil {
 			return err
 		}
 	default:
@@ -177,7 +194,7 @@ func removeExisting(dst *os.Root, rel string) error {
 	return dst.Remove(rel)
 }
 
-func copyFile(src, dst *os.Root, rel string, perm fs.FileMode) error {
+func copyFile(ctx context.Context, src, dst *os.Root, rel string, perm fs.FileMode) error {
 	in, err := src.Open(rel)
 	if err != nil {
 		return err
@@ -187,7 +204,7 @@ func copyFile(src, dst *os.Root, rel string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, in)
+	_, err = io.Copy(out, ctxReader{ctx, in})
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -195,4 +212,17 @@ func copyFile(src, dst *os.Root, rel string, perm fs.FileMode) error {
 		return err
 	}
 	return dst.Chmod(rel, perm)
+}
+
+// ctxReader fails reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

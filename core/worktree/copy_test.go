@@ -1,6 +1,9 @@
 package worktree
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +30,7 @@ func TestCopyPaths(t *testing.T) {
 
 	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "cp")
 	defer closeWS(t, ws)
-	skipped, err := CopyPaths(r.Root, ws.Dir, []string{".env", "node_modules", "deep/er/cfg.json", "missing", "./a.txt"})
+	skipped, err := CopyPaths(context.Background(), r.Root, ws.Dir, []string{".env", "node_modules", "deep/er/cfg.json", "missing", "./a.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestCopyPaths(t *testing.T) {
 		t.Fatal("copy shares storage with the source")
 	}
 	// Copying again over existing files works.
-	if _, err := CopyPaths(r.Root, ws.Dir, []string{".env", "node_modules"}); err != nil {
+	if _, err := CopyPaths(context.Background(), r.Root, ws.Dir, []string{".env", "node_modules"}); err != nil {
 		t.Fatal(err)
 	}
 	if readFile(t, filepath.Join(ws.Dir, ".env")) != "SECRET=1\n" {
@@ -74,19 +77,19 @@ func TestCopyPathsRejectsEscapes(t *testing.T) {
 	os.Symlink(outside, filepath.Join(dst, "evil"))
 	writeFile(t, filepath.Join(r.Root, "evil", "x"), "x")
 	for _, rel := range []string{"../x", "/etc/passwd", ".git/config", ".git", "a/../../x", ".", "", "out/secret"} {
-		if _, err := CopyPaths(r.Root, dst, []string{rel}); err == nil {
+		if _, err := CopyPaths(context.Background(), r.Root, dst, []string{rel}); err == nil {
 			t.Errorf("%q accepted", rel)
 		}
 	}
 	// A symlink in the destination cannot redirect the copy outside.
-	if _, err := CopyPaths(r.Root, dst, []string{"evil/x"}); err == nil {
+	if _, err := CopyPaths(context.Background(), r.Root, dst, []string{"evil/x"}); err == nil {
 		t.Error("copy through a destination symlink accepted")
 	}
 	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
 		t.Fatal("file written outside the destination")
 	}
 	// A top-level symlink is copied as a link, not followed.
-	if _, err := CopyPaths(r.Root, dst, []string{"out"}); err != nil {
+	if _, err := CopyPaths(context.Background(), r.Root, dst, []string{"out"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.Readlink(filepath.Join(dst, "out")); got != outside {
@@ -116,4 +119,35 @@ func TestEnsureIgnoredDirKeepsHostClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostClean(t, r.Root)
+}
+
+func TestCopyPathsHonoursCancellation(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	for i := 0; i < 200; i++ {
+		writeFile(t, filepath.Join(r.Root, "many", fmt.Sprintf("f%03d", i)), "x")
+	}
+	dst := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := CopyPaths(ctx, r.Root, dst, []string{"many"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled copy: %v", err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dst, "many")); len(left) != 0 {
+		t.Errorf("a cancelled copy went on: %d files copied", len(left))
+	}
+}
+
+func TestCopyIntoItselfRefused(t *testing.T) {
+	t.Parallel()
+	for _, rel := range []string{".sanddune", ".sanddune/worktrees", ".sanddune/worktrees/x/y", "./.sanddune/"} {
+		if _, err := CheckRelPath(rel); err == nil || !strings.Contains(err.Error(), "copy into itself") {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+	for _, rel := range []string{".sanddune/.env", ".sanddune-x", "worktrees"} {
+		if _, err := CheckRelPath(rel); err != nil {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
 }

@@ -12,7 +12,7 @@
 //	                                                    // pure; err is a *PlanError (config diagnostic)
 //	ws, err := worktree.Prepare(ctx, repo, plan, worktree.PrepareOptions{RunName: name, Logger: log})
 //	                                                    // locks, creates or reuses the worktree / branch
-//	skipped, err := worktree.CopyPaths(repo.Root, ws.Dir, copy) // bind-mount with a worktree
+//	skipped, err := worktree.CopyPaths(ctx, repo.Root, ws.Dir, copy) // bind-mount with a worktree
 //	... sandbox.Create(WorktreePath: ws.Dir, GitMounts: ws.GitMounts), agent ...
 //	commits, _ := ws.Commits(ctx)                       // exactly the run's commits (Base..Branch)
 //	res, err := ws.Merge(ctx)                           // merge-to-head only; err is a *MergeError

@@ -270,7 +270,7 @@ func (r *runner) setup(ctx context.Context) *RunError {
 	}
 	if len(r.CopyPaths) > 0 && r.Strategy.Worktree {
 		ph := r.progress.Phase("Copying to worktree")
-		skipped, err := worktree.CopyPaths(r.Repo.Root, ws.Dir, r.CopyPaths)
+		skipped, err := worktree.CopyPaths(ctx, r.Repo.Root, ws.Dir, r.CopyPaths)
 		ph.Done(err)
 		if err != nil {
 			return r.fail(ctx, PhaseCopy, "", 0, err, "check the copy_to_worktree paths")
