@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -339,6 +340,8 @@ func TestFakeRunChecks(t *testing.T) {
 		{"builtin override", "box", `prompt_file = "p.md"
   prompt_args = { SOURCE_BRANCH = "main", X = "1" }`, "Invalid prompt", 8},
 		{"missing prompt file", "box", `prompt_file = "missing.md"`, "Invalid prompt", 8},
+		{"device prompt file", "box", `prompt_file = "/dev/zero"`, "Invalid prompt", 8},
+		{"fifo prompt file", "box", `prompt_file = "fifo"`, "Invalid prompt", 8},
 		{"empty prompt", "box", `prompt = " "`, "Empty prompt", 8},
 		{"branch without name", "box", `prompt = "x"
   branch_strategy = { type = "branch" }`, "Invalid branch strategy", 9},
@@ -407,6 +410,9 @@ func TestFakeRunChecks(t *testing.T) {
   `+strings.Replace(c.body, "  agent = agent.sess.s\n", "", 1)+`
 }
 `, "p.md", "{{X}}")
+			if err := syscall.Mkfifo(filepath.Join(filepath.Dir(path), "fifo"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			if strings.Contains(c.body, "agent.sess.s") {
 				src, _ := os.ReadFile(path)
 				os.WriteFile(path, []byte(strings.Replace(string(src), "agent.cli.a", "agent.sess.s", 1)), 0o644)

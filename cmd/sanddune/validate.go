@@ -51,11 +51,11 @@ func newFmtCommand() *cobra.Command {
 			}
 			changed := false
 			for _, path := range args {
-				src, err := os.ReadFile(path)
-				if err != nil {
-					return &exitError{code: exitFailure, err: err}
+				src, diags := config.ReadSource(path)
+				out := src
+				if !diags.HasErrors() {
+					out, diags = config.Format(src, path)
 				}
-				out, diags := config.Format(src, path)
 				if diags.HasErrors() {
 					config.WriteDiagnostics(os.Stderr, nil, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
 					return &exitError{code: exitFailure, err: fmt.Errorf("%s has syntax errors", path)}

@@ -84,11 +84,15 @@ func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnos
 	}
 	f.Dir = filepath.Dir(abs)
 
+	src, diags := ReadSource(path)
+	if diags.HasErrors() {
+		return f, diags
+	}
 	var hf *hcl.File
 	if isJSON(path) {
-		hf, diags = f.parser.ParseJSONFile(path)
+		hf, diags = f.parser.ParseJSON(src, path)
 	} else {
-		hf, diags = f.parser.ParseHCLFile(path)
+		hf, diags = f.parser.ParseHCL(src, path)
 	}
 	if diags.HasErrors() {
 		return f, diags
@@ -162,10 +166,15 @@ func (f *File) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics, width uint, 
 
 // WriteDiagnostics renders diagnostics with snippets from files (keyed by
 // the file names used in the diagnostics' ranges). Each diagnostic with a
-// source range starts with its file:line:col, for editors and grep.
+// source range starts with its file:line:col, for editors and grep. Past
+// MaxShownDiagnostics it says how many more there are.
 func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, width uint, color bool) error {
 	dw := hcl.NewDiagnosticTextWriter(w, files, width, color)
-	for _, d := range diags {
+	for i, d := range diags {
+		if i == MaxShownDiagnostics {
+			_, err := fmt.Fprintf(w, "... and %d more diagnostics: fix the ones above first\n", len(diags)-i)
+			return err
+		}
 		if d.Subject != nil {
 			s := d.Subject.Start
 			if _, err := fmt.Fprintf(w, "%s:%d:%d: ", d.Subject.Filename, s.Line, s.Column); err != nil {

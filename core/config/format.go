@@ -20,6 +20,9 @@ func Format(src []byte, filename string) ([]byte, hcl.Diagnostics) {
 			Detail:   fmt.Sprintf("%s uses JSON syntax; sanddune fmt formats native HCL syntax only.", filename),
 		}}
 	}
+	if diags := CheckSource(src, filename); diags.HasErrors() {
+		return src, diags
+	}
 	if _, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos); diags.HasErrors() {
 		return src, diags
 	}

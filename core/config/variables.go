@@ -127,6 +127,9 @@ func parseVariableValue(raw string, ty cty.Type) (cty.Value, error) {
 	if ty == cty.String || ty == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
+	if diags := CheckSource([]byte(raw), "<value>"); diags.HasErrors() {
+		return cty.NilVal, diags
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "<value>", hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.NilVal, diags

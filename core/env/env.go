@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	"github.com/joho/godotenv"
+
+	"github.com/missingstudio/sanddune/core/internal/textfile"
 )
 
 // Layers are a run's env sources.
@@ -67,12 +69,20 @@ func (e *MissingError) Error() string {
 		" (export it, add it to .sanddune/.env, or set it in the run's env)"
 }
 
-// ReadFile parses a dotenv file; a missing file is an empty map.
+// MaxFileSize bounds a dotenv file.
+const MaxFileSize = 1 << 20
+
+// ReadFile parses a dotenv file (a regular file of at most MaxFileSize
+// bytes); a missing file is an empty map.
 func ReadFile(path string) (map[string]string, error) {
-	m, err := godotenv.Read(path)
+	data, err := textfile.Read(path, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	m, err := godotenv.UnmarshalBytes(data)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -151,5 +152,23 @@ func TestCheckLimitIsWhatExecAccepts(t *testing.T) {
 	cmd.Env = []string{"K=" + value + "v"}
 	if err := cmd.Run(); err == nil {
 		t.Fatal("the kernel took a variable past MAX_ARG_STRLEN: the limit is wrong")
+	}
+}
+
+func TestReadFileRefusesFIFOsDevicesAndHugeFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, ".env")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.env")
+	if err := os.WriteFile(big, []byte(strings.Repeat("A=b\n", MaxFileSize/4+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "a FIFO", "/dev/zero": "a character device", big: "more than the limit of 1 MiB"} {
+		if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", path, err, want)
+		}
 	}
 }

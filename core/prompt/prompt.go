@@ -30,6 +30,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/missingstudio/sanddune/core/internal/textfile"
 )
 
 // Built-in prompt arguments.
@@ -90,6 +92,9 @@ type segment struct {
 	shell bool   // text is a shell expression (without !` `)
 }
 
+// MaxFileSize bounds a prompt file.
+const MaxFileSize = 1 << 20
+
 // Load resolves and checks a prompt source.
 func Load(src Source) (*Template, error) {
 	switch {
@@ -115,7 +120,7 @@ func Load(src Source) (*Template, error) {
 		}
 		path = filepath.Join(base, path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := textfile.Read(path, MaxFileSize)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {

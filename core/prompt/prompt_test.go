@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,5 +339,23 @@ func TestMissingKeyAsked(t *testing.T) {
 		Ask: func(string) (string, error) { return "", errors.New("stdin is not a terminal") }})
 	if err == nil || !strings.Contains(err.Error(), "{{X}}") || !strings.Contains(err.Error(), "stdin is not a terminal") {
 		t.Errorf("a failed ask: %v", err)
+	}
+}
+
+func TestLoadReadsRegularFilesOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "p.md")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.md")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), MaxFileSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "a FIFO", "/dev/zero": "a character device", big: "more than the limit of 1 MiB"} {
+		if _, err := Load(Source{File: path}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", path, err, want)
+		}
 	}
 }
