@@ -142,11 +142,10 @@ func tooDeep(src []byte) (int, bool) {
 				i++
 			case c == '"' || c == '\n':
 				pop(frameString)
-			case hasPrefix(rest, "$${") || hasPrefix(rest, "%%{"):
-				i += 2
-			case hasPrefix(rest, "${") || hasPrefix(rest, "%{"):
-				i++
-				if push(frame{kind: frameInterp}) {
+			default:
+				n, interp := templateSeq(rest)
+				i += max(n-1, 0)
+				if interp && push(frame{kind: frameInterp}) {
 					return i, true
 				}
 			}
@@ -159,14 +158,10 @@ func tooDeep(src []byte) (int, bool) {
 					continue
 				}
 			}
-			switch {
-			case hasPrefix(rest, "$${") || hasPrefix(rest, "%%{"):
-				i += 2
-			case hasPrefix(rest, "${") || hasPrefix(rest, "%{"):
-				i++
-				if push(frame{kind: frameInterp}) {
-					return i, true
-				}
+			n, interp := templateSeq(rest)
+			i += max(n-1, 0)
+			if interp && push(frame{kind: frameInterp}) {
+				return i, true
 			}
 		default:
 			switch {
@@ -228,6 +223,19 @@ func heredocStart(b []byte) (string, int) {
 		return "", 0
 	}
 	return marker, i + 1
+}
+
+// templateSeq reads template text at the start of b: an escaped "$${" or
+// "%%{" (3 bytes, literal), an interpolation "${" or "%{" (2 bytes), or
+// anything else (0).
+func templateSeq(b []byte) (n int, interp bool) {
+	switch {
+	case hasPrefix(b, "$${") || hasPrefix(b, "%%{"):
+		return 3, false
+	case hasPrefix(b, "${") || hasPrefix(b, "%{"):
+		return 2, true
+	}
+	return 0, false
 }
 
 func hasPrefix(b []byte, s string) bool { return bytes.HasPrefix(b, []byte(s)) }
