@@ -107,6 +107,10 @@ func planConfig(ctx context.Context, g *globals, f *configFlags, sel core.Select
 	}
 	host := g.newHost(file.Dir, file.RequiredPlugins...)
 	plan, err := core.Plan(ctx, core.Config{File: file, Plugins: host, Run: base, Parallel: parallel}, sel)
+	if ctx.Err() != nil { // the errors may be the interruption's
+		host.Close()
+		return nil, &exitError{code: exitCancelled, err: errors.New("cancelled before any run started: nothing to clean up")}
+	}
 	diags = append(diags, plan.Diagnostics.HCL()...)
 	if len(diags) > 0 {
 		file.WriteDiagnostics(os.Stderr, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))

@@ -51,13 +51,20 @@ func main() {
 		os.Exit(servePlugin(os.Args[2]))
 	}
 	root, g := newRootCommand()
-	closeHost := addPluginCommands(context.Background(), root, g, os.Args[1:])
-	err := root.Execute()
+	ctx, interrupted, stop := interruptible(context.Background(), os.Stderr)
+	closeHost := addPluginCommands(ctx, root, g, os.Args[1:])
+	err := root.ExecuteContext(ctx)
 	closeHost()
+	stop()
 	if err == nil {
 		os.Exit(exitOK)
 	}
 	var ee *exitError
+	if interrupted() && !(errors.As(err, &ee) && ee.code == exitCancelled) {
+		// Whatever failed, failed because it was cut short.
+		fmt.Fprintln(os.Stderr, "Error: cancelled")
+		os.Exit(exitCancelled)
+	}
 	if errors.As(err, &ee) {
 		if ee.err != nil && ee.err.Error() != "" {
 			fmt.Fprintln(os.Stderr, "Error:", ee.err)

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +33,8 @@ func newRunCommand(g *globals) *cobra.Command {
 worktree and a sandbox, renders the prompt, and runs the agent until it prints a completion
 signal or reaches max_iterations; its commits land on a branch.
 
-Exit codes: 0 success, 1 a run failed, 2 config or usage error, 130 cancelled (SIGINT/SIGTERM).
+Exit codes: 0 success, 1 a run failed, 2 config or usage error, 130 cancelled (SIGINT/SIGTERM/SIGHUP;
+a second Ctrl-C does not abandon the teardown, a third does).
 On failure or cancellation nothing is lost: the error says which branch holds the commits and
 where uncommitted work is preserved.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRuns(cmd, g, f, args) },
@@ -57,14 +56,9 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	if f.parallel < 1 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--parallel must be at least 1")}
 	}
-	// SIGINT/SIGTERM cancel the runs; they kill their agents, keep the work,
-	// and the command exits 130. A second signal kills sanddune at once.
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
+	// An interrupt (main's interruptible) cancels ctx: the runs kill their
+	// agents, keep the work, and the command exits 130.
+	ctx := cmd.Context()
 
 	base := core.RunOptions{Repo: f.configFlags.repo, Logging: core.Logging{Mode: core.LogMode(f.log)}, Version: version, Logger: g.logger()}
 	if base.Repo != "" {

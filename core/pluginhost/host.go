@@ -416,9 +416,10 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	// plugin if sanddune itself dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = os.Environ()
-	if dir, err := h.socketDir(); err == nil {
+	if dir, err := h.socketDir(); err == nil && len(dir)+len("/plugin")+10 < maxSocketPath {
 		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+dir)
-	}
+	} // else go-plugin's default, $TMPDIR/plugin<n>: gc cannot tell those from other programs'
+
 	// A wrapper script's children may hold the output pipes after the
 	// plugin is killed; don't wait for them forever.
 	cmd.WaitDelay = 2 * time.Second
@@ -590,6 +591,10 @@ func (h *Host) Close() {
 	}
 	h.mu.Unlock()
 }
+
+// maxSocketPath is the longest Unix socket path Linux takes (sun_path,
+// with its NUL).
+const maxSocketPath = 108
 
 // socketDir returns the plugins' socket directory, made on first use.
 func (h *Host) socketDir() (string, error) {

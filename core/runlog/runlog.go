@@ -10,6 +10,8 @@ package runlog
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,6 +56,9 @@ type Options struct {
 	// Terminal shows stdout-mode progress and the file-mode hint (Stdio()
 	// when nil).
 	Terminal *Terminal
+	// Cancelled, once it returns true, makes steps and the run that end in
+	// an error say "cancelled" rather than "failed".
+	Cancelled func() bool
 }
 
 // Log is one run's log. Its methods are safe for concurrent use.
@@ -62,6 +67,8 @@ type Log struct {
 	prefix string
 	term   *Terminal
 	path   string
+	// cancelled: see Options.Cancelled.
+	cancelled func() bool
 
 	mu     sync.Mutex
 	file   *os.File
@@ -80,7 +87,10 @@ func Open(o Options) (*Log, error) {
 	if o.Mode == "" {
 		o.Mode = File
 	}
-	l := &Log{mode: o.Mode, term: o.Terminal}
+	l := &Log{mode: o.Mode, term: o.Terminal, cancelled: o.Cancelled}
+	if l.cancelled == nil {
+		l.cancelled = func() bool { return false }
+	}
 	if o.Run != "" {
 		l.prefix = "[" + o.Run + "] "
 	}
@@ -224,7 +234,7 @@ func (p *Phase) Done(err error) {
 		l := p.log
 		s := fmt.Sprintf("%s done (%s)", p.msg, time.Since(p.start).Round(100*time.Millisecond))
 		if err != nil {
-			s = fmt.Sprintf("%s failed (%s)", p.msg, time.Since(p.start).Round(100*time.Millisecond))
+			s = fmt.Sprintf("%s %s (%s)", p.msg, l.failed(err), time.Since(p.start).Round(100*time.Millisecond))
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -234,6 +244,14 @@ func (p *Phase) Done(err error) {
 		}
 		l.line(s)
 	})
+}
+
+// failed says how a step that ended in err ended.
+func (l *Log) failed(err error) string {
+	if errors.Is(err, context.Canceled) || l.cancelled() {
+		return "cancelled"
+	}
+	return "failed"
 }
 
 // Summary is the end-of-run report.
@@ -254,7 +272,7 @@ type Summary struct {
 func (l *Log) Summary(s Summary) {
 	var b strings.Builder
 	if s.Err != nil {
-		fmt.Fprintf(&b, "run failed after %s\n", s.Elapsed.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "run %s after %s\n", l.failed(s.Err), s.Elapsed.Round(100*time.Millisecond))
 	} else {
 		fmt.Fprintf(&b, "run complete in %s\n", s.Elapsed.Round(100*time.Millisecond))
 	}

@@ -163,7 +163,7 @@ func (r *runner) rerunHint() string {
 	return "nothing was lost (see above); run again to continue"
 }
 
-func (r *runner) openLog() error {
+func (r *runner) openLog(ctx context.Context) error {
 	path := r.LogPath
 	if r.LogMode != runlog.Stdout && path == "" {
 		dir := r.Repo.StateDir("logs")
@@ -172,7 +172,8 @@ func (r *runner) openLog() error {
 		}
 		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")
 	}
-	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.LogMode, Path: path, Terminal: r.Terminal})
+	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.LogMode, Path: path, Terminal: r.Terminal,
+		Cancelled: func() bool { return ctx.Err() != nil }})
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func (r *runner) openLog() error {
 func (r *runner) run(ctx context.Context) (_ *Result, err error) {
 	r.stamp = worktree.Stamp(r.start)
 	r.res = &Result{Name: r.name}
-	if err := r.openLog(); err != nil {
+	if err := r.openLog(ctx); err != nil {
 		return nil, &RunError{Run: r.name, Phase: PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
 	}
 	r.res.LogFile = r.progress.Path()

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// localRunConfig is a local-sandbox run whose agent runs script, then
+// says "started" and sleeps.
+func localRunConfig(script string) string {
+	return `sandbox "local" "dev" {}
+agent "command" "hang" {
+  command = ["sh", "-c", "` + script + ` echo started; exec sleep 1000"]
+}
+run "sig" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/sig" }
+  logging {
+    type = "stdout"
+  }
+}
+`
+}
+
+// hasChild reports whether process pid has a child process.
+func hasChild(pid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// assertNothingLeft checks that an interrupted run left no worktree, lock,
+// temp dir or sandbox behind.
+func assertNothingLeft(t *testing.T, dir, tmp string) {
+	t.Helper()
+	if l := locks(t, dir); len(l) != 0 {
+		t.Errorf("locks left: %v", l)
+	}
+	if wt, _ := filepath.Glob(filepath.Join(dir, ".sanddune", "worktrees", "*")); len(wt) != 0 {
+		t.Errorf("worktrees left: %v", wt)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("temp dir not empty: %v", names)
+	}
+}
+
+// TestEarlyInterruptIsCancelled interrupts runs at moments spread over
+// the start (plugins loading, config checks, preflight, setup): every one
+// exits 130 saying it was cancelled, never a config, repo or preflight
+// error, and leaves nothing behind.
+func TestEarlyInterruptIsCancelled(t *testing.T) {
+	for _, delay := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
+		dir := gitRepo(t)
+		tmp := t.TempDir()
+		writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), localRunConfig(""))
+		cmd := sandduneCmd(dir, "run")
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for !hasChild(cmd.Process.Pid) { // it handles signals before it starts plugins
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(delay)
+		cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(out.String(), "cancelled") {
+			t.Fatalf("interrupt after %v: %v, want exit 130 and cancelled\n%s", delay, err, out.String())
+		}
+		for _, bad := range []string{"has errors", "failed", "no commits", "not inside a git"} {
+			if strings.Contains(out.String(), bad) {
+				t.Errorf("interrupt after %v reported %q:\n%s", delay, bad, out.String())
+			}
+		}
+		assertNothingLeft(t, dir, tmp)
+	}
+}
+
+// startRun starts run "sig" and waits until its agent says "started".
+func startRun(t *testing.T, dir, tmp, script string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), localRunConfig(script))
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd, &stderr
+}
+
+// TestHangupAndDoubleInterruptKeepTheWork: SIGHUP (the terminal closed)
+// tears the run down like SIGTERM, and a second Ctrl-C right after the
+// first does not abandon the sync out: exit 130, the agent's commit is on
+// the branch, nothing is left behind.
+func TestHangupAndDoubleInterruptKeepTheWork(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		signals []os.Signal
+	}{
+		{"SIGHUP", []os.Signal{syscall.SIGHUP}},
+		{"double Ctrl-C", []os.Signal{os.Interrupt, os.Interrupt}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := gitRepo(t)
+			tmp := t.TempDir()
+			cmd, stderr := startRun(t, dir, tmp, "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work &&")
+			for _, s := range tc.signals {
+				cmd.Process.Signal(s)
+				time.Sleep(20 * time.Millisecond)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+			}
+			if got := gitOut(t, dir, "show", "agent/sig:work.txt"); got != "work" {
+				t.Fatalf("the agent's commit was lost: %q", got)
+			}
+			if len(tc.signals) > 1 && !strings.Contains(stderr.String(), "press Ctrl-C again to abandon") {
+				t.Errorf("the second Ctrl-C was not answered:\n%s", stderr.String())
+			}
+			assertNothingLeft(t, dir, tmp)
+		})
+	}
+}
