@@ -24,7 +24,7 @@ func optionsOf(f *config.File, r *config.RunBlock, base RunOptions) (RunOptions,
 		o.Repo = str(b.Repo)
 	}
 	o.Prompt, o.PromptFile, o.PromptArgs = str(b.Prompt), str(b.PromptFile), b.PromptArgs
-	o.CopyToWorktree, o.Env, o.ResumeSession = b.CopyToWorktree, b.Env, str(b.ResumeSession)
+	o.CopyToWorktree, o.Env, o.ShowEnv, o.ResumeSession = b.CopyToWorktree, b.Env, b.ShowEnv, str(b.ResumeSession)
 	o.ForkSession = b.ForkSession != nil && *b.ForkSession
 	o.NoSandbox = r.NoSandbox
 	o.AllowUnconfined = b.AllowUnconfined != nil && *b.AllowUnconfined

@@ -50,6 +50,9 @@ type RunOptions struct {
 
 	CopyToWorktree []string
 	Env            map[string]string
+	// ShowEnv names env keys whose values may appear in logs and output;
+	// every other value of the run's env is redacted there.
+	ShowEnv []string
 
 	Hooks Hooks
 

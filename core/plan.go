@@ -32,6 +32,7 @@ import (
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/redact"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/session"
 	"github.com/missingstudio/sanddune/core/worktree"
@@ -425,6 +426,7 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 	}); err != nil {
 		fail("env", "Invalid env", err)
 	}
+	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, desc.RequiredEnv, o.ShowEnv))
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -450,4 +452,27 @@ func absPath(base, p string) string {
 		base, _ = os.Getwd()
 	}
 	return filepath.Join(base, p)
+}
+
+// secretEnv is what of the resolved env is redacted in logs and output:
+// the values of the credential keys, of .sanddune/.env and of the run's
+// env, except the keys the run shows.
+func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]string, show []string) map[string]string {
+	out := map[string]string{}
+	add := func(k string) {
+		if v, ok := resolved[k]; ok && !slices.Contains(show, k) {
+			out[k] = v
+		}
+	}
+	for _, group := range credentials {
+		for _, k := range group {
+			add(k)
+		}
+	}
+	for _, m := range []map[string]string{dotEnv, runEnv} {
+		for k := range m {
+			add(k)
+		}
+	}
+	return out
 }

@@ -51,6 +51,7 @@ type RunBody struct {
 	CompletionTimeout *string           `hcl:"completion_timeout,optional"`
 	CopyToWorktree    []string          `hcl:"copy_to_worktree,optional"`
 	Env               map[string]string `hcl:"env,optional"`
+	ShowEnv           []string          `hcl:"show_env,optional"`
 	ResumeSession     *string           `hcl:"resume_session,optional"`
 	ForkSession       *bool             `hcl:"fork_session,optional"`
 	Hooks             *HooksBlock       `hcl:"hooks,block"`

@@ -59,6 +59,8 @@ type Options struct {
 	// Cancelled, once it returns true, makes steps and the run that end in
 	// an error say "cancelled" rather than "failed".
 	Cancelled func() bool
+	// Redact hides secret values in every line (core/redact).
+	Redact func(string) string
 }
 
 // Log is one run's log. Its methods are safe for concurrent use.
@@ -69,6 +71,7 @@ type Log struct {
 	path   string
 	// cancelled: see Options.Cancelled.
 	cancelled func() bool
+	redact    func(string) string
 
 	mu     sync.Mutex
 	file   *os.File
@@ -87,9 +90,12 @@ func Open(o Options) (*Log, error) {
 	if o.Mode == "" {
 		o.Mode = File
 	}
-	l := &Log{mode: o.Mode, term: o.Terminal, cancelled: o.Cancelled}
+	l := &Log{mode: o.Mode, term: o.Terminal, cancelled: o.Cancelled, redact: o.Redact}
 	if l.cancelled == nil {
 		l.cancelled = func() bool { return false }
+	}
+	if l.redact == nil {
+		l.redact = func(s string) string { return s }
 	}
 	if o.Run != "" {
 		l.prefix = "[" + o.Run + "] "
@@ -103,7 +109,8 @@ func Open(o Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
-	f, err := os.OpenFile(o.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// 0600: a log holds what the agent and the hooks printed.
+	f, err := os.OpenFile(o.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log file: %w", err)
 	}
@@ -141,6 +148,7 @@ func (l *Log) line(s string) {
 	if l.closed {
 		return
 	}
+	s = l.redact(s)
 	if l.mode == Stdout {
 		l.term.Println(l.prefix + s)
 		return
@@ -172,7 +180,7 @@ func (l *Log) Warn(format string, args ...any) {
 	l.lines(msg)
 	l.mu.Unlock()
 	if l.mode == File {
-		l.term.Eprintln(l.prefix + msg)
+		l.term.Eprintln(l.prefix + l.redact(msg))
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/missingstudio/sanddune/core/gitsync"
 	"github.com/missingstudio/sanddune/core/hooks"
 	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/redact"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -54,8 +55,11 @@ type Spec struct {
 	// CaptureSessions copies each iteration's session to the host.
 	CaptureSessions bool
 
-	Prompt    *prompt.Template
-	Env       map[string]string
+	Prompt *prompt.Template
+	Env    map[string]string
+	// Redact hides secret values (the env's) in the log, the events, the
+	// result's stdout and the error.
+	Redact    *redact.Redactor
 	CopyPaths []string
 	Hooks     hooks.Set
 
@@ -81,7 +85,16 @@ type Spec struct {
 
 // Run asks the sandbox provider for its preflight, then runs. On failure
 // it returns a *RunError and, once setup began, a partial result as well.
+// Secret values (Spec.Redact) are hidden in both.
 func Run(ctx context.Context, s *Spec) (*Result, error) {
+	res, err := run(ctx, s)
+	if res != nil {
+		res.Stdout = s.Redact.String(res.Stdout)
+	}
+	return res, s.Redact.Error(err)
+}
+
+func run(ctx context.Context, s *Spec) (*Result, error) {
 	r := &runner{Spec: s, name: s.Name, start: time.Now()}
 	r.log = s.Logger
 	if r.log == nil {
@@ -173,7 +186,7 @@ func (r *runner) openLog(ctx context.Context) error {
 		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")
 	}
 	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.LogMode, Path: path, Terminal: r.Terminal,
-		Cancelled: func() bool { return ctx.Err() != nil }})
+		Cancelled: func() bool { return ctx.Err() != nil }, Redact: r.Redact.String})
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,7 @@ func (r *runner) observe(n int, e sdk.Event) {
 			r.log.Warn("event observer panicked; event dropped", "panic", p)
 		}
 	}()
+	e.Text, e.ToolArg = r.Redact.String(e.Text), r.Redact.String(e.ToolArg)
 	r.OnEvent(n, e)
 }
 

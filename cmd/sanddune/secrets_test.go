@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSecretsNeverReachTheSinks: values of the run's env and of
+// .sanddune/.env that the agent, a hook and a failing agent's stderr print
+// are redacted in the log file (mode 0600), --json (stdout and error),
+// --events and the terminal; a key the run lists in show_env is shown.
+func TestSecretsNeverReachTheSinks(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	const dotSecret, runSecret, shown = "dotenv-s3cr3t-value", "run-s3cr3t-value", "visible-level"
+	writeFile(t, filepath.Join(dir, ".sanddune/.env"), "DOT_SECRET="+dotSecret+"\n")
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "leaky" {
+  command = ["sh", "-c", "echo text $DOT_SECRET $LOG_LEVEL; echo stderr $RUN_SECRET >&2; exit 3"]
+}
+run "leaky" {
+  prompt   = "x"
+  env      = { RUN_SECRET = "`+runSecret+`", LOG_LEVEL = "`+shown+`" }
+  show_env = ["LOG_LEVEL"]
+  hooks {
+    sandbox {
+      on_sandbox_ready {
+        command = "echo hook $RUN_SECRET $DOT_SECRET"
+      }
+    }
+  }
+}
+`)
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	r := run(t, dir, "run", "--json", "--events", events)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, ".sanddune/logs/*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("log files: %v", logs)
+	}
+	fi, err := os.Stat(logs[0])
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("log file mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	logData, _ := os.ReadFile(logs[0])
+	eventData, _ := os.ReadFile(events)
+	sinks := map[string]string{"stdout (--json)": r.stdout, "stderr": r.stderr, "log file": string(logData), "--events": string(eventData)}
+	for name, text := range sinks {
+		for _, secret := range []string{dotSecret, runSecret} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s holds the secret %q:\n%s", name, secret, text)
+			}
+		}
+	}
+	// What was redacted is still said, by key.
+	for name, want := range map[string]string{
+		"log file": "hook [redacted RUN_SECRET] [redacted DOT_SECRET]", "--events": "text [redacted DOT_SECRET] " + shown,
+		"stdout (--json)": "stderr [redacted RUN_SECRET]",
+	} {
+		if !strings.Contains(sinks[name], want) {
+			t.Errorf("%s lacks %q:\n%s", name, want, sinks[name])
+		}
+	}
+}
