@@ -53,7 +53,7 @@ func (s *sandbox) command(req sdk.ExecRequest) (sandboxkit.Command, error) {
 	return sandboxkit.Command{
 		Argv:      argv,
 		Dir:       dir,
-		Env:       sandboxkit.MergeEnv(s.env, req.Env),
+		Env:       sandboxkit.MergeEnv(s.env, req.Env, map[string]string{markerEnv: s.root}),
 		Stdin:     req.Stdin,
 		Timeout:   req.Timeout,
 		KillGrace: killGrace,

@@ -7,8 +7,11 @@
 // as the user running sanddune, in their own process group, with a working
 // directory confined to the sandbox directory. A timeout or cancellation
 // kills the whole process group, and so does the end of the command:
-// background jobs do not outlive the Exec that started them. Close kills
-// what is still running and removes the directory. For `sanddune gc`,
+// background jobs do not outlive the Exec that started them. Every process
+// carries SANDDUNE_LOCAL_SANDBOX=<dir> in its environment: Close, Recover
+// and RemoveResource kill the processes of this user that carry it or
+// work under the directory (daemons that left the group with setsid, an
+// agent whose sanddune was killed), then Close removes the directory. For `sanddune gc`,
 // ListResources lists the directories by their labels file, Recover
 // reattaches to one (so the host can sync its work out; closing that handle
 // leaves the directory) and RemoveResource removes it.
@@ -96,8 +99,14 @@ func (*Provider) ListResources(context.Context) ([]sdk.Resource, error) {
 	return dirs.List()
 }
 
-// RemoveResource removes a sandbox directory listed by ListResources.
+// RemoveResource kills what still runs in a sandbox listed by
+// ListResources (its run's sanddune is dead) and removes its directory.
 func (*Provider) RemoveResource(_ context.Context, id string) error {
+	if dir, err := dirs.Open(id); err == nil {
+		if err := killSandboxProcesses(dir); err != nil {
+			return fmt.Errorf("local sandbox: %w", err)
+		}
+	}
 	if err := dirs.Remove(id); err != nil {
 		return fmt.Errorf("local sandbox: %w", err)
 	}
@@ -105,9 +114,14 @@ func (*Provider) RemoveResource(_ context.Context, id string) error {
 }
 
 // Recover reattaches to a sandbox directory listed by ListResources, with
-// the base environment only. Closing it leaves the directory.
+// the base environment only, once what still ran there (an agent whose
+// sanddune was killed) is killed: its work is then what gc salvages.
+// Closing it leaves the directory.
 func (*Provider) Recover(_ context.Context, id string) (sdk.Sandbox, error) {
 	dir, err := dirs.Open(id)
+	if err == nil {
+		err = killSandboxProcesses(dir)
+	}
 	if err == nil {
 		var s *sandbox
 		if s, err = recoverSandbox(dir); err == nil {

@@ -66,20 +66,27 @@ func openSandbox(root string, env map[string]string) (*sandbox, error) {
 	}, nil
 }
 
-// baseEnv is a minimal environment: the host's PATH and locale, and HOME
-// and TMPDIR inside the sandbox.
+// markerEnv marks every process of a sandbox with the sandbox directory,
+// so that Close and gc find the ones that left the command's process
+// group (setsid, double fork) and kill them.
+const markerEnv = "SANDDUNE_LOCAL_SANDBOX"
+
+// baseEnv is a minimal environment: the host's PATH and locale, HOME and
+// TMPDIR inside the sandbox, and the sandbox's marker.
 func baseEnv(root string) map[string]string {
 	return sandboxkit.MergeEnv(map[string]string{
-		"PATH":   "/usr/local/bin:/usr/bin:/bin",
-		"HOME":   filepath.Join(root, "home"),
-		"TMPDIR": filepath.Join(root, "tmp"),
+		"PATH":    "/usr/local/bin:/usr/bin:/bin",
+		"HOME":    filepath.Join(root, "home"),
+		"TMPDIR":  filepath.Join(root, "tmp"),
+		markerEnv: root,
 	}, sandboxkit.HostEnv("PATH", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ"))
 }
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
 
-// Close kills the commands still running and removes the sandbox
-// directory (a recovered sandbox's stays). It is idempotent.
+// Close kills the commands still running, and every process they left
+// behind, and removes the sandbox directory (a recovered sandbox's stays).
+// It is idempotent.
 func (s *sandbox) Close(ctx context.Context) error {
 	s.runner.Close()
 	if err := s.runner.Wait(ctx); err != nil {
@@ -87,6 +94,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 	}
 	if s.recovered {
 		return nil
+	}
+	if err := killSandboxProcesses(s.root); err != nil {
+		return fmt.Errorf("local sandbox: %w", err)
 	}
 	if err := sandboxkit.RemoveAll(s.root); err != nil {
 		return fmt.Errorf("local sandbox: remove %s: %w", s.root, err)
