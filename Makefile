@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help install build test test-unit proto agents-compat vercel-compat bench e2e-k8s
+.PHONY: help install build test test-unit proto agents-compat vercel-compat bench e2e-k8s chaos
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ vercel-compat: ## drive the fake Vercel API with the official @vercel/sandbox SD
 
 bench: ## run the benchmarks in bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./core/...
+
+chaos: ## interrupt 60 real runs (docker, bubblewrap, local) at random moments; check nothing is lost or leaked
+	@bash scripts/chaos.sh $(TRIALS)
 
 e2e-k8s: ## start a real single-node Kubernetes (root; binaries cached) and run the kubernetes e2e suite
 	@bash scripts/e2e-k8s.sh
