@@ -92,8 +92,9 @@ sed -e 's/sandbox "docker"/sandbox "podman"/; s/sandbox\.docker\./sandbox.podman
 # ---- the sides ----
 # floor_seq ENGINE REPO ITERS: one container, ITERS agent execs, removal.
 floor_seq() {
-  local e="$1" repo="$2" iters="$3" id i g=() r=()
-  [ "$e" = podman ] && g=("${pglobal[@]}") r=("${prun[@]}")
+  local e="$1" repo="$2" iters="$3" id i g=() r=() rm=(rm -f)
+  # podman rm -f waits 10 s for SIGTERM first; docker's (and sanddune's) do not.
+  [ "$e" = podman ] && g=("${pglobal[@]}") r=("${prun[@]}") rm=(rm -f -t 0)
   id="$("$e" "${g[@]}" run -d --label "$floor_label" --user "$(id -u):$(id -g)" "${r[@]}" \
     -e FAKE_CLAUDE_COMPLETE_AT="$iters" -e ANTHROPIC_API_KEY=fake-key-for-the-fake-cli \
     -v "$repo:/home/agent/workspace" -w /home/agent/workspace "$bench_image")"
@@ -101,7 +102,7 @@ floor_seq() {
     "$e" "${g[@]}" exec -i -w /home/agent/workspace "$id" claude --print --verbose --output-format stream-json \
       --model claude-opus-4-8 --dangerously-skip-permissions -p - <<<"$bench_prompt" >/dev/null
   done
-  "$e" "${g[@]}" rm -f "$id" >/dev/null
+  "$e" "${g[@]}" "${rm[@]}" "$id" >/dev/null
 }
 # floor ENGINE ITERS: one timed floor sequence on a fresh repo.
 floor() {
