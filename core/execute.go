@@ -33,8 +33,11 @@ type PlannedRun struct {
 	EnvKeys       []string `json:"env_keys"`
 	Hooks         int      `json:"hooks"`
 	ResumeSession string   `json:"resume_session"`
+	// Steps are a session's steps (each planned like a run), nil for a run.
+	Steps []*PlannedRun `json:"steps"`
 
-	spec *execute.Spec
+	spec  *execute.Spec
+	steps []execute.Step
 }
 
 func plannedRun(s *execute.Spec) *PlannedRun {
@@ -49,13 +52,10 @@ func plannedRun(s *execute.Spec) *PlannedRun {
 	}
 }
 
-// Outcome is how one run of a plan went: its result (also of a failed run,
-// once setup began) and its error, a *RunError.
-type Outcome struct {
-	Name   string
-	Result *Result
-	Err    error
-}
+// Outcome is how one run (or session, or step) went: its result (also of
+// a failed run, once setup began) and its error, a *RunError. Its JSON is
+// the result's with "error".
+type Outcome = execute.Outcome
 
 // Execute runs a plan's runs, Config.Parallel at once, and returns their
 // outcomes in plan order.
@@ -69,7 +69,13 @@ func Execute(ctx context.Context, p *RunPlan) []Outcome {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := execute.Run(ctx, r.spec)
+			var res *Result
+			var err error
+			if r.steps != nil {
+				res, err = execute.RunSession(ctx, r.Name, r.steps)
+			} else {
+				res, err = execute.Run(ctx, r.spec)
+			}
 			out[i] = Outcome{Name: r.Name, Result: res, Err: err}
 		}()
 	}

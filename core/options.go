@@ -56,10 +56,10 @@ type RunOptions struct {
 
 	Hooks Hooks
 
-	// ResumeSession resumes an agent session on iteration 1 (MaxIterations
-	// must be 1); ForkSession forks it instead.
-	ResumeSession string
-	ForkSession   bool
+	// ResumeOptions: ResumeSession resumes an agent session on iteration
+	// 1 (MaxIterations must be 1); ForkSession forks it instead. A result
+	// gives them for its own session (Result.Resume).
+	ResumeOptions
 
 	Logging Logging
 

@@ -76,7 +76,8 @@ type Config struct {
 
 // Selection says which runs Plan plans for execution.
 type Selection struct {
-	// Runs are run labels; none means every run, in file order.
+	// Runs are run and session labels; none means every run, then every
+	// session, in file order.
 	Runs []string
 	// Strict makes the problems of every block errors (validate).
 	// Otherwise a problem of a block no selected run needs is a warning.
@@ -104,10 +105,15 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 	plan := &RunPlan{parallel: max(cfg.Parallel, 1)}
 	selected := map[string]bool{}
 	for _, name := range sel.Runs {
-		if f.Run(name) == nil {
+		if f.Run(name) == nil && (f.Session(name) == nil || sel.Interactive != nil) {
 			var have []string
 			for _, r := range f.Runs {
 				have = append(have, r.Label)
+			}
+			if sel.Interactive == nil {
+				for _, s := range f.Sessions {
+					have = append(have, s.Label)
+				}
 			}
 			return plan, Diagnostics{{Severity: Error, Summary: fmt.Sprintf("No run %q", name),
 				Detail: fmt.Sprintf("%s has no run %q (runs: %s).", f.Path, name, strings.Join(have, ", "))}}
@@ -118,13 +124,21 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		return plan, Diagnostics{{Severity: Error, Summary: "Which run?",
 			Detail: fmt.Sprintf("%s has %d run blocks: name the one to open as an interactive session.", f.Path, len(f.Runs))}}
 	}
-	if len(f.Runs) == 0 && !sel.Strict {
+	if len(f.Runs) == 0 && len(f.Sessions) == 0 && !sel.Strict {
 		return plan, Diagnostics{{Severity: Error, Summary: "No run blocks", Detail: f.Path + " has no run blocks."}}
 	}
 	needed := map[*config.ProviderBlock]bool{}
 	for _, r := range f.Runs {
 		if len(selected) == 0 || selected[r.Label] {
 			needed[r.Sandbox], needed[r.Agent] = true, true
+		}
+	}
+	for _, ss := range f.Sessions {
+		if sel.Interactive == nil && (len(selected) == 0 || selected[ss.Label]) {
+			needed[ss.Sandbox] = true
+			for _, st := range ss.Steps {
+				needed[st.Agent] = true
+			}
 		}
 	}
 
@@ -198,6 +212,25 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		diags = append(diags, demote(ds, wanted)...)
 		if wanted && spec != nil && !ds.HasErrors() {
 			plan.Runs = append(plan.Runs, plannedRun(spec))
+		}
+	}
+	for _, ss := range f.Sessions {
+		wanted := sel.Interactive == nil && (len(selected) == 0 || selected[ss.Label])
+		pr, ds := p.session(f, ss, sandboxes, agents, caps, descs, cfg.Run)
+		if other, dup := names[ss.Name()]; dup {
+			ds = append(ds, Diagnostic{Severity: Error, Block: "session." + ss.Label, Attribute: "name", Summary: "Duplicate run name",
+				Detail: fmt.Sprintf("%q is already the name of run %q; run and session names must be unique (they name branches, worktrees and logs).", ss.Name(), other)})
+		}
+		names[ss.Name()] = ss.Label
+		for i := range ds {
+			if ds[i].Subject == nil && ds[i].Block == "session."+ss.Label {
+				rng := ss.AttrRange(ds[i].Attribute)
+				ds[i].Subject = &rng
+			}
+		}
+		diags = append(diags, demote(ds, wanted)...)
+		if wanted && pr != nil && !ds.HasErrors() {
+			plan.Runs = append(plan.Runs, pr)
 		}
 	}
 	if plan.parallel > 1 {

@@ -10,6 +10,9 @@ import (
 // `sanddune run --json` document; absent values are null.
 type Result = execute.Result
 
+// ResumeOptions say which agent session a run continues.
+type ResumeOptions = execute.ResumeOptions
+
 // Iteration is one agent invocation.
 type Iteration = execute.Iteration
 

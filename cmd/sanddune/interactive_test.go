@@ -130,13 +130,20 @@ func (s *ptySession) wait() int {
 	return 0
 }
 
+// interactiveConfig writes a config with the scripted TUI agent and one
+// run; sandbox is a sandbox block, or `sandbox = "none"`.
 func interactiveConfig(t *testing.T, dir, sandbox string) {
 	t.Helper()
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), sandbox+`
+	block, attr := sandbox, ""
+	if strings.HasPrefix(sandbox, "sandbox =") {
+		block, attr = "", sandbox
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), block+`
 agent "command" "tui" {
   command = `+tuiAgent+`
 }
 run "tui" {
+  `+attr+`
   prompt = "hi"
 }
 `)
@@ -165,15 +172,7 @@ func testInteractive(t *testing.T, dir string) {
 // "none"), on a host pseudo-terminal, in the repository.
 func TestInteractiveOnTheHost(t *testing.T) {
 	dir := gitRepo(t)
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `
-agent "command" "tui" {
-  command = `+tuiAgent+`
-}
-run "tui" {
-  sandbox = "none"
-  prompt  = "hi"
-}
-`)
+	interactiveConfig(t, dir, `sandbox = "none"`)
 	testInteractive(t, dir)
 }
 
@@ -211,15 +210,7 @@ func TestInteractiveCtrlCAndCrashRestoreTheTerminal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := gitRepo(t)
-			writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `
-agent "command" "tui" {
-  command = `+tuiAgent+`
-}
-run "tui" {
-  sandbox = "none"
-  prompt  = "hi"
-}
-`)
+			interactiveConfig(t, dir, `sandbox = "none"`)
 			s := startOnPTY(t, dir, []string{"TUI_END=" + tc.end}, "interactive")
 			s.expect("name? ")
 			s.send(tc.input)
@@ -238,15 +229,7 @@ run "tui" {
 // "none" at the attribute.
 func TestNoSandboxOnlyForInteractive(t *testing.T) {
 	dir := gitRepo(t)
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `
-agent "command" "tui" {
-  command = `+tuiAgent+`
-}
-run "tui" {
-  sandbox = "none"
-  prompt  = "hi"
-}
-`)
+	interactiveConfig(t, dir, `sandbox = "none"`)
 	for _, cmd := range []string{"run", "validate"} {
 		r := run(t, dir, cmd)
 		if r.code == 0 || !strings.Contains(r.stderr, "sanddune.hcl:6:") || !strings.Contains(r.stderr, "only for interactive sessions") {

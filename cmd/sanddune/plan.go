@@ -24,7 +24,11 @@ func printPlan(w io.Writer, p *core.RunPlan, asJSON bool) error {
 		}{runs})
 	}
 	for _, r := range p.Runs {
-		fmt.Fprintf(w, "run %s\n", r.Name)
+		kind := "run"
+		if r.Steps != nil {
+			kind = "session"
+		}
+		fmt.Fprintf(w, "%s %s\n", kind, r.Name)
 		fmt.Fprintf(w, "  repo:      %s\n", r.Repo)
 		fmt.Fprintf(w, "  sandbox:   %s (%s)\n", r.Sandbox, r.Contract)
 		fmt.Fprintf(w, "  agent:     %s\n", r.Agent)
@@ -53,6 +57,13 @@ func printPlan(w io.Writer, p *core.RunPlan, asJSON bool) error {
 		}
 		if r.ResumeSession != "" {
 			fmt.Fprintf(w, "  resumes:   session %s\n", r.ResumeSession)
+		}
+		for i, st := range r.Steps {
+			prompt := "inline prompt"
+			if st.PromptFile != "" {
+				prompt = st.PromptFile
+			}
+			fmt.Fprintf(w, "  step %d:    %s: agent %s, %s, up to %d iteration(s)\n", i+1, st.Name, st.Agent, prompt, st.MaxIterations)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,44 +93,10 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	return worstExit(outs)
 }
 
-// jsonRun is one entry of the --json document: the run's result (what a
-// failed run left, too) followed by "error", null on success.
-type jsonRun struct {
-	*core.Result
-	Error error
-}
-
-func (j jsonRun) MarshalJSON() ([]byte, error) {
-	b, err := j.Result.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	var msg *string
-	if j.Error != nil {
-		s := j.Error.Error()
-		msg = &s
-	}
-	var e bytes.Buffer
-	enc := json.NewEncoder(&e)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(msg); err != nil {
-		return nil, err
-	}
-	b = append(b[:len(b)-1], `,"error":`...)
-	return append(append(b, bytes.TrimSpace(e.Bytes())...), '}'), nil
-}
-
 func printJSON(cmd *cobra.Command, outs []core.Outcome) {
 	doc := struct {
-		Runs []jsonRun `json:"runs"`
-	}{}
-	for _, o := range outs {
-		r := o.Result
-		if r == nil {
-			r = &core.Result{Name: o.Name}
-		}
-		doc.Runs = append(doc.Runs, jsonRun{Result: r, Error: o.Err})
-	}
+		Runs []core.Outcome `json:"runs"`
+	}{outs}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -161,6 +126,13 @@ func printSummary(term *runlog.Terminal, outs []core.Outcome) {
 			line += "; uncommitted sandbox work saved to " + r.PatchPath
 		}
 		term.Println(line)
+		for _, st := range r.Steps {
+			if st.Err != nil {
+				term.Println(fmt.Sprintf("  ✗ step %s failed", st.Name))
+				continue
+			}
+			term.Println(fmt.Sprintf("  ✓ step %s: %d commit(s)", st.Name, len(st.Result.Commits)))
+		}
 	}
 }
 

@@ -33,8 +33,9 @@ type File struct {
 	Variables []*Variable
 	Sandboxes []*ProviderBlock
 	Agents    []*ProviderBlock
-	// Runs are in file order.
-	Runs []*RunBlock
+	// Runs are in file order, and so are Sessions.
+	Runs     []*RunBlock
+	Sessions []*SessionBlock
 	// RequiredPlugins is the required_plugins block, in no order.
 	RequiredPlugins []*RequiredPlugin
 
@@ -117,7 +118,10 @@ func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnos
 	diags = append(diags, moreDiags...)
 	f.Agents, moreDiags = decodeProviders(sdk.KindAgent, byType["agent"], seen)
 	diags = append(diags, moreDiags...)
-	f.Runs, moreDiags = f.decodeRuns(byType["run"])
+	labels := map[string]hcl.Range{}
+	f.Runs, moreDiags = f.decodeRuns(byType["run"], labels)
+	diags = append(diags, moreDiags...)
+	f.Sessions, moreDiags = f.decodeSessions(byType["session"], labels)
 	diags = append(diags, moreDiags...)
 	return f, diags
 }
@@ -129,6 +133,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "sandbox", LabelNames: []string{"plugin", "name"}},
 		{Type: "agent", LabelNames: []string{"plugin", "name"}},
 		{Type: "run", LabelNames: []string{"name"}},
+		{Type: "session", LabelNames: []string{"name"}},
 	},
 }
 
@@ -146,6 +151,16 @@ func (f *File) Block(addr string) (run *RunBlock, provider *ProviderBlock) {
 		}
 	}
 	return nil, nil
+}
+
+// Session returns the session block with the given label, or nil.
+func (f *File) Session(label string) *SessionBlock {
+	for _, s := range f.Sessions {
+		if s.Label == label {
+			return s
+		}
+	}
+	return nil
 }
 
 // Run returns the run block with the given label, or nil.

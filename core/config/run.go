@@ -110,31 +110,48 @@ func (r *RunBlock) Name() string {
 // or the block's range when the attribute is not set. It lets the planner
 // attach its diagnostics to the right place.
 func (r *RunBlock) AttrRange(path string) hcl.Range {
+	return attrRange(r.attrs, path, r.DeclRange, map[string]*hcl.Range{
+		"name": &r.LabelRange, "hooks": hooksRange(r.Body.Hooks), "logging": loggingRange(r.Body.Logging),
+	})
+}
+
+// attrRange is the range of an attribute path in a block's attrs; blocks
+// holds the ranges of nested blocks (and of the label, for "name") used
+// when no attribute of that name is set; decl is the block's range.
+func attrRange(attrs hcl.Attributes, path string, decl hcl.Range, blocks map[string]*hcl.Range) hcl.Range {
 	name, rest, _ := strings.Cut(path, ".")
-	switch {
-	case name == "name" && r.attrs["name"] == nil:
-		return r.LabelRange
-	case name == "hooks" && r.Body.Hooks != nil:
-		return r.Body.Hooks.DeclRange
-	case name == "logging" && r.Body.Logging != nil:
-		return r.Body.Logging.DeclRange
+	a, ok := attrs[name]
+	if b := blocks[name]; !ok && b != nil {
+		return *b
 	}
-	a, ok := r.attrs[name]
 	switch {
 	case !ok:
-		return r.DeclRange
+		return decl
 	case rest == "":
 		return a.Expr.Range()
 	}
 	return exprRange(a.Expr, strings.Split(rest, "."))
 }
 
+func hooksRange(b *HooksBlock) *hcl.Range {
+	if b == nil {
+		return nil
+	}
+	return &b.DeclRange
+}
+
+func loggingRange(b *LoggingBlock) *hcl.Range {
+	if b == nil {
+		return nil
+	}
+	return &b.DeclRange
+}
+
 var runSchema, _ = gohcl.ImpliedBodySchema(&RunBody{})
 
-func (f *File) decodeRuns(blocks []*hcl.Block) ([]*RunBlock, hcl.Diagnostics) {
+func (f *File) decodeRuns(blocks []*hcl.Block, labels map[string]hcl.Range) ([]*RunBlock, hcl.Diagnostics) {
 	var out []*RunBlock
 	var diags hcl.Diagnostics
-	labels := map[string]hcl.Range{}
 	for _, b := range blocks {
 		label := b.Labels[0]
 		if prev, dup := labels[label]; dup {

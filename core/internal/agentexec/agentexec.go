@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,9 @@ type Runner struct {
 	IdleTimeout       time.Duration
 	CompletionTimeout time.Duration
 	RunsAsRoot        bool
+	// Env is set for the agent's command, under the env the agent plugin
+	// asks for (the sandbox's own env stays as created).
+	Env map[string]string
 	// Confined: the sandbox confines the agent, which may then bypass its
 	// permission prompts.
 	Confined bool
@@ -149,7 +153,12 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	watchDone := make(chan struct{})
 	go a.watch(s, stopExec, watchDone)
 
-	res, execErr := a.Sandbox.Exec(execCtx, sdk.ExecRequest{Argv: cmd.Argv, Shell: cmd.Shell, Env: cmd.Env, Stdin: cmd.Stdin},
+	env := maps.Clone(a.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, cmd.Env)
+	res, execErr := a.Sandbox.Exec(execCtx, sdk.ExecRequest{Argv: cmd.Argv, Shell: cmd.Shell, Env: env, Stdin: cmd.Stdin},
 		func(l sdk.OutputLine) { s.output(execCtx, l, queue, budget) })
 	close(queue)
 	select {

@@ -107,7 +107,7 @@ func run(ctx context.Context, s *Spec) (*Result, error) {
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
 	}
-	return r.run(ctx)
+	return r.run(ctx, r.body)
 }
 
 // runner is the state of one run.
@@ -194,65 +194,87 @@ func (r *runner) openLog(ctx context.Context) error {
 	return nil
 }
 
-// run does the setup, the iterations and the teardown.
-func (r *runner) run(ctx context.Context) (_ *Result, err error) {
+// run does the setup, then body (a run's, or a session's steps), then
+// the teardown.
+func (r *runner) run(ctx context.Context, body func(context.Context) *RunError) (_ *Result, err error) {
+	if err := r.begin(ctx); err != nil {
+		return nil, err
+	}
+	var runErr *RunError
+	defer func() { err = r.finish(ctx, runErr) }()
+	if runErr = r.setupWorktree(ctx); runErr != nil {
+		return r.res, runErr
+	}
+	if runErr = r.setupSandbox(ctx); runErr != nil {
+		return r.res, runErr
+	}
+	runErr = body(ctx)
+	return r.res, nil
+}
+
+// begin opens the run's log and result.
+func (r *runner) begin(ctx context.Context) *RunError {
 	r.stamp = worktree.Stamp(r.start)
 	r.res = &Result{Name: r.name}
 	if err := r.openLog(ctx); err != nil {
-		return nil, &RunError{Run: r.name, Phase: PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
+		return &RunError{Run: r.name, Phase: PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
 	}
 	r.res.LogFile = r.progress.Path()
 	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
 		r.name, r.AgentAddr, r.SandboxAddr, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
-	for _, w := range r.Prompt.Warnings {
-		r.progress.Warn("%s", w)
-	}
-
-	var runErr *RunError
-	defer func() {
-		if e := r.teardown(ctx, runErr); runErr == nil {
-			runErr = e
+	if r.Prompt != nil {
+		for _, w := range r.Prompt.Warnings {
+			r.progress.Warn("%s", w)
 		}
-		r.checkRefs(ctx)
-		r.res.Elapsed = time.Since(r.start)
-		var summaryErr error
-		if runErr != nil {
-			summaryErr = runErr
-		}
-		r.progress.Summary(runlog.Summary{
-			Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
-			Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Elapsed: r.res.Elapsed,
-			Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, Err: summaryErr,
-		})
-		if runErr != nil {
-			runErr.Branch, runErr.Commits = r.res.Branch, r.res.Commits
-			runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
-			if runErr.Cancelled && runErr.Hint == "" {
-				runErr.Hint = r.rerunHint()
-			}
-			r.progress.Error("%v", runErr)
-			err = runErr
-		}
-		r.progress.Close()
-	}()
-
-	if runErr = r.setup(ctx); runErr != nil {
-		return r.res, runErr
 	}
-	if err := r.prepareResume(ctx); err != nil {
-		runErr = r.fail(ctx, PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
-		return r.res, runErr
-	}
-	if r.Interactive != nil {
-		runErr = r.session(ctx)
-	} else {
-		runErr = r.iterate(ctx)
-	}
-	return r.res, nil
+	return nil
 }
 
-// setup prepares the workspace and the sandbox.
-func (r *runner) setup(ctx context.Context) *RunError {
+// finish tears down what is left, writes the summary and closes the log;
+// runErr is the failure so far. It returns the run's error, if any.
+func (r *runner) finish(ctx context.Context, runErr *RunError) error {
+	if e := r.teardown(ctx, runErr); runErr == nil {
+		runErr = e
+	}
+	r.checkRefs(ctx)
+	r.res.Elapsed = time.Since(r.start)
+	var summaryErr error
+	if runErr != nil {
+		summaryErr = runErr
+	}
+	r.progress.Summary(runlog.Summary{
+		Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
+		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Elapsed: r.res.Elapsed,
+		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, Err: summaryErr,
+	})
+	defer r.progress.Close()
+	if runErr == nil {
+		return nil
+	}
+	runErr.Branch, runErr.Commits = r.res.Branch, r.res.Commits
+	runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
+	if runErr.Cancelled && runErr.Hint == "" {
+		runErr.Hint = r.rerunHint()
+	}
+	r.progress.Error("%v", runErr)
+	return runErr
+}
+
+// body is one run's work in a prepared worktree and sandbox: the
+// iterations, or an interactive session.
+func (r *runner) body(ctx context.Context) *RunError {
+	if err := r.prepareResume(ctx); err != nil {
+		return r.fail(ctx, PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
+	}
+	if r.Interactive != nil {
+		return r.session(ctx)
+	}
+	return r.iterate(ctx)
+}
+
+// setupWorktree prepares the workspace: branch, worktree, copies, host
+// on_worktree_ready hooks.
+func (r *runner) setupWorktree(ctx context.Context) *RunError {
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
 	ws, err := worktree.Prepare(ctx, r.Repo, r.Strategy, worktree.PrepareOptions{RunName: r.name, Logger: r.log})
 	ph.Done(err)
@@ -278,10 +300,7 @@ func (r *runner) setup(ctx context.Context) *RunError {
 		r.progress.Info("branch %s", orDetached(ws.Branch))
 	}
 
-	hostDir := ws.Dir
-	if hostDir == "" {
-		hostDir = r.Repo.Root
-	}
+	hostDir := r.hostDir()
 	if len(r.CopyPaths) > 0 && r.Strategy.Worktree {
 		ph := r.progress.Phase("Copying to worktree")
 		skipped, err := worktree.CopyPaths(ctx, r.Repo.Root, ws.Dir, r.CopyPaths)
@@ -296,7 +315,14 @@ func (r *runner) setup(ctx context.Context) *RunError {
 	}); err != nil {
 		return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
+	return nil
+}
 
+// setupSandbox creates the sandbox in the prepared workspace, syncs the
+// code in (isolated) and runs the on_sandbox_ready hooks.
+func (r *runner) setupSandbox(ctx context.Context) *RunError {
+	ws := r.ws
+	hostDir := r.hostDir()
 	r.snapshotRefs(ctx)
 	if r.Sandbox == nil {
 		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
@@ -306,7 +332,7 @@ func (r *runner) setup(ctx context.Context) *RunError {
 		}
 		return nil
 	}
-	ph = r.progress.Phase("Creating sandbox")
+	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
 		Config: r.SandboxCfg, RunID: worktree.SanitizeName(r.name) + "-" + r.stamp, RunName: r.name,
 		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
@@ -351,6 +377,14 @@ func (r *runner) setup(ctx context.Context) *RunError {
 		return r.fail(ctx, PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
 	return nil
+}
+
+// hostDir is where the run's files are on the host.
+func (r *runner) hostDir() string {
+	if r.ws.Dir == "" {
+		return r.Repo.Root
+	}
+	return r.ws.Dir
 }
 
 func (r *runner) skipped(paths []string) {

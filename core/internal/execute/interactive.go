@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 
@@ -72,6 +73,7 @@ func (r *runner) session(ctx context.Context) *RunError {
 			req.Env[k] = v
 		}
 	} else {
+		maps.Copy(req.Env, r.Env)
 		var ok bool
 		if tty, ok = r.sb.(sdk.TTYSandbox); !ok {
 			return r.fail(ctx, PhaseSandbox, r.SandboxAddr, 1, errors.New("the sandbox declares the TTY capability but cannot run a terminal session"), "")

@@ -23,7 +23,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 	ar := &agentexec.Runner{
 		Agent: r.Agent, Config: r.AgentCfg, Sandbox: r.sb,
 		Signals: r.Signals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
-		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Log: r.progress, Observe: r.observe,
+		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Env: r.Env, Log: r.progress, Observe: r.observe,
 	}
 	stdout := agentexec.NewRing(MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()
@@ -120,16 +120,28 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 	}
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
-	var failed *RunError
-	setFail := func(e *RunError) {
-		if runErr == nil && failed == nil {
-			failed = e
-		}
+	failed := r.closeSandbox(tctx)
+	if runErr == nil {
+		runErr = failed
 	}
-	keepSandbox := false
-	if r.sb != nil && r.Caps.Contract == sdk.ContractIsolated && r.syncedIn {
+	if e := r.closeWorktree(tctx, runErr); failed == nil {
+		failed = e
+	}
+	return failed
+}
+
+// closeSandbox syncs the commits out of an isolated sandbox and removes
+// it; a sandbox whose sync-out failed is kept, and said so.
+func (r *runner) closeSandbox(tctx context.Context) *RunError {
+	if r.sb == nil {
+		return nil
+	}
+	sb := r.sb
+	r.sb = nil
+	var failed *RunError
+	if r.Caps.Contract == sdk.ContractIsolated && r.syncedIn {
 		ph := r.progress.Phase("Syncing commits out of the sandbox")
-		out, err := gitsync.SyncOut(tctx, r.sb, r.syncSpec())
+		out, err := gitsync.SyncOut(tctx, sb, r.syncSpec())
 		ph.Done(err)
 		if out.PatchPath != "" {
 			r.res.PatchPath = out.PatchPath
@@ -139,18 +151,27 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 		switch {
 		case errors.As(err, &rescue):
 			r.res.Branch, r.res.Commits = rescue.RescueBranch, rescue.Commits
-			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err})
+			failed = &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err}
 		case err != nil:
-			keepSandbox = true
-			info := r.sb.Info()
+			info := sb.Info()
 			r.progress.Warn("sync-out failed; the sandbox %s is left in place so its work is not lost (repo at %s); remove it with sanddune gc once recovered", info.ID, info.RepoPath)
-			setFail(&RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err,
-				Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)})
+			return &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err,
+				Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)}
 		}
 	}
+	if err := sb.Close(tctx); err != nil {
+		r.progress.Warn("closing sandbox %s failed: %v", sb.Info().ID, err)
+	}
+	return failed
+}
 
+// closeWorktree merges (merge-to-head, when nothing failed), lists the
+// commits and cleans the worktree up, preserving a dirty one. runErr is
+// the failure so far; the result is a failure of this step.
+func (r *runner) closeWorktree(tctx context.Context, runErr *RunError) *RunError {
+	var failed *RunError
 	merged := false
-	if runErr == nil && failed == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
+	if runErr == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
 		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
 		mr, err := r.ws.Merge(tctx)
 		ph.Done(err)
@@ -161,9 +182,9 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 			r.res.Branch, r.res.Commits = mr.Target, mr.Commits
 		case errors.As(err, &me):
 			r.res.Commits = me.Commits
-			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err}) // its message says how to finish
+			failed = &RunError{Run: r.name, Phase: PhaseMerge, Err: err} // its message says how to finish
 		default:
-			setFail(&RunError{Run: r.name, Phase: PhaseMerge, Err: err})
+			failed = &RunError{Run: r.name, Phase: PhaseMerge, Err: err}
 		}
 	}
 	if !merged && r.res.Commits == nil {
@@ -174,11 +195,6 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 		r.res.Commits = cs
 	}
 
-	if r.sb != nil && !keepSandbox {
-		if err := r.sb.Close(tctx); err != nil {
-			r.progress.Warn("closing sandbox %s failed: %v", r.sb.Info().ID, err)
-		}
-	}
 	cr, err := r.ws.Close(tctx)
 	if err != nil {
 		r.progress.Warn("cleaning up the worktree: %v", err)

@@ -34,6 +34,29 @@ type Result struct {
 	PatchPath string
 	// Elapsed is the run's wall time.
 	Elapsed time.Duration
+	// Steps are a session's steps, in order, as far as it got; nil for a
+	// run.
+	Steps []Outcome
+}
+
+// ResumeOptions say which agent session a run continues: ResumeSession
+// resumes it, ForkSession forks it instead.
+type ResumeOptions struct {
+	ResumeSession string
+	ForkSession   bool
+}
+
+// Resume says how a later run continues this one's agent session (its
+// last iteration's), forking it when fork is set; zero when the agent
+// reported none. In the same sandbox (core.Sandbox.Run) the session is
+// there already; elsewhere it needs to have been captured to the host.
+func (r *Result) Resume(fork bool) ResumeOptions {
+	for i := len(r.Iterations) - 1; i >= 0; i-- {
+		if id := r.Iterations[i].SessionID; id != "" {
+			return ResumeOptions{ResumeSession: id, ForkSession: fork}
+		}
+	}
+	return ResumeOptions{}
 }
 
 // MaxStdoutBytes bounds Result.Stdout.
@@ -92,8 +115,33 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		LogFile               *string     `json:"log_file"`
 		PreservedWorktreePath *string     `json:"preserved_worktree_path"`
 		PatchPath             *string     `json:"patch_path"`
+		Steps                 []Outcome   `json:"steps"`
 	}{r.Name, nullable(r.Branch), commits, nullable(r.CompletionSignal), its, r.Stdout, nullable(r.LogFile),
-		nullable(r.PreservedWorktreePath), nullable(r.PatchPath)})
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.Steps})
+}
+
+// MarshalJSON writes the result's JSON (an empty result's when there is
+// none) with "error": the error's message, null on success.
+func (o Outcome) MarshalJSON() ([]byte, error) {
+	r := o.Result
+	if r == nil {
+		r = &Result{Name: o.Name}
+	}
+	b, err := r.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var msg *string
+	if o.Err != nil {
+		s := o.Err.Error()
+		msg = &s
+	}
+	e, err := marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"error":`...)
+	return append(append(b, e...), '}'), nil
 }
 
 // MarshalJSON writes the documented shape, null for absent values.

@@ -1,0 +1,153 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Lifecycle is a worktree, and at times a sandbox in it, kept open across
+// runs (core.CreateWorktree, core.CreateSandbox): the steps of a run taken
+// one call at a time. Its methods are safe for concurrent use; runs in
+// it take turns.
+type Lifecycle struct {
+	mu     sync.Mutex
+	r      *runner
+	closed bool
+	res    *Result
+	err    error
+}
+
+// ErrClosed is a call on a closed worktree or sandbox.
+var ErrClosed = errors.New("already closed")
+
+// OpenWorktree prepares the workspace of s (branch, worktree, copies, host
+// on_worktree_ready hooks) and opens its log. s's sandbox is unused.
+func OpenWorktree(ctx context.Context, s *Spec) (*Lifecycle, error) {
+	c := *s
+	c.Sandbox = nil
+	r := &runner{Spec: &c, name: c.Name, start: time.Now()}
+	r.log = c.Logger
+	if r.log == nil {
+		r.log = hclog.NewNullLogger()
+	}
+	r.log = r.log.Named(r.name)
+	if ctx.Err() != nil {
+		return nil, &RunError{Run: r.name, Phase: PhaseWorktree, Err: context.Cause(ctx), Cancelled: true}
+	}
+	if err := r.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.setupWorktree(ctx); err != nil {
+		return nil, r.finish(ctx, err)
+	}
+	return &Lifecycle{r: r}, nil
+}
+
+// Dir is the worktree's directory on the host; Branch its branch.
+func (l *Lifecycle) Dir() string    { return l.r.hostDir() }
+func (l *Lifecycle) Branch() string { return l.r.ws.Branch }
+
+// OpenSandbox creates the sandbox of s (its provider, config, env and
+// hooks) in the worktree; one at a time.
+func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return &RunError{Run: l.r.name, Phase: PhaseSandbox, Err: ErrClosed}
+	case l.r.sb != nil:
+		return &RunError{Run: l.r.name, Phase: PhaseSandbox, Err: errors.New("the worktree has a sandbox already: close it first")}
+	}
+	r := l.r
+	c := *r.Spec
+	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps, c.Env = s.Sandbox, s.SandboxAddr, s.SandboxCfg, s.Caps, s.Env
+	c.Hooks.HostOnSandboxReady, c.Hooks.SandboxOnSandboxReady = s.Hooks.HostOnSandboxReady, s.Hooks.SandboxOnSandboxReady
+	r.Spec = &c
+	if err := r.preflight(ctx); err != nil {
+		return err
+	}
+	if err := r.setupSandbox(ctx); err != nil {
+		l.closeSandbox(ctx)
+		return err
+	}
+	return nil
+}
+
+// Run runs s's agent, prompt and loop in the open sandbox and returns
+// its result, with the commits it made (for an isolated sandbox, once
+// they are synced out: at CloseSandbox).
+func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*Result, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.r
+	switch {
+	case l.closed:
+		return nil, &RunError{Run: s.Name, Phase: PhaseAgent, Err: ErrClosed}
+	case r.sb == nil:
+		return nil, &RunError{Run: s.Name, Phase: PhaseSandbox, Err: errors.New("the worktree has no sandbox: create one first")}
+	}
+	shared, session := r.Spec, r.res
+	defer func() { r.Spec, r.res = shared, session }()
+	c := *s
+	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps = shared.Sandbox, shared.SandboxAddr, shared.SandboxCfg, shared.Caps
+	r.Spec, r.res = &c, &Result{Name: s.Name}
+	start := time.Now()
+	before := r.sandboxHead(ctx)
+	r.progress.Info("run %s: agent %s", s.Name, s.AgentAddr)
+	runErr := r.body(ctx)
+	res := r.res
+	res.Elapsed = time.Since(start)
+	res.Branch, res.LogFile = r.ws.Branch, session.LogFile
+	if after := r.sandboxHead(ctx); before != "" && after != "" {
+		res.Commits, _ = r.Repo.Commits(context.WithoutCancel(ctx), before, after)
+	}
+	session.Iterations = append(session.Iterations, res.Iterations...)
+	session.Steps = append(session.Steps, Outcome{Name: s.Name, Result: res, Err: errOrNil(runErr)})
+	if runErr != nil {
+		return res, runErr
+	}
+	return res, nil
+}
+
+func errOrNil(e *RunError) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// CloseSandbox syncs an isolated sandbox's commits out and removes the
+// sandbox; the worktree stays. Closing no sandbox does nothing.
+func (l *Lifecycle) CloseSandbox(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closeSandbox(ctx)
+}
+
+func (l *Lifecycle) closeSandbox(ctx context.Context) error {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	if err := l.r.closeSandbox(tctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Close closes the sandbox, if one is open, and the worktree: merge for
+// merge-to-head, commits listed, a clean worktree removed and a dirty one
+// preserved (Result.PreservedWorktreePath). Its result holds every run's
+// (Steps). Idempotent: later calls return the first one's result.
+func (l *Lifecycle) Close(ctx context.Context) (*Result, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		l.err = l.r.finish(ctx, nil)
+		l.res = l.r.res
+	}
+	return l.res, l.err
+}

@@ -1,0 +1,214 @@
+package core
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/planning"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// WorktreeOptions is a worktree kept open across runs (CreateWorktree):
+// what a run says about its branch, worktree and log.
+type WorktreeOptions struct {
+	Name    string
+	Repo    string
+	BaseDir string
+	// BranchStrategy is branch or merge-to-head: a worktree of its own.
+	BranchStrategy BranchStrategy
+	CopyToWorktree []string
+	// Hooks: only HostOnWorktreeReady applies here.
+	Hooks   Hooks
+	Logging Logging
+	Logger  hclog.Logger
+	Version string
+}
+
+// SandboxOptions is a sandbox kept open across runs (Worktree.CreateSandbox).
+type SandboxOptions struct {
+	Sandbox SandboxRef
+	// Env is the sandbox's env (the run's layer); each run adds its agent's.
+	Env map[string]string
+	// Hooks: HostOnSandboxReady and SandboxOnSandboxReady apply here.
+	Hooks Hooks
+}
+
+// CreateSandboxOptions is a sandbox in a worktree of its own
+// (CreateSandbox).
+type CreateSandboxOptions struct {
+	WorktreeOptions
+	SandboxOptions
+}
+
+// Worktree is a worktree kept open across runs and sandboxes. Close it
+// when done (defer wt.Close(ctx)): a clean worktree is removed, a dirty
+// one preserved and its path returned.
+type Worktree struct {
+	l    *execute.Lifecycle
+	opts RunOptions
+}
+
+// Sandbox is a sandbox kept open across runs: each Run reuses the
+// container (or VM) and everything installed in it. Close it when done
+// (defer sb.Close(ctx)).
+type Sandbox struct {
+	wt   *Worktree
+	ref  SandboxRef
+	owns bool // Close closes the worktree too (CreateSandbox)
+
+	mu     sync.Mutex
+	closed bool
+	res    *Result
+	err    error
+}
+
+// CreateWorktree creates a worktree for several runs, with a branch or
+// merge-to-head strategy; head (the host's working directory) is refused
+// before anything starts.
+func CreateWorktree(ctx context.Context, o WorktreeOptions) (*Worktree, error) {
+	ro := o.runOptions()
+	if o.BranchStrategy.Type != StrategyBranch && o.BranchStrategy.Type != StrategyMergeToHead {
+		return nil, &RunError{Run: ro.Name, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: "run." + ro.Name, Attribute: "branch_strategy",
+			Summary: "A worktree needs a branch or merge-to-head strategy",
+			Detail:  `a worktree of its own is on a named branch (type "branch") or a temporary one merged at the end (type "merge-to-head"); "head" works in the host's working directory`}}}
+	}
+	spec, err := planEnv(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	l, err := execute.OpenWorktree(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Worktree{l: l, opts: ro}, nil
+}
+
+// Path is the worktree's directory; Branch its branch.
+func (w *Worktree) Path() string   { return w.l.Dir() }
+func (w *Worktree) Branch() string { return w.l.Branch() }
+
+// CreateSandbox creates a sandbox in the worktree. Its Close removes only
+// the sandbox; the worktree stays until w.Close.
+func (w *Worktree) CreateSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
+	ro := w.opts
+	ro.Sandbox, ro.Env, ro.Hooks.HostOnSandboxReady, ro.Hooks.SandboxOnSandboxReady = o.Sandbox, o.Env, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady
+	spec, err := planEnv(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.l.OpenSandbox(ctx, spec); err != nil {
+		return nil, err
+	}
+	return &Sandbox{wt: w, ref: o.Sandbox}, nil
+}
+
+// Run runs o in a sandbox of its own in the worktree (created for it and
+// removed after it). o's repo, branch strategy and copies are the
+// worktree's.
+func (w *Worktree) Run(ctx context.Context, o RunOptions) (*Result, error) {
+	sb, err := w.CreateSandbox(ctx, SandboxOptions{Sandbox: o.Sandbox, Env: o.Env, Hooks: o.Hooks})
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close(ctx)
+	return sb.Run(ctx, o)
+}
+
+// Close closes the worktree (and a sandbox still open in it): merge for
+// merge-to-head, a clean worktree removed, a dirty one preserved
+// (Result.PreservedWorktreePath). The result lists every commit and, in
+// Steps, every run. Idempotent.
+func (w *Worktree) Close(ctx context.Context) (*Result, error) { return w.l.Close(ctx) }
+
+// CreateSandbox creates a worktree and a sandbox in it, owned together:
+// Close removes both.
+func CreateSandbox(ctx context.Context, o CreateSandboxOptions) (*Sandbox, error) {
+	wt, err := CreateWorktree(ctx, o.WorktreeOptions)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := wt.CreateSandbox(ctx, o.SandboxOptions)
+	if err != nil {
+		wt.Close(ctx)
+		return nil, err
+	}
+	sb.owns = true
+	return sb, nil
+}
+
+// Path is the sandbox's worktree on the host.
+func (s *Sandbox) Path() string { return s.wt.Path() }
+
+// Run runs o's agent, prompt and loop in the sandbox, reusing it and what
+// earlier runs installed. o's sandbox, repo, branch strategy and copies
+// are the sandbox's; to continue an earlier run's agent session, set
+// o.ResumeSession (see Result.Resume).
+func (s *Sandbox) Run(ctx context.Context, o RunOptions) (*Result, error) {
+	base := s.wt.opts
+	if o.Name == "" {
+		o.Name = base.Name
+	}
+	o.Sandbox, o.Repo, o.BaseDir, o.BranchStrategy, o.CopyToWorktree, o.Hooks = s.ref, base.Repo, base.BaseDir, base.BranchStrategy, nil, Hooks{}
+	o.Logging, o.Logger, o.Version = base.Logging, base.Logger, base.Version
+	p, err := PlanRun(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return s.wt.l.Run(ctx, p.Runs[0].spec)
+}
+
+// Close removes the sandbox (after syncing an isolated one's commits
+// out) and, for a sandbox from CreateSandbox, the worktree too, whose
+// result it returns. Idempotent.
+func (s *Sandbox) Close(ctx context.Context) (*Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.res, s.err
+	}
+	s.closed = true
+	s.err = s.wt.l.CloseSandbox(ctx)
+	if s.owns {
+		res, err := s.wt.Close(ctx)
+		s.res = res
+		if s.err == nil {
+			s.err = err
+		}
+	}
+	return s.res, s.err
+}
+
+func (o WorktreeOptions) runOptions() RunOptions {
+	name := o.Name
+	if name == "" {
+		name = "worktree"
+	}
+	return RunOptions{Name: name, Repo: o.Repo, BaseDir: o.BaseDir, BranchStrategy: o.BranchStrategy,
+		CopyToWorktree: o.CopyToWorktree, Hooks: Hooks{HostOnWorktreeReady: o.Hooks.HostOnWorktreeReady}, Logging: o.Logging,
+		Logger: o.Logger, Version: o.Version}
+}
+
+// planEnv plans a worktree, or a sandbox in one: a run without an agent.
+func planEnv(ctx context.Context, o RunOptions) (*execute.Spec, error) {
+	p := &planner{ctx: ctx, repos: planning.Repos{}}
+	o.Prompt = "-" // no agent, no prompt: the run checks still apply to the rest
+	caps := planning.NoSandboxCaps
+	if o.Sandbox.Provider != nil {
+		info, err := o.Sandbox.Provider.Info(ctx)
+		if err != nil {
+			return nil, &RunError{Run: o.Name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
+		}
+		if info.Sandbox == nil {
+			return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}}}
+		}
+		caps = *info.Sandbox
+	}
+	spec, ds := p.run("run."+o.Name, o, caps, sdk.AgentDescription{}, nil)
+	if ds.HasErrors() {
+		return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: ds.Errors()}
+	}
+	return spec, nil
+}
