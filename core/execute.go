@@ -33,6 +33,8 @@ type PlannedRun struct {
 	EnvKeys       []string `json:"env_keys"`
 	Hooks         int      `json:"hooks"`
 	ResumeSession string   `json:"resume_session"`
+	// Timeouts are the lifecycle timeouts, defaults applied.
+	Timeouts Timeouts `json:"timeouts"`
 	// Steps are a session's steps (each planned like a run), nil for a run.
 	Steps []*PlannedRun `json:"steps"`
 
@@ -48,7 +50,7 @@ func plannedRun(s *execute.Spec) *PlannedRun {
 		IdleTimeout: s.IdleTimeout.String(), CompletionTimeout: s.CompletionTimeout.String(),
 		CopyToWorktree: s.CopyPaths, EnvKeys: env.Keys(s.Env),
 		Hooks:         len(s.Hooks.HostOnWorktreeReady) + len(s.Hooks.HostOnSandboxReady) + len(s.Hooks.SandboxOnSandboxReady),
-		ResumeSession: s.ResumeSession, spec: s,
+		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, spec: s,
 	}
 }
 

@@ -39,6 +39,13 @@ func optionsOf(f *config.File, r *config.RunBlock, base RunOptions) (RunOptions,
 	o.CompletionSignals = v.Signals(b.CompletionSignal)
 	o.BranchStrategy = v.Strategy(b.BranchStrategy)
 	o.Hooks = v.Hooks(b.Hooks)
+	if t := b.Timeouts; t != nil {
+		o.Timeouts = Timeouts{
+			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),
+			Hooks: v.Duration("timeouts.hooks", t.Hooks), SyncIn: v.Duration("timeouts.sync_in", t.SyncIn),
+			SyncOut: v.Duration("timeouts.sync_out", t.SyncOut), Merge: v.Duration("timeouts.merge", t.Merge),
+		}
+	}
 	if b.Logging != nil {
 		o.Logging.Mode, o.Logging.Path = v.Logging(b.Logging)
 	}

@@ -23,8 +23,10 @@ type WorktreeOptions struct {
 	// Hooks: only HostOnWorktreeReady applies here.
 	Hooks   Hooks
 	Logging Logging
-	Logger  hclog.Logger
-	Version string
+	// Timeouts bound the lifecycle steps of the worktree and its sandboxes.
+	Timeouts Timeouts
+	Logger   hclog.Logger
+	Version  string
 }
 
 // SandboxOptions is a sandbox kept open across runs (Worktree.CreateSandbox).
@@ -152,7 +154,7 @@ func (s *Sandbox) Run(ctx context.Context, o RunOptions) (*Result, error) {
 		o.Name = base.Name
 	}
 	o.Sandbox, o.Repo, o.BaseDir, o.BranchStrategy, o.CopyToWorktree, o.Hooks = s.ref, base.Repo, base.BaseDir, base.BranchStrategy, nil, Hooks{}
-	o.Logging, o.Logger, o.Version = base.Logging, base.Logger, base.Version
+	o.Logging, o.Logger, o.Version, o.Timeouts = base.Logging, base.Logger, base.Version, base.Timeouts
 	p, err := PlanRun(ctx, o)
 	if err != nil {
 		return nil, err
@@ -188,7 +190,7 @@ func (o WorktreeOptions) runOptions() RunOptions {
 	}
 	return RunOptions{Name: name, Repo: o.Repo, BaseDir: o.BaseDir, BranchStrategy: o.BranchStrategy,
 		CopyToWorktree: o.CopyToWorktree, Hooks: Hooks{HostOnWorktreeReady: o.Hooks.HostOnWorktreeReady}, Logging: o.Logging,
-		Logger: o.Logger, Version: o.Version}
+		Timeouts: o.Timeouts, Logger: o.Logger, Version: o.Version}
 }
 
 // planEnv plans a worktree, or a sandbox in one: a run without an agent.

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -55,6 +56,10 @@ type RunOptions struct {
 	ShowEnv []string
 
 	Hooks Hooks
+	// Timeouts bound the lifecycle steps (worktree, sandbox creation,
+	// hooks without their own, sync, merge); zero values take
+	// DefaultTimeouts.
+	Timeouts Timeouts
 
 	// ResumeOptions: ResumeSession resumes an agent session on iteration
 	// 1 (MaxIterations must be 1); ForkSession forks it instead. A result
@@ -106,6 +111,13 @@ const (
 	StrategyMergeToHead = worktree.StrategyMergeToHead
 	StrategyBranch      = worktree.StrategyBranch
 )
+
+// Timeouts bound a run's lifecycle steps.
+type Timeouts = execute.Timeouts
+
+// DefaultTimeouts are the timeouts of a run that sets none: worktree 2m,
+// create_sandbox 5m, hooks 60s (each), sync_in 5m, sync_out 5m, merge 2m.
+var DefaultTimeouts = execute.DefaultTimeouts
 
 // Hooks run around sandbox creation.
 type Hooks = hooks.Set

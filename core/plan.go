@@ -323,6 +323,17 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 	if o.NoSandbox {
 		s.Sandbox = nil
 	}
+	s.Timeouts = o.Timeouts.WithDefaults()
+	for _, t := range []struct {
+		attr string
+		d    time.Duration
+	}{{"worktree", o.Timeouts.Worktree}, {"create_sandbox", o.Timeouts.CreateSandbox}, {"hooks", o.Timeouts.Hooks},
+		{"sync_in", o.Timeouts.SyncIn}, {"sync_out", o.Timeouts.SyncOut}, {"merge", o.Timeouts.Merge}} {
+		if t.d < 0 {
+			fail("timeouts."+t.attr, "Invalid duration", fmt.Errorf("timeouts.%s must be positive", t.attr))
+		}
+	}
+	s.Hooks = s.Hooks.WithTimeout(s.Timeouts.Hooks)
 	if ia != nil {
 		s.Interactive = &execute.Interactive{Attach: ia.Attach, Term: ia.Term}
 	}

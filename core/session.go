@@ -44,7 +44,7 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 		maps.Copy(env, b.Env)
 		run := &config.RunBlock{Label: ss.Label, Sandbox: ss.Sandbox, Agent: st.Agent, Body: config.RunBody{
 			Name: ss.Body.Name, Repo: ss.Body.Repo, BranchStrategy: ss.Body.BranchStrategy, CopyToWorktree: ss.Body.CopyToWorktree,
-			Env: env, AllowUnconfined: ss.Body.AllowUnconfined, Hooks: ss.Body.Hooks, Logging: ss.Body.Logging,
+			Env: env, AllowUnconfined: ss.Body.AllowUnconfined, Hooks: ss.Body.Hooks, Logging: ss.Body.Logging, Timeouts: ss.Body.Timeouts,
 			Prompt: b.Prompt, PromptFile: b.PromptFile, PromptArgs: b.PromptArgs, MaxIterations: b.MaxIterations,
 			CompletionSignal: b.CompletionSignal, IdleTimeout: b.IdleTimeout, CompletionTimeout: b.CompletionTimeout,
 		}}

@@ -174,3 +174,46 @@ session "s" {
 		}
 	}
 }
+
+// TestTimeoutsBlock: a timeouts block sets lifecycle timeouts (the others
+// keep their defaults), shown by the plan; a bad one is a diagnostic in
+// the block.
+func TestTimeoutsBlock(t *testing.T) {
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "r" {
+  prompt = "x"
+  timeouts {
+    create_sandbox = "7m"
+  }
+}
+`)
+	r := run(t, dir, "run", "--dry-run", "--json")
+	var doc struct {
+		Runs []struct{ Timeouts map[string]string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 || len(doc.Runs) != 1 {
+		t.Fatalf("exit %d, %v:\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if got := doc.Runs[0].Timeouts; got["create_sandbox"] != "7m0s" || got["sync_out"] != "5m0s" || got["hooks"] != "1m0s" {
+		t.Fatalf("timeouts %v, want create_sandbox 7m0s and the defaults", got)
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "r" {
+  prompt = "x"
+  timeouts {
+    merge = "soon"
+  }
+}
+`)
+	r = run(t, dir, "validate")
+	if r.code != 1 || !strings.Contains(r.stderr, "sanddune.hcl:7:") || !strings.Contains(r.stderr, "timeouts.merge must be a positive duration") {
+		t.Fatalf("exit %d, want 1 with the bad duration at the timeouts block:\n%s", r.code, r.stderr)
+	}
+}

@@ -56,6 +56,19 @@ type RunBody struct {
 	ForkSession       *bool             `hcl:"fork_session,optional"`
 	Hooks             *HooksBlock       `hcl:"hooks,block"`
 	Logging           *LoggingBlock     `hcl:"logging,block"`
+	Timeouts          *TimeoutsBlock    `hcl:"timeouts,block"`
+}
+
+// TimeoutsBlock is `timeouts { create_sandbox = "5m" ... }`: durations of
+// the lifecycle steps.
+type TimeoutsBlock struct {
+	Worktree      *string   `hcl:"worktree,optional"`
+	CreateSandbox *string   `hcl:"create_sandbox,optional"`
+	Hooks         *string   `hcl:"hooks,optional"`
+	SyncIn        *string   `hcl:"sync_in,optional"`
+	SyncOut       *string   `hcl:"sync_out,optional"`
+	Merge         *string   `hcl:"merge,optional"`
+	DeclRange     hcl.Range `hcl:",def_range"`
 }
 
 // HooksBlock is `hooks { host { ... } sandbox { ... } }`.
@@ -111,7 +124,7 @@ func (r *RunBlock) Name() string {
 // attach its diagnostics to the right place.
 func (r *RunBlock) AttrRange(path string) hcl.Range {
 	return attrRange(r.attrs, path, r.DeclRange, map[string]*hcl.Range{
-		"name": &r.LabelRange, "hooks": hooksRange(r.Body.Hooks), "logging": loggingRange(r.Body.Logging),
+		"name": &r.LabelRange, "hooks": hooksRange(r.Body.Hooks), "logging": loggingRange(r.Body.Logging), "timeouts": timeoutsRange(r.Body.Timeouts),
 	})
 }
 
@@ -134,6 +147,16 @@ func attrRange(attrs hcl.Attributes, path string, decl hcl.Range, blocks map[str
 }
 
 func hooksRange(b *HooksBlock) *hcl.Range {
+	if b == nil {
+		return nil
+	}
+	return &b.DeclRange
+}
+
+// timeoutsRange is the range of the timeouts block; of its attribute
+// "timeouts.<name>" the planner asks by its full path (attrRange falls
+// back to the block when the path is not an attribute).
+func timeoutsRange(b *TimeoutsBlock) *hcl.Range {
 	if b == nil {
 		return nil
 	}

@@ -36,10 +36,11 @@ type SessionBody struct {
 	CopyToWorktree []string          `hcl:"copy_to_worktree,optional"`
 	Env            map[string]string `hcl:"env,optional"`
 	// AllowUnconfined as in a run block.
-	AllowUnconfined *bool         `hcl:"allow_unconfined,optional"`
-	Hooks           *HooksBlock   `hcl:"hooks,block"`
-	Logging         *LoggingBlock `hcl:"logging,block"`
-	StepBlocks      []StepBody    `hcl:"step,block"`
+	AllowUnconfined *bool          `hcl:"allow_unconfined,optional"`
+	Hooks           *HooksBlock    `hcl:"hooks,block"`
+	Logging         *LoggingBlock  `hcl:"logging,block"`
+	Timeouts        *TimeoutsBlock `hcl:"timeouts,block"`
+	StepBlocks      []StepBody     `hcl:"step,block"`
 }
 
 // StepBlock is a decoded `step "<label>"` block of a session.
@@ -92,7 +93,7 @@ func (s *SessionBlock) AttrRange(path string) hcl.Range {
 		return s.DeclRange
 	}
 	return attrRange(s.attrs, path, s.DeclRange, map[string]*hcl.Range{
-		"name": &s.LabelRange, "hooks": hooksRange(s.Body.Hooks), "logging": loggingRange(s.Body.Logging),
+		"name": &s.LabelRange, "hooks": hooksRange(s.Body.Hooks), "logging": loggingRange(s.Body.Logging), "timeouts": timeoutsRange(s.Body.Timeouts),
 	})
 }
 

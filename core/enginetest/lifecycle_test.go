@@ -125,7 +125,9 @@ func TestWorktreeOutlivesItsSandbox(t *testing.T) {
 	if len(res.Commits) != 2 {
 		t.Fatalf("the worktree's commits: %v", shas(res))
 	}
-	t.Cleanup(func() { exec.Command("git", "-C", repo, "worktree", "remove", "--force", res.PreservedWorktreePath).Run() })
+	t.Cleanup(func() {
+		exec.Command("git", "-C", repo, "worktree", "remove", "--force", res.PreservedWorktreePath).Run()
+	})
 }
 
 // TestCreateWorktreeRefusesHead: a worktree cannot be the host's working

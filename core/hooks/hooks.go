@@ -125,6 +125,25 @@ func RunParallel(ctx context.Context, hostDir string, host []Hook, sb sdk.Sandbo
 	return first
 }
 
+// WithTimeout returns the set with d as the timeout of each hook that
+// has none of its own.
+func (s Set) WithTimeout(d time.Duration) Set {
+	set := func(hs []Hook) []Hook {
+		if hs == nil {
+			return nil
+		}
+		out := make([]Hook, len(hs))
+		for i, h := range hs {
+			if h.Timeout == 0 {
+				h.Timeout = d
+			}
+			out[i] = h
+		}
+		return out
+	}
+	return Set{HostOnWorktreeReady: set(s.HostOnWorktreeReady), HostOnSandboxReady: set(s.HostOnSandboxReady), SandboxOnSandboxReady: set(s.SandboxOnSandboxReady)}
+}
+
 func timeoutOf(h Hook) time.Duration {
 	if h.Timeout > 0 {
 		return h.Timeout

@@ -70,6 +70,8 @@ type Spec struct {
 	ExpressionTimeout time.Duration
 	ResumeSession     string
 	ForkSession       bool
+	// Timeouts bound the lifecycle steps (defaults applied).
+	Timeouts Timeouts
 	// Interactive makes the run an interactive session instead of the
 	// iterations; nil for an unattended run.
 	Interactive *Interactive
@@ -276,7 +278,11 @@ func (r *runner) body(ctx context.Context) *RunError {
 // on_worktree_ready hooks.
 func (r *runner) setupWorktree(ctx context.Context) *RunError {
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
-	ws, err := worktree.Prepare(ctx, r.Repo, r.Strategy, worktree.PrepareOptions{RunName: r.name, Logger: r.log})
+	var ws *worktree.Workspace
+	err := within(ctx, "worktree", r.Timeouts.Worktree, func(ctx context.Context) (err error) {
+		ws, err = worktree.Prepare(ctx, r.Repo, r.Strategy, worktree.PrepareOptions{RunName: r.name, Logger: r.log})
+		return err
+	})
 	ph.Done(err)
 	if err != nil {
 		hint := ""
@@ -342,7 +348,11 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 		req.WorktreePath, req.GitMounts = ws.Dir, ws.GitMounts
 	}
 	req.Labels[sdk.LabelRun] = req.RunID
-	sb, err := r.Sandbox.Create(ctx, req)
+	var sb sdk.Sandbox
+	err := within(ctx, "create_sandbox", r.Timeouts.CreateSandbox, func(ctx context.Context) (err error) {
+		sb, err = r.Sandbox.Create(ctx, req)
+		return err
+	})
 	ph.Done(err)
 	if err != nil {
 		return r.fail(ctx, PhaseSandbox, r.SandboxAddr, 0, err, "")
@@ -352,7 +362,7 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 
 	if r.Caps.Contract == sdk.ContractIsolated {
 		ph := r.progress.Phase("Syncing the repository into the sandbox")
-		err := gitsync.SyncIn(ctx, sb, r.syncSpec())
+		err := within(ctx, "sync_in", r.Timeouts.SyncIn, func(ctx context.Context) error { return gitsync.SyncIn(ctx, sb, r.syncSpec()) })
 		ph.Done(err)
 		if err != nil {
 			return r.fail(ctx, PhaseSyncIn, r.SandboxAddr, 0, err, "")

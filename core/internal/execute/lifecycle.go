@@ -129,7 +129,7 @@ func (l *Lifecycle) CloseSandbox(ctx context.Context) error {
 }
 
 func (l *Lifecycle) closeSandbox(ctx context.Context) error {
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout+l.r.Timeouts.SyncOut)
 	defer cancel()
 	if err := l.r.closeSandbox(tctx); err != nil {
 		return err

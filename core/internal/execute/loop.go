@@ -118,7 +118,7 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 	if r.ws == nil {
 		return nil
 	}
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout+r.Timeouts.SyncOut+r.Timeouts.Merge)
 	defer cancel()
 	failed := r.closeSandbox(tctx)
 	if runErr == nil {
@@ -141,7 +141,11 @@ func (r *runner) closeSandbox(tctx context.Context) *RunError {
 	var failed *RunError
 	if r.Caps.Contract == sdk.ContractIsolated && r.syncedIn {
 		ph := r.progress.Phase("Syncing commits out of the sandbox")
-		out, err := gitsync.SyncOut(tctx, sb, r.syncSpec())
+		var out gitsync.OutResult
+		err := within(tctx, "sync_out", r.Timeouts.SyncOut, func(ctx context.Context) (err error) {
+			out, err = gitsync.SyncOut(ctx, sb, r.syncSpec())
+			return err
+		})
 		ph.Done(err)
 		if out.PatchPath != "" {
 			r.res.PatchPath = out.PatchPath
@@ -173,7 +177,11 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *RunError) *RunError
 	merged := false
 	if runErr == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
 		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
-		mr, err := r.ws.Merge(tctx)
+		var mr *worktree.MergeResult
+		err := within(tctx, "merge", r.Timeouts.Merge, func(ctx context.Context) (err error) {
+			mr, err = r.ws.Merge(ctx)
+			return err
+		})
 		ph.Done(err)
 		var me *worktree.MergeError
 		switch {
