@@ -73,17 +73,25 @@ func agentEnv(t *testing.T, dir, name, script, fixture string) []string {
 
 func runJSON(t *testing.T, dir string, env []string, args ...string) (agentRun, result) {
 	t.Helper()
+	var doc struct{ Runs []agentRun }
+	r := runJSONDoc(t, dir, env, &doc, func() int { return len(doc.Runs) }, args...)
+	return doc.Runs[0], r
+}
+
+// runJSONDoc runs sanddune with env added and decodes its stdout, a JSON
+// document with one entry (n counts them), into doc.
+func runJSONDoc(t *testing.T, dir string, env []string, doc any, n func() int, args ...string) result {
+	t.Helper()
 	cmd := sandduneCmd(dir, args...)
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Run()
 	r := result{cmd.ProcessState.ExitCode(), out.String(), errb.String()}
-	var doc struct{ Runs []agentRun }
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Runs) != 1 {
-		t.Fatalf("exit %d, stdout is not a one-run JSON document (%v):\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	if err := json.Unmarshal([]byte(r.stdout), doc); err != nil || n() != 1 {
+		t.Fatalf("exit %d, stdout is not a one-entry JSON document (%v):\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
-	return doc.Runs[0], r
+	return r
 }
 
 // TestClaudeRunCapturesSessionAndNextRunResumesIt runs the claude plugin

@@ -27,16 +27,8 @@ type sessionJSON struct {
 
 func runSessionJSON(t *testing.T, dir string, env []string, args ...string) (sessionJSON, result) {
 	t.Helper()
-	cmd := sandduneCmd(dir, args...)
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Run()
-	r := result{cmd.ProcessState.ExitCode(), out.String(), errb.String()}
 	var doc sessionJSON
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Runs) != 1 {
-		t.Fatalf("exit %d, stdout is not a one-entry JSON document (%v):\n%s\n%s", r.code, err, r.stdout, r.stderr)
-	}
+	r := runJSONDoc(t, dir, env, &doc, func() int { return len(doc.Runs) }, args...)
 	return doc, r
 }
 

@@ -97,6 +97,15 @@ func Run(ctx context.Context, s *Spec) (*Result, error) {
 }
 
 func run(ctx context.Context, s *Spec) (*Result, error) {
+	r, err := start(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx, r.body)
+}
+
+// start makes the runner of s and runs the sandbox provider's preflight.
+func start(ctx context.Context, s *Spec) (*runner, error) {
 	r := &runner{Spec: s, name: s.Name, start: time.Now()}
 	r.log = s.Logger
 	if r.log == nil {
@@ -109,7 +118,7 @@ func run(ctx context.Context, s *Spec) (*Result, error) {
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
 	}
-	return r.run(ctx, r.body)
+	return r, nil
 }
 
 // runner is the state of one run.

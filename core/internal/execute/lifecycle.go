@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // Lifecycle is a worktree, and at times a sandbox in it, kept open across
@@ -28,15 +26,10 @@ var ErrClosed = errors.New("already closed")
 // on_worktree_ready hooks) and opens its log. s's sandbox is unused.
 func OpenWorktree(ctx context.Context, s *Spec) (*Lifecycle, error) {
 	c := *s
-	c.Sandbox = nil
-	r := &runner{Spec: &c, name: c.Name, start: time.Now()}
-	r.log = c.Logger
-	if r.log == nil {
-		r.log = hclog.NewNullLogger()
-	}
-	r.log = r.log.Named(r.name)
-	if ctx.Err() != nil {
-		return nil, &RunError{Run: r.name, Phase: PhaseWorktree, Err: context.Cause(ctx), Cancelled: true}
+	c.Sandbox = nil // no preflight: the sandboxes come later
+	r, err := start(ctx, &c)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.begin(ctx); err != nil {
 		return nil, err

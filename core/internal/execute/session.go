@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -45,16 +43,8 @@ func RunSession(ctx context.Context, name string, steps []Step) (*Result, error)
 			first.Env[k] = v
 		}
 	}
-	r := &runner{Spec: &first, name: name, start: time.Now()}
-	r.log = first.Logger
-	if r.log == nil {
-		r.log = hclog.NewNullLogger()
-	}
-	r.log = r.log.Named(name)
-	if ctx.Err() != nil {
-		return nil, &RunError{Run: name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
-	}
-	if err := r.preflight(ctx); err != nil {
+	r, err := start(ctx, &first)
+	if err != nil {
 		return nil, err
 	}
 	var heads []string // the sandbox's HEAD before the first step and after each
