@@ -3,7 +3,6 @@ package execute
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -75,7 +74,10 @@ func within(ctx context.Context, step string, d time.Duration, f func(context.Co
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	err := f(sctx)
-	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+	// The deadline, not sctx.Err(): a plugin gets it over gRPC and may
+	// report it a moment before sctx's own timer fires.
+	dl, _ := sctx.Deadline()
+	if err != nil && ctx.Err() == nil && !time.Now().Before(dl) {
 		return &TimeoutError{Step: step, Timeout: d, Err: err}
 	}
 	return err
