@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help install build test test-unit proto agents-compat vercel-compat bench e2e-k8s chaos
+.PHONY: help install build test test-unit cross proto agents-compat vercel-compat bench e2e-k8s chaos
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -22,6 +22,10 @@ test: ## set up Docker/Podman/bubblewrap (as root) and run every test
 
 test-unit: ## run the tests without setting anything up (engine tests skip loudly)
 	$(GO) test ./...
+
+cross: ## check that everything builds for macOS (darwin/arm64, darwin/amd64)
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	GOOS=darwin GOARCH=amd64 $(GO) build ./...
 
 proto: ## regenerate the plugin protocol's Go code
 	@bash scripts/genproto.sh

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
 // DefaultTimeout bounds a hook without its own timeout.
@@ -163,7 +164,7 @@ func runHost(ctx context.Context, dir string, h Hook, out Output) error {
 	cmd.Env = os.Environ()
 	cmd.Stdin = nil
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error { return procgroup.Kill(cmd.Process.Pid) }
 	// Background children that keep the output pipe open do not hold the
 	// hook up for longer than this once it has exited.
 	cmd.WaitDelay = time.Second

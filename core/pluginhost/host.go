@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
 // Options configure a Host.
@@ -414,7 +414,7 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	// Own process group: a terminal Ctrl-C reaches sanddune, which cancels
 	// runs while plugins are still alive to clean up; Pdeathsig kills the
 	// plugin if sanddune itself dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procgroup.Attr()
 	cmd.Env = os.Environ()
 	if dir, err := h.socketDir(); err == nil && len(dir)+len("/plugin")+10 < maxSocketPath {
 		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+dir)
@@ -617,6 +617,6 @@ func IsShutdown(err error) bool { return errors.Is(err, sdk.ErrPluginShutdown) }
 // a wrapper script, say) once the plugin itself is gone or failed to start.
 func killGroup(cmd *exec.Cmd) {
 	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = procgroup.Kill(cmd.Process.Pid)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
 
@@ -68,6 +69,9 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	cfg, diags := decodeConfig(req.Config)
 	if err := diags.Err(); err != nil {
 		return err
+	}
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("bubblewrap needs Linux (this is %s): use the docker sandbox provider here", runtime.GOOS)
 	}
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {

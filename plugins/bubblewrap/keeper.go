@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
 // nsGetUserns is the NS_GET_USERNS ioctl: the user namespace owning a
@@ -47,7 +49,8 @@ func startKeeper(bwrap string) (*keeper, error) {
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--info-fd", "3", "--", "sleep", "infinity")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	procgroup.SetDeathSignal(cmd.SysProcAttr)
 	k := &keeper{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go k.run(started)
@@ -195,7 +198,7 @@ func (k *keeper) alive() bool {
 
 // stop kills the keeper (and with it the PID namespace) and waits for it.
 func (k *keeper) stop() {
-	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
+	_ = procgroup.Kill(k.cmd.Process.Pid)
 	<-k.done
 	for _, f := range []*os.File{k.ownerNS, k.userNS, k.pidNS} {
 		if f != nil {
@@ -208,7 +211,7 @@ func (k *keeper) stop() {
 // whose environment holds marker (detached descendants), until none is
 // left.
 func killTree(pgid int, marker string) {
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = procgroup.Kill(pgid)
 	want := []byte(marker)
 	for round := 0; round < 10; round++ {
 		found := false

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
 // ErrClosed is returned by Runner.Run once the Runner is closed.
@@ -121,7 +122,7 @@ func (r *Runner) run(ctx context.Context, c Command, newStdio func() (stdio, err
 	// so an agent does not run on when sanddune and its plugins are killed.
 	// The kernel sends that signal when the *thread* that started the child
 	// exits, so this goroutine keeps its thread until the command ends.
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	attr := procgroup.Attr()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if c.SysProcAttr != nil {
@@ -250,14 +251,14 @@ func (r *Runner) Closed() bool {
 	return r.closed
 }
 
-func killGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+func killGroup(pgid int) { _ = procgroup.Kill(pgid) }
 
 // stop ends a cancelled or timed-out command: SIGTERM and a grace period
 // first when grace is positive, then kill. It returns the leader's Wait
 // error.
 func stop(pgid int, grace time.Duration, kill func(int), waited <-chan error) error {
 	if grace > 0 {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		_ = procgroup.Signal(pgid, syscall.SIGTERM)
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {

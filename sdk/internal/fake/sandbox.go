@@ -19,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
 // SandboxProvider runs commands on the host in a temp dir (isolated) or in
@@ -178,7 +179,7 @@ func (s *Sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	go func() {
 		select {
 		case <-tctx.Done():
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = procgroup.Kill(cmd.Process.Pid)
 		case <-done:
 		}
 	}()

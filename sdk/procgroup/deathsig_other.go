@@ -1,0 +1,9 @@
+//go:build unix && !linux
+
+package procgroup
+
+import "syscall"
+
+// SetDeathSignal does nothing: this OS has no parent-death signal, so a
+// command outlives a parent that is SIGKILLed.
+func SetDeathSignal(*syscall.SysProcAttr) {}
