@@ -39,7 +39,10 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	if err != nil {
 		return sdk.ExecResult{}, fmt.Errorf("tmpdir: %w", err)
 	}
-	dir, err := sandboxkit.Resolve(s.path(req.Cwd), s.root)
+	dir, err := sandboxkit.SandboxPath(req.Cwd, s.Info().RepoPath)
+	if err == nil {
+		err = sandboxkit.Area{s.root}.Dir(dir)
+	}
 	if err != nil {
 		return sdk.ExecResult{}, fmt.Errorf("tmpdir: %w", err)
 	}
@@ -57,20 +60,20 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 
 // CopyIn refuses targets outside the sandbox, also through symlinks.
 func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
-	dst, err := sandboxkit.ResolveTarget(s.path(sandboxPath), s.root)
+	dst, err := sandboxkit.SandboxPath(sandboxPath, s.Info().RepoPath)
 	if err != nil {
 		return fmt.Errorf("tmpdir: %w", err)
 	}
-	return sandboxkit.Copy(ctx, hostPath, dst)
+	return sandboxkit.Area{s.root}.CopyIn(ctx, hostPath, dst)
 }
 
 // CopyOut refuses sources outside the sandbox, also through symlinks.
 func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) error {
-	src, err := sandboxkit.Resolve(s.path(sandboxPath), s.root)
+	src, err := sandboxkit.SandboxPath(sandboxPath, s.Info().RepoPath)
 	if err != nil {
 		return fmt.Errorf("tmpdir: %w", err)
 	}
-	return sandboxkit.Copy(ctx, src, hostPath)
+	return sandboxkit.Area{s.root}.CopyOut(ctx, src, hostPath)
 }
 
 // Close kills what still runs and removes the directory (a recovered
@@ -81,12 +84,4 @@ func (s *sandbox) Close(ctx context.Context) error {
 		return err
 	}
 	return sandboxkit.RemoveAll(s.root)
-}
-
-// path makes a sandbox path absolute: relative ones are under repo/.
-func (s *sandbox) path(p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(s.root, "repo", p)
 }

@@ -22,10 +22,7 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 	if r.readOnly {
 		return fmt.Errorf("copy in: %s is read-only in the sandbox", sandboxPath)
 	}
-	if dst, err = sandboxkit.ResolveTarget(dst, s.hostRoots(true)...); err != nil {
-		return fmt.Errorf("copy in: %w", err)
-	}
-	if err := sandboxkit.Copy(ctx, hostPath, dst); err != nil {
+	if err := s.hostRoots(true).CopyIn(ctx, hostPath, dst); err != nil {
 		return fmt.Errorf("copy in: %w", err)
 	}
 	return nil
@@ -41,10 +38,7 @@ func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) err
 	if err != nil {
 		return fmt.Errorf("copy out: %w", err)
 	}
-	if src, err = sandboxkit.Resolve(src, s.hostRoots(false)...); err != nil {
-		return fmt.Errorf("copy out: %w", err)
-	}
-	if err := sandboxkit.Copy(ctx, src, hostPath); err != nil {
+	if err := s.hostRoots(false).CopyOut(ctx, src, hostPath); err != nil {
 		return fmt.Errorf("copy out: %w", err)
 	}
 	return nil

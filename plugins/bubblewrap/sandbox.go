@@ -189,12 +189,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 // toHost maps a sandbox path (absolute, or relative to RepoPath) to its
 // host path and root. It is lexical: callers resolve symlinks.
 func (s *sandbox) toHost(p string) (string, root, error) {
-	abs := filepath.Clean(p)
-	if !filepath.IsAbs(p) {
-		abs = filepath.Join(s.repo, p)
-		if !sandboxkit.Within(abs, s.repo) {
-			return "", root{}, fmt.Errorf("path %q leaves the worktree", p)
-		}
+	abs, err := sandboxkit.SandboxPath(p, s.repo)
+	if err != nil {
+		return "", root{}, err
 	}
 	best := -1
 	for i, r := range s.roots {
@@ -203,7 +200,7 @@ func (s *sandbox) toHost(p string) (string, root, error) {
 		}
 	}
 	if best < 0 {
-		return "", root{}, fmt.Errorf("path %q is outside the sandbox's writable area (worktree, home, /tmp, mounts)", p)
+		return "", root{}, fmt.Errorf("%w: %q is outside the sandbox's writable area (worktree, home, /tmp, mounts)", sandboxkit.ErrConfinement, p)
 	}
 	r := s.roots[best]
 	rel, _ := filepath.Rel(r.sandbox, abs)
@@ -212,8 +209,8 @@ func (s *sandbox) toHost(p string) (string, root, error) {
 
 // hostRoots are the host directories sandbox paths map to; writable
 // leaves out the read-only ones.
-func (s *sandbox) hostRoots(writable bool) []string {
-	var roots []string
+func (s *sandbox) hostRoots(writable bool) sandboxkit.Area {
+	var roots sandboxkit.Area
 	for _, r := range s.roots {
 		if !writable || !r.readOnly {
 			roots = append(roots, r.host)
@@ -230,7 +227,7 @@ func (s *sandbox) resolveCwd(cwd string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := sandboxkit.Resolve(host, s.hostRoots(false)...); err != nil {
+	if err := s.hostRoots(false).Dir(host); err != nil {
 		return "", err
 	}
 	rel, _ := filepath.Rel(r.host, host)

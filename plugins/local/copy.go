@@ -3,8 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // CopyIn copies a host file or directory to sandboxPath, keeping modes and
@@ -14,11 +12,11 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 	if s.runner.Closed() {
 		return errClosed
 	}
-	dst, err := sandboxkit.ResolveTarget(s.abs(sandboxPath), s.root)
+	dst, err := s.path(sandboxPath)
 	if err != nil {
-		return fmt.Errorf("local sandbox: %w", err)
+		return err
 	}
-	if err := sandboxkit.Copy(ctx, hostPath, dst); err != nil {
+	if err := s.area().CopyIn(ctx, hostPath, dst); err != nil {
 		return fmt.Errorf("local sandbox: copy in: %w", err)
 	}
 	return nil
@@ -30,11 +28,11 @@ func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) err
 	if s.runner.Closed() {
 		return errClosed
 	}
-	src, err := s.resolve(sandboxPath)
+	src, err := s.path(sandboxPath)
 	if err != nil {
 		return err
 	}
-	if err := sandboxkit.Copy(ctx, src, hostPath); err != nil {
+	if err := s.area().CopyOut(ctx, src, hostPath); err != nil {
 		return fmt.Errorf("local sandbox: copy out: %w", err)
 	}
 	return nil

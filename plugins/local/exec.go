@@ -42,13 +42,12 @@ func (s *sandbox) command(req sdk.ExecRequest) (sandboxkit.Command, error) {
 	if err != nil {
 		return sandboxkit.Command{}, fmt.Errorf("local sandbox: %w", err)
 	}
-	cwd := req.Cwd
-	if cwd == "" {
-		cwd = s.info.RepoPath
-	}
-	dir, err := s.resolve(cwd)
+	dir, err := s.path(req.Cwd)
 	if err != nil {
 		return sandboxkit.Command{}, err
+	}
+	if err := s.area().Dir(dir); err != nil {
+		return sandboxkit.Command{}, fmt.Errorf("local sandbox: cwd: %w", err)
 	}
 	return sandboxkit.Command{
 		Argv:      argv,

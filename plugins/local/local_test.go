@@ -119,7 +119,6 @@ func TestExecCwd(t *testing.T) {
 		"sub/dir":              filepath.Join(info.RepoPath, "sub", "dir"),
 		"sub/../sub":           filepath.Join(info.RepoPath, "sub"),
 		info.HomePath:          info.HomePath,
-		"..":                   info.ID,
 		filepath.Join(info.ID): info.ID,
 	} {
 		_, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"pwd", "-P"}, Cwd: cwd})

@@ -104,20 +104,15 @@ func (s *sandbox) Close(ctx context.Context) error {
 	return nil
 }
 
-// abs makes p absolute: relative paths resolve against RepoPath.
-func (s *sandbox) abs(p string) string {
-	if !filepath.IsAbs(p) {
-		return filepath.Join(s.info.RepoPath, p)
-	}
-	return p
-}
-
-// resolve returns the real path of an existing sandbox path, following
-// symlinks, and checks it stays inside the sandbox directory.
-func (s *sandbox) resolve(p string) (string, error) {
-	real, err := sandboxkit.Resolve(s.abs(p), s.root)
+// path maps a sandbox path to an absolute one (relative paths resolve
+// against RepoPath and must stay inside it).
+func (s *sandbox) path(p string) (string, error) {
+	abs, err := sandboxkit.SandboxPath(p, s.info.RepoPath)
 	if err != nil {
 		return "", fmt.Errorf("local sandbox: %w", err)
 	}
-	return real, nil
+	return abs, nil
 }
+
+// area is the sandbox directory: repo, home and tmp.
+func (s *sandbox) area() sandboxkit.Area { return sandboxkit.Area{s.root} }

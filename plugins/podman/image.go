@@ -164,7 +164,7 @@ func copyContext(ctx context.Context, src, dst string) error {
 		if slices.Contains(contextExcludes, e.Name()) {
 			continue
 		}
-		if err := sandboxkit.Copy(ctx, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+		if err := (sandboxkit.Area{dst}).CopyIn(ctx, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
 			return err
 		}
 	}

@@ -33,7 +33,10 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 		return err
 	}
 	defer s.running.Done()
-	dst := s.abs(sandboxPath)
+	dst, err := s.abs(sandboxPath)
+	if err != nil {
+		return err
+	}
 	if dst == "/" {
 		return fmt.Errorf("vercel sandbox: cannot copy onto /")
 	}
@@ -73,14 +76,17 @@ func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 }
 
 // CopyOut copies a sandbox file or directory to hostPath (with
-// sandboxkit.Copy's semantics there). A file is one fs/read; a directory
+// Area.CopyOut's semantics there). A file is one fs/read; a directory
 // is packed by tar in the sandbox and read as one file.
 func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
 	defer s.running.Done()
-	src := s.abs(sandboxPath)
+	src, err := s.abs(sandboxPath)
+	if err != nil {
+		return err
+	}
 	archive := "/tmp/sanddune-copy-" + randomHex() + ".tar.gz"
 	kind, err := s.output(ctx, "looking at "+src,
 		`if [ -d "$1" ]; then tar -czf "$2" -C "$1" . && echo dir; elif [ -f "$1" ]; then echo file; stat -c %a "$1"; else echo missing; fi`,
@@ -114,7 +120,7 @@ func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) err
 			return err
 		}
 	}
-	if err := sandboxkit.Copy(ctx, local, hostPath); err != nil {
+	if err := (sandboxkit.Area{tmp}).CopyOut(ctx, local, hostPath); err != nil {
 		return fmt.Errorf("vercel sandbox: copy out: %w", err)
 	}
 	return nil

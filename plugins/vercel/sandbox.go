@@ -120,12 +120,14 @@ func (s *sandbox) findHome(ctx context.Context) error {
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
 
-// abs makes a sandbox path absolute: relative paths are under RepoPath.
-func (s *sandbox) abs(p string) string {
-	if !path.IsAbs(p) {
-		p = path.Join(s.info.RepoPath, p)
+// abs makes a sandbox path absolute: relative paths are under RepoPath
+// and may not leave it (seed 003).
+func (s *sandbox) abs(p string) (string, error) {
+	abs, err := sandboxkit.SandboxPath(p, s.info.RepoPath)
+	if err != nil {
+		return "", fmt.Errorf("vercel sandbox: %w", err)
 	}
-	return path.Clean(p)
+	return abs, nil
 }
 
 // begin registers a running operation; it fails once the sandbox is closed.
@@ -158,6 +160,10 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	}
 	defer s.running.Done()
 
+	cwd, err := s.abs(req.Cwd)
+	if err != nil {
+		return sdk.ExecResult{}, err
+	}
 	script := noStdinScript
 	wrapper := []string{"-c", script, "sh"}
 	if req.Stdin != nil {
@@ -170,7 +176,7 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	body := cmdBody{
 		Command: "sh",
 		Args:    append(wrapper, argv...),
-		Cwd:     s.abs(req.Cwd),
+		Cwd:     cwd,
 		Env:     sandboxkit.MergeEnv(s.env, req.Env),
 		Sudo:    req.Sudo,
 	}

@@ -126,12 +126,9 @@ func ResolvePath(p string, binds []Bind) (string, error) {
 	if p == "" {
 		return WorkspaceDir, nil
 	}
-	abs := path.Clean(p)
-	if !path.IsAbs(p) {
-		abs = path.Join(WorkspaceDir, p)
-		if !sandboxkit.Within(abs, WorkspaceDir) {
-			return "", fmt.Errorf("path %q leaves the workspace", p)
-		}
+	abs, err := sandboxkit.SandboxPath(p, WorkspaceDir)
+	if err != nil {
+		return "", err
 	}
 	if sandboxkit.Within(abs, HomeDir) || sandboxkit.Within(abs, "/tmp") {
 		return abs, nil
@@ -141,7 +138,7 @@ func ResolvePath(p string, binds []Bind) (string, error) {
 			return abs, nil
 		}
 	}
-	return "", fmt.Errorf("path %q is outside the sandbox (allowed: %s, /tmp and mounts)", p, HomeDir)
+	return "", fmt.Errorf("%w: %q is outside the sandbox (allowed: %s, /tmp and mounts)", sandboxkit.ErrConfinement, p, HomeDir)
 }
 
 var tagUnsafe = regexp.MustCompile(`[^a-z0-9_.-]`)

@@ -2,72 +2,107 @@ package sandboxkit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
-// Copy copies src to dst: a file, a directory tree or a symlink (copied as
-// a symlink, never followed, so a link to a file outside the copied tree
-// does not smuggle that file in). Permission bits are kept; sockets,
-// devices and pipes are skipped. dst's
-// parent directories are created. An existing directory at dst is merged
-// into; any other existing entry, a symlink included, is replaced, never
-// followed or written through. Copying a directory into itself fails.
-//
-// Copy does not confine anything: resolve dst (CopyIn) or src (CopyOut)
-// with ResolveTarget or Resolve first.
-func Copy(ctx context.Context, src, dst string) error {
-	fi, err := os.Lstat(src)
+// CopyIn copies the host file, directory tree or symlink hostPath to p in
+// the area. p's parent directories are created; p cannot be an area
+// directory itself. See CopyRoot for what is copied and how.
+func (a Area) CopyIn(ctx context.Context, hostPath, p string) error {
+	dst, rel, err := a.root(p)
 	if err != nil {
 		return err
 	}
-	if fi.IsDir() {
-		real, err := filepath.EvalSymlinks(src)
-		if err != nil {
-			return err
-		}
-		if Within(dst, real) {
-			return fmt.Errorf("cannot copy directory %s into itself (%s)", src, dst)
-		}
+	defer dst.Close()
+	if rel == "." {
+		return fmt.Errorf("%w: cannot replace %s itself", ErrConfinement, p)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if real, err := filepath.EvalSymlinks(hostPath); err == nil && Within(filepath.Clean(p), real) {
+		return fmt.Errorf("cannot copy directory %s into itself (%s)", hostPath, p)
+	}
+	src, err := os.OpenRoot(filepath.Dir(hostPath))
+	if err != nil {
 		return err
 	}
-	return copyTree(ctx, src, dst, fi)
+	defer src.Close()
+	if err := dst.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return confined(err)
+	}
+	return confined(CopyRoot(ctx, src, filepath.Base(hostPath), dst, rel, false))
 }
 
-// copyTree copies src, described by fi, to dst without following any
-// symlink at or below dst.
-func copyTree(ctx context.Context, src, dst string, fi fs.FileInfo) error {
+// CopyOut copies p in the area (a symlink at p is followed while it stays
+// in the area) to hostPath, creating hostPath's parent directories.
+func (a Area) CopyOut(ctx context.Context, p, hostPath string) error {
+	src, rel, err := a.root(p)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := os.MkdirAll(filepath.Dir(hostPath), 0o755); err != nil {
+		return err
+	}
+	dst, err := os.OpenRoot(filepath.Dir(hostPath))
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	return confined(CopyRoot(ctx, src, rel, dst, filepath.Base(hostPath), true))
+}
+
+// CopyRoot copies srcRel in src to dstRel in dst: a file, a directory tree
+// or a symlink (copied as a symlink, never followed, so a link to a file
+// elsewhere does not smuggle that file in; followTop follows a symlink at
+// srcRel itself, inside src). Permission bits and modification times are
+// kept; sockets, devices and pipes are skipped. An existing directory at
+// dstRel is merged into; any other existing entry, a symlink included, is
+// replaced, never followed or written through. Neither root can be left.
+func CopyRoot(ctx context.Context, src *os.Root, srcRel string, dst *os.Root, dstRel string, followTop bool) error {
+	stat := src.Lstat
+	if followTop {
+		stat = src.Stat
+	}
+	fi, err := stat(srcRel)
+	if err != nil {
+		return err
+	}
+	return copyEntry(ctx, src, srcRel, dst, dstRel, fi)
+}
+
+func copyEntry(ctx context.Context, src *os.Root, srcRel string, dst *os.Root, dstRel string, fi fs.FileInfo) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	existing, err := os.Lstat(dst)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	existing, err := dst.Lstat(dstRel)
+	if err != nil && !notExist(err) {
 		return err
 	}
-	switch {
-	case fi.IsDir():
+	switch mode := fi.Mode(); {
+	case mode.IsDir():
 		if existing != nil && !existing.IsDir() {
-			if err := os.Remove(dst); err != nil {
+			if err := dst.Remove(dstRel); err != nil {
 				return err
 			}
 			existing = nil
 		}
 		if existing == nil {
-			err = os.Mkdir(dst, 0o700)
+			err = dst.Mkdir(dstRel, 0o700)
 		} else {
-			err = os.Chmod(dst, existing.Mode().Perm()|0o700)
+			err = dst.Chmod(dstRel, existing.Mode().Perm()|0o700)
 		}
 		if err != nil {
 			return err
 		}
-		entries, err := os.ReadDir(src)
+		d, err := src.Open(srcRel)
+		if err != nil {
+			return err
+		}
+		entries, err := d.ReadDir(-1)
+		d.Close()
 		if err != nil {
 			return err
 		}
@@ -76,50 +111,56 @@ func copyTree(ctx context.Context, src, dst string, fi fs.FileInfo) error {
 			if err != nil {
 				return err
 			}
-			if err := copyTree(ctx, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), efi); err != nil {
+			if err := copyEntry(ctx, src, filepath.Join(srcRel, e.Name()), dst, filepath.Join(dstRel, e.Name()), efi); err != nil {
 				return err
 			}
 		}
-		return os.Chmod(dst, fi.Mode().Perm())
-	case fi.Mode()&fs.ModeSymlink != 0, fi.Mode().IsRegular():
+		if err := dst.Chmod(dstRel, mode.Perm()); err != nil {
+			return err
+		}
+	case mode&fs.ModeSymlink != 0, mode.IsRegular():
 		if existing != nil {
 			if existing.IsDir() {
-				return fmt.Errorf("cannot replace directory %s with a file", dst)
+				return fmt.Errorf("cannot replace directory %s with a file", dstRel)
 			}
-			if err := os.Remove(dst); err != nil {
+			if err := dst.Remove(dstRel); err != nil {
 				return err
 			}
 		}
-		if fi.Mode().IsRegular() {
-			return copyFile(src, dst, fi.Mode().Perm())
+		if mode.IsRegular() {
+			if err := copyFile(src, srcRel, dst, dstRel, mode.Perm()); err != nil {
+				return err
+			}
+			break
 		}
-		target, err := os.Readlink(src)
+		target, err := src.Readlink(srcRel)
 		if err != nil {
 			return err
 		}
-		return os.Symlink(target, dst)
+		return dst.Symlink(target, dstRel)
+	default:
+		return nil // sockets, fifos, devices
 	}
-	return nil
+	return dst.Chtimes(dstRel, fi.ModTime(), fi.ModTime())
 }
 
-// copyFile creates dst (which must not exist) with src's content.
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+// copyFile creates dstRel (which must not exist) with srcRel's content.
+func copyFile(src *os.Root, srcRel string, dst *os.Root, dstRel string, perm fs.FileMode) error {
+	in, err := src.Open(srcRel)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	out, err := dst.OpenFile(dstRel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	if err := out.Chmod(perm); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return dst.Chmod(dstRel, perm)
 }

@@ -3,12 +3,13 @@
 // commands on this machine (directly or under a wrapper such as bwrap)
 // uses it for:
 //
-//   - confining paths to a set of root directories, symlink-safe: Resolve
-//     for paths that must exist (a cwd, a CopyOut source), ResolveTarget for
-//     paths a copy writes to (a CopyIn target), Within for lexical checks;
-//     every violation wraps ErrConfinement;
-//   - copying files and trees in and out (Copy) without ever following or
-//     writing through a symlink at the destination;
+//   - confining paths: SandboxPath keeps relative paths (a cwd, a copy
+//     target) inside the repository (seed 003); an Area of host
+//     directories checks a cwd (Dir) and copies files and trees in and out
+//     (CopyIn, CopyOut) through os.Root, so no symlink, even one swapped in
+//     meanwhile, leads outside, and nothing is written through a symlink at
+//     the destination; Within is the lexical check; every violation wraps
+//     ErrConfinement;
 //   - running commands (Runner): the ExecRequest's argv (Argv), each command
 //     in its own process group with its stdin bytes, output streamed as
 //     sdk.OutputLine, a timeout or cancellation killing the whole group, and

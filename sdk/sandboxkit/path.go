@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
 
-// ErrConfinement is wrapped by every error about a path outside the roots
+// ErrConfinement is wrapped by every error about a path outside the area
 // a sandbox confines paths to.
 var ErrConfinement = errors.New("path confinement violation")
 
@@ -19,79 +20,77 @@ func Within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
-// Resolve returns the real path of the existing path p, following every
-// symlink. Both p and its real path must lie within one of roots, which
-// must be clean, absolute and free of symlinks (filepath.EvalSymlinks).
-// Use it for paths that are read or entered: a cwd, a CopyOut source.
-func Resolve(p string, roots ...string) (string, error) {
-	p, err := confine(p, roots)
-	if err != nil {
-		return "", err
+// SandboxPath maps a path of the sandbox contract (ExecRequest.Cwd, the
+// sandbox side of CopyIn and CopyOut) to a clean absolute sandbox path:
+// a relative path resolves against repo and must stay inside it, so
+// "../escape.txt" or a cwd of ".." is refused (seed 003). Paths inside a
+// container use forward slashes, so this is lexical and slash-based.
+func SandboxPath(p, repo string) (string, error) {
+	if path.IsAbs(p) {
+		return path.Clean(p), nil
 	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
+	abs := path.Join(repo, p)
+	if abs != repo && !strings.HasPrefix(abs, strings.TrimSuffix(repo, "/")+"/") {
+		return "", fmt.Errorf("%w: %q leaves the repository directory %s", ErrConfinement, p, repo)
 	}
-	if !withinAny(real, roots) {
-		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrConfinement, p, real, area(roots))
-	}
-	return real, nil
+	return abs, nil
 }
 
-// ResolveTarget returns where a copy to p writes: p's parent with its
-// symlinks resolved, joined with p's base name (a symlink at p itself is
-// replaced by Copy, never followed). The parent may not exist yet: then its
-// deepest existing ancestor is resolved, and must not be a dangling
-// symlink. p and the resolved parent must lie within one of roots (see
-// Resolve), so a root itself cannot be a target.
-func ResolveTarget(p string, roots ...string) (string, error) {
-	p, err := confine(p, roots)
-	if err != nil {
-		return "", err
-	}
-	parent, rest := filepath.Dir(p), ""
-	for {
-		real, err := filepath.EvalSymlinks(parent)
-		if err == nil {
-			parent = filepath.Join(real, rest)
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		if _, lerr := os.Lstat(parent); lerr == nil {
-			return "", fmt.Errorf("%w: %s is a dangling symlink", ErrConfinement, parent)
-		}
-		rest = filepath.Join(filepath.Base(parent), rest)
-		parent = filepath.Dir(parent)
-	}
-	if !withinAny(parent, roots) {
-		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrConfinement, p, filepath.Join(parent, filepath.Base(p)), area(roots))
-	}
-	return filepath.Join(parent, filepath.Base(p)), nil
-}
+// Area is the set of host directories a sandbox's files live in (each
+// clean, absolute and free of symlinks, see filepath.EvalSymlinks). Every
+// operation goes through an os.Root opened on the deepest directory that
+// lexically holds its path, so a symlink in the sandbox, even one swapped
+// in while the operation runs, never leads outside that directory.
+type Area []string
 
-// confine cleans p and checks it lexically.
-func confine(p string, roots []string) (string, error) {
+// root opens the directory of a that holds p and returns p relative to it.
+func (a Area) root(p string) (*os.Root, string, error) {
 	p = filepath.Clean(p)
-	if !withinAny(p, roots) {
-		return "", fmt.Errorf("%w: %s is outside %s", ErrConfinement, p, area(roots))
-	}
-	return p, nil
-}
-
-func withinAny(p string, roots []string) bool {
-	if !filepath.IsAbs(p) {
-		return false
-	}
-	for _, r := range roots {
-		if Within(p, r) {
-			return true
+	best := ""
+	for _, d := range a {
+		if filepath.IsAbs(p) && Within(p, d) && len(d) > len(best) {
+			best = d
 		}
 	}
-	return false
+	if best == "" {
+		return nil, "", fmt.Errorf("%w: %s is outside the sandbox (%s)", ErrConfinement, p, strings.Join(a, ", "))
+	}
+	rel, err := filepath.Rel(best, p)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := os.OpenRoot(best)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, rel, nil
 }
 
-func area(roots []string) string {
-	return "the sandbox (" + strings.Join(roots, ", ") + ")"
+// Dir checks that p is a directory of the area, following symlinks only
+// as long as they stay inside it. Use it for a command's working directory.
+func (a Area) Dir(p string) error {
+	r, rel, err := a.root(p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	fi, err := r.Stat(rel)
+	if err != nil {
+		return confined(err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", p)
+	}
+	return nil
 }
+
+// confined marks os.Root's "path escapes" errors as ErrConfinement.
+func confined(err error) error {
+	if err != nil && strings.Contains(err.Error(), "escapes from parent") {
+		return fmt.Errorf("%w: %w", ErrConfinement, err)
+	}
+	return err
+}
+
+// notExist reports whether err says a path does not exist.
+func notExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

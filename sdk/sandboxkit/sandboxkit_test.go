@@ -50,79 +50,103 @@ func TestWithin(t *testing.T) {
 	}
 }
 
-func TestResolveConfines(t *testing.T) {
-	root, other := realTempDir(t), realTempDir(t)
-	kittest.WriteFile(t, filepath.Join(root, "d", "f"), "x", 0o644)
-	kittest.WriteFile(t, filepath.Join(other, "secret"), "s", 0o644)
-	symlink(t, "d/f", filepath.Join(root, "inner"))
-	symlink(t, other, filepath.Join(root, "out"))
-	symlink(t, filepath.Join(other, "secret"), filepath.Join(root, "outfile"))
-
+// TestSandboxPathKeepsRelativePathsInTheRepo: seed 003 (AC-4, AC-7): a
+// relative path, a cwd or a copy target, never leaves the repository.
+func TestSandboxPathKeepsRelativePathsInTheRepo(t *testing.T) {
 	for p, want := range map[string]string{
-		root:                                     root,
-		filepath.Join(root, "d", "..", "d", "f"): filepath.Join(root, "d", "f"),
-		filepath.Join(root, "inner"):             filepath.Join(root, "d", "f"),
+		"":          "/w/repo",
+		".":         "/w/repo",
+		"a/../b":    "/w/repo/b",
+		"/w/home/x": "/w/home/x",
+		"/tmp/../x": "/x",
 	} {
-		if got, err := Resolve(p, root); err != nil || got != want {
-			t.Errorf("Resolve(%q) = %q, %v; want %q", p, got, err, want)
+		if got, err := SandboxPath(p, "/w/repo"); err != nil || got != want {
+			t.Errorf("SandboxPath(%q) = %q, %v; want %q", p, got, err, want)
 		}
 	}
-	for _, p := range []string{
-		filepath.Join(root, ".."), other, filepath.Join(root, "out"), filepath.Join(root, "out", "secret"),
-		filepath.Join(root, "outfile"), "relative", "/",
-	} {
-		if got, err := Resolve(p, root); !errors.Is(err, ErrConfinement) {
-			t.Errorf("Resolve(%q) = %q, %v; want ErrConfinement", p, got, err)
+	for _, p := range []string{"..", "../escape.txt", "a/../../x", "../repo2"} {
+		if got, err := SandboxPath(p, "/w/repo"); !errors.Is(err, ErrConfinement) {
+			t.Errorf("SandboxPath(%q) = %q, %v; want ErrConfinement", p, got, err)
 		}
-	}
-	// A second root admits what it holds.
-	if got, err := Resolve(filepath.Join(root, "out", "secret"), root, other); err != nil || got != filepath.Join(other, "secret") {
-		t.Errorf("two roots: %q %v", got, err)
-	}
-	if _, err := Resolve(filepath.Join(root, "missing"), root); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("missing path: %v", err)
 	}
 }
 
-func TestResolveTargetConfines(t *testing.T) {
+func TestAreaDirConfines(t *testing.T) {
 	root, other := realTempDir(t), realTempDir(t)
 	kittest.WriteFile(t, filepath.Join(root, "d", "f"), "x", 0o644)
-	symlink(t, "d", filepath.Join(root, "dlink"))
+	symlink(t, "d", filepath.Join(root, "inner"))
 	symlink(t, other, filepath.Join(root, "out"))
-	symlink(t, filepath.Join(other, "created"), filepath.Join(root, "dangling"))
-	symlink(t, filepath.Join(other, "f"), filepath.Join(root, "filelink"))
-
-	for p, want := range map[string]string{
-		filepath.Join(root, "new"):               filepath.Join(root, "new"),
-		filepath.Join(root, "a", "b", "c"):       filepath.Join(root, "a", "b", "c"),
-		filepath.Join(root, "dlink", "g"):        filepath.Join(root, "d", "g"),
-		filepath.Join(root, "dlink", "new", "g"): filepath.Join(root, "d", "new", "g"),
-		filepath.Join(root, "dangling"):          filepath.Join(root, "dangling"), // replaced, not followed
-		filepath.Join(root, "filelink"):          filepath.Join(root, "filelink"),
-	} {
-		if got, err := ResolveTarget(p, root); err != nil || got != want {
-			t.Errorf("ResolveTarget(%q) = %q, %v; want %q", p, got, err, want)
+	a := Area{root}
+	for _, p := range []string{root, filepath.Join(root, "d"), filepath.Join(root, "inner")} {
+		if err := a.Dir(p); err != nil {
+			t.Errorf("Dir(%q): %v", p, err)
 		}
 	}
-	for _, p := range []string{
-		root, filepath.Join(root, "..", "x"), filepath.Join(other, "x"), filepath.Join(root, "out", "x"),
-		filepath.Join(root, "out", "new", "x"), filepath.Join(root, "dangling", "x"), "x",
-	} {
-		if got, err := ResolveTarget(p, root); !errors.Is(err, ErrConfinement) {
-			t.Errorf("ResolveTarget(%q) = %q, %v; want ErrConfinement", p, got, err)
+	for _, p := range []string{filepath.Join(root, ".."), other, filepath.Join(root, "out"), "relative", "/"} {
+		if err := a.Dir(p); !errors.Is(err, ErrConfinement) {
+			t.Errorf("Dir(%q) = %v; want ErrConfinement", p, err)
 		}
+	}
+	if err := a.Dir(filepath.Join(root, "d", "f")); err == nil || errors.Is(err, ErrConfinement) {
+		t.Errorf("Dir(file) = %v; want a not-a-directory error", err)
+	}
+	// A second directory admits what it holds.
+	if err := (Area{root, other}).Dir(other); err != nil {
+		t.Errorf("two dirs: %v", err)
+	}
+}
+
+// CopyIn and CopyOut never pass through a symlink that leads out of the
+// area, at the target or on the way there.
+func TestAreaCopiesConfine(t *testing.T) {
+	ctx := context.Background()
+	root, other, host := realTempDir(t), realTempDir(t), t.TempDir()
+	kittest.WriteFile(t, filepath.Join(host, "f"), "new", 0o644)
+	kittest.WriteFile(t, filepath.Join(other, "secret"), "s", 0o600)
+	kittest.WriteFile(t, filepath.Join(root, "d", "g"), "g", 0o644)
+	symlink(t, "d", filepath.Join(root, "dlink"))
+	symlink(t, other, filepath.Join(root, "out"))
+	symlink(t, filepath.Join(other, "secret"), filepath.Join(root, "outfile"))
+	a := Area{root}
+
+	if err := a.CopyIn(ctx, filepath.Join(host, "f"), filepath.Join(root, "dlink", "new", "f")); err != nil {
+		t.Fatal(err)
+	}
+	kittest.CheckFile(t, filepath.Join(root, "d", "new", "f"), "new", 0o644)
+	for _, p := range []string{root, filepath.Join(root, "..", "x"), filepath.Join(other, "x"), filepath.Join(root, "out", "x"), filepath.Join(root, "out", "new", "x"), "x"} {
+		if err := a.CopyIn(ctx, filepath.Join(host, "f"), p); !errors.Is(err, ErrConfinement) {
+			t.Errorf("CopyIn to %q = %v; want ErrConfinement", p, err)
+		}
+	}
+	if entries, _ := os.ReadDir(other); len(entries) != 1 {
+		t.Errorf("a copy wrote into the outside dir: %d entries", len(entries))
+	}
+
+	if err := a.CopyOut(ctx, filepath.Join(root, "dlink", "g"), filepath.Join(host, "out", "g")); err != nil {
+		t.Fatal(err)
+	}
+	kittest.CheckFile(t, filepath.Join(host, "out", "g"), "g", 0o644)
+	for _, p := range []string{filepath.Join(root, "out", "secret"), filepath.Join(root, "outfile"), other} {
+		if err := a.CopyOut(ctx, p, filepath.Join(host, "leak")); !errors.Is(err, ErrConfinement) {
+			t.Errorf("CopyOut of %q = %v; want ErrConfinement", p, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(host, "leak")); err == nil {
+		t.Error("a refused CopyOut left a file behind")
 	}
 }
 
 func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
-	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "a", "dst")
+	ctx := context.Background()
+	src, area := realTempDir(t), realTempDir(t)
+	dst := filepath.Join(area, "a", "dst")
 	kittest.WriteFile(t, filepath.Join(src, "run.sh"), "#!/bin/sh\n", 0o755)
 	kittest.WriteFile(t, filepath.Join(src, "nested", "secret"), "s", 0o600)
 	symlink(t, "run.sh", filepath.Join(src, "link"))
 	if err := os.Chmod(filepath.Join(src, "nested"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := Copy(context.Background(), src, dst); err != nil {
+	if err := (Area{area}).CopyIn(ctx, src, dst); err != nil {
 		t.Fatal(err)
 	}
 	kittest.CheckFile(t, filepath.Join(dst, "run.sh"), "#!/bin/sh\n", 0o755)
@@ -139,18 +163,18 @@ func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret")
 	kittest.WriteFile(t, secret, "s3cr3t", 0o600)
 	symlink(t, secret, filepath.Join(src, "top"))
-	if err := Copy(context.Background(), filepath.Join(src, "top"), filepath.Join(dst, "top")); err != nil {
+	if err := (Area{area}).CopyIn(ctx, filepath.Join(src, "top"), filepath.Join(dst, "top")); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := os.Readlink(filepath.Join(dst, "top")); err != nil || l != secret {
 		t.Errorf("top-level symlink: %q %v, want a link to %s", l, err, secret)
 	}
-	if err := Copy(context.Background(), src, filepath.Join(src, "nested", "self")); err == nil {
+	if err := (Area{src}).CopyIn(ctx, src, filepath.Join(src, "nested", "self")); err == nil {
 		t.Error("copy of a directory into itself accepted")
 	}
 }
 
-// Copy replaces symlinks at the destination, even inside a directory it
+// CopyIn replaces symlinks at the destination, even inside a directory it
 // merges into, and never writes through them.
 func TestCopyNeverWritesThroughSymlinks(t *testing.T) {
 	src, outside := t.TempDir(), t.TempDir()
@@ -162,12 +186,12 @@ func TestCopyNeverWritesThroughSymlinks(t *testing.T) {
 		{"x", "missing", "tree/sub/f", "x", "x"},
 		{"tree/sub", ".", "tree", "tree", "tree/sub/f"},
 	} {
-		dst := t.TempDir()
+		dst := realTempDir(t)
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, tc.link)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		symlink(t, filepath.Join(outside, tc.target), filepath.Join(dst, tc.link))
-		if err := Copy(context.Background(), filepath.Join(src, tc.from), filepath.Join(dst, tc.to)); err != nil {
+		if err := (Area{dst}).CopyIn(context.Background(), filepath.Join(src, tc.from), filepath.Join(dst, tc.to)); err != nil {
 			t.Errorf("%+v: %v", tc, err)
 			continue
 		}

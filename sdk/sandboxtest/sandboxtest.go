@@ -142,6 +142,7 @@ func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
 		{"Shell", s.testShell},
 		{"Cwd", s.testCwd},
 		{"CwdConfined", s.testCwdConfined},
+		{"RepoConfined", s.testRepoConfined},
 		{"Timeout", s.testTimeout},
 		{"Cancel", s.testCancel},
 		{"Concurrent", s.testConcurrent},
@@ -461,6 +462,33 @@ func (s *suite) testCwdConfined(t *testing.T) {
 		r := s.exec(context.Background(), sdk.ExecRequest{Argv: []string{"cat", "secret"}, Cwd: cwd}, nil)
 		if r.err == nil && r.ExitCode == 0 && slices.Contains(r.stdout, secret) {
 			t.Errorf("cwd %q escaped the sandbox: read a host file outside it", cwd)
+		}
+	}
+}
+
+// testRepoConfined: relative paths resolve against RepoPath and may not
+// leave it (seed 003, AC-4 and AC-7), even where the sandbox could reach
+// the directory above the repository with an absolute path.
+func (s *suite) testRepoConfined(t *testing.T) {
+	name := "sandboxtest-escape-" + randomID() + ".txt"
+	src := filepath.Join(t.TempDir(), "in.txt")
+	writeFile(t, src, "escaped\n", 0o644)
+	err := s.copyIn(src, "../"+name)
+	if err == nil {
+		t.Errorf("CopyIn to %q succeeded: a relative path must not leave the repository", "../"+name)
+	} else if !strings.Contains(err.Error(), "path confinement") {
+		t.Errorf("CopyIn to %q: the error %q does not say it is a path confinement violation", "../"+name, err)
+	}
+	above := path.Join(path.Dir(s.sb.Info().RepoPath), name)
+	if r := s.exec(context.Background(), sh(`test -e "$1"`, above), nil); r.err == nil && r.ExitCode == 0 {
+		t.Errorf("CopyIn to %q wrote %s", "../"+name, above)
+	}
+	for _, cwd := range []string{"..", "sub/../.."} {
+		r := s.exec(context.Background(), sdk.ExecRequest{Argv: []string{"pwd"}, Cwd: cwd}, nil)
+		if r.err == nil {
+			t.Errorf("Exec with Cwd %q ran (%v): a relative cwd must not leave the repository", cwd, r)
+		} else if !strings.Contains(r.err.Error(), "path confinement") {
+			t.Errorf("Exec with Cwd %q: the error %q does not say it is a path confinement violation", cwd, r.err)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/procgroup"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // SandboxProvider runs commands on the host in a temp dir (isolated) or in
@@ -113,10 +114,10 @@ func (s *Sandbox) resolve(p string) (string, error) {
 	if closed {
 		return "", errClosed
 	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(s.repo, p)
+	p, err := sandboxkit.SandboxPath(p, s.repo)
+	if err != nil {
+		return "", err
 	}
-	p = filepath.Clean(p)
 	existing, rest := p, ""
 	for {
 		real, err := filepath.EvalSymlinks(existing)
@@ -132,7 +133,7 @@ func (s *Sandbox) resolve(p string) (string, error) {
 		existing = parent
 	}
 	if p != s.root && !strings.HasPrefix(p, s.root+string(filepath.Separator)) {
-		return "", fmt.Errorf("path %s is outside the sandbox", p)
+		return "", fmt.Errorf("%w: %s is outside the sandbox", sandboxkit.ErrConfinement, p)
 	}
 	return p, nil
 }
