@@ -153,13 +153,13 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 	// still checked.
 	sandboxes := map[*config.ProviderBlock]SandboxRef{}
 	agents := map[*config.ProviderBlock]AgentRef{}
-	caps := map[*config.ProviderBlock]sdk.SandboxCapabilities{}
+	described := map[*config.ProviderBlock]*planning.Sandbox{}
 	descs := map[*config.ProviderBlock]sdk.AgentDescription{}
 	for _, b := range f.Sandboxes {
 		sb, ds := providers.Sandbox(ctx, b)
 		if sb != nil {
 			sandboxes[b] = SandboxRef{Address: b.Address, Plugin: b.Plugin, Provider: sb.Provider, Config: sb.Config}
-			caps[b] = sb.Caps
+			described[b] = sb
 		}
 		diags = append(diags, demote(ds, needed[b])...)
 	}
@@ -183,7 +183,11 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		}
 		names[r.Name()] = r.Label
 		sb, sbOK := sandboxes[r.Sandbox]
-		sbCaps := caps[r.Sandbox]
+		var sbCaps sdk.SandboxCapabilities
+		var sbDesc sdk.SandboxDescription
+		if d := described[r.Sandbox]; d != nil {
+			sbCaps, sbDesc = d.Caps, d.Desc
+		}
 		if r.NoSandbox {
 			sb, sbOK, sbCaps = SandboxRef{Address: planning.NoSandbox}, true, planning.NoSandboxCaps
 		}
@@ -199,7 +203,7 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 				if wanted {
 					ia = sel.Interactive
 				}
-				spec, more = p.run(addr, o, sbCaps, descs[r.Agent], ia)
+				spec, more = p.run(addr, o, sbCaps, sbDesc, descs[r.Agent], ia)
 				ds = append(ds, more...)
 			}
 		}
@@ -272,6 +276,7 @@ func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error
 		return fail(Diagnostics{{Severity: Error, Block: "run." + name, Summary: "A run needs a sandbox provider and an agent provider"}})
 	}
 	caps := planning.NoSandboxCaps
+	var sbDesc sdk.SandboxDescription
 	if o.NoSandbox {
 		o.Sandbox = SandboxRef{Address: planning.NoSandbox}
 	} else {
@@ -283,12 +288,15 @@ func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error
 			return fail(Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}})
 		}
 		caps = *info.Sandbox
+		if sbDesc, err = o.Sandbox.Provider.Describe(ctx, o.Sandbox.Config); err != nil {
+			return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
+		}
 	}
 	desc, err := o.Agent.Provider.Describe(ctx, o.Agent.Config)
 	if err != nil {
 		return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Agent.Address, Err: err}
 	}
-	spec, ds := p.run("run."+name, o, caps, desc, ia)
+	spec, ds := p.run("run."+name, o, caps, sbDesc, desc, ia)
 	if ds.HasErrors() {
 		return fail(ds)
 	}
@@ -305,7 +313,7 @@ var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // run checks one run and works out everything Execute needs. Each check
 // of a run lives here, once.
-func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, desc sdk.AgentDescription, ia *Attachment) (*execute.Spec, Diagnostics) {
+func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription, ia *Attachment) (*execute.Spec, Diagnostics) {
 	var diags Diagnostics
 	fail := func(attr, summary string, err error) {
 		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
@@ -313,7 +321,7 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 	s := &execute.Spec{
 		Name: o.Name, Sandbox: o.Sandbox.Provider, SandboxAddr: o.Sandbox.Address, SandboxCfg: o.Sandbox.Config, Caps: caps,
 		Agent: o.Agent.Provider, AgentAddr: o.Agent.Address, AgentCfg: o.Agent.Config, Desc: desc,
-		CaptureSessions: session.CaptureEnabled(o.Agent.Config, desc),
+		CaptureSessions: session.CaptureEnabled(desc),
 		Hooks:           o.Hooks, MaxIterations: o.MaxIterations, Signals: o.CompletionSignals,
 		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
 		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession,
@@ -458,15 +466,8 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 			fail("resume_session", "Session not found", err)
 		}
 	}
-	agentEnv := map[string]string{}
-	for k, v := range desc.Env {
-		agentEnv[k] = v
-	}
-	for k, v := range planning.ConfigEnv(o.Agent.Config) {
-		agentEnv[k] = v
-	}
 	if s.Env, err = env.Resolve(env.Layers{
-		DotEnv: rs.DotEnv, Agent: agentEnv, Sandbox: planning.ConfigEnv(o.Sandbox.Config), Run: o.Env, Required: desc.RequiredEnv,
+		DotEnv: rs.DotEnv, Agent: desc.Env, Sandbox: sbDesc.Env, Run: o.Env, Required: desc.RequiredEnv,
 	}); err != nil {
 		fail("env", "Invalid env", err)
 	}

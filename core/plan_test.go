@@ -29,6 +29,7 @@ type fakeSandbox struct {
 	sdk.SandboxProvider // not called by Plan
 	caps                sdk.SandboxCapabilities
 	configures          atomic.Int32
+	describes           atomic.Int32
 }
 
 func (f *fakeSandbox) Info(context.Context) (sdk.Info, error) {
@@ -48,6 +49,16 @@ func (f *fakeSandbox) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnost
 		return sdk.Diagnostics{{Severity: sdk.SeverityError, Summary: "No such image", Attribute: "image"}}, nil
 	}
 	return nil, nil
+}
+
+// Describe returns the block's env, as the plugins do.
+func (f *fakeSandbox) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
+	f.describes.Add(1)
+	var c struct {
+		Env map[string]string `cty:"env"`
+	}
+	err := cfg.Decode(&c)
+	return sdk.SandboxDescription{Env: c.Env}, err
 }
 
 type fakeAgent struct {
@@ -70,9 +81,17 @@ func (f *fakeAgent) Configure(context.Context, sdk.Config) (sdk.Diagnostics, err
 	return nil, nil
 }
 
-func (f *fakeAgent) Describe(context.Context, sdk.Config) (sdk.AgentDescription, error) {
+// Describe returns the agent's description with the block's env, as the
+// plugins do.
+func (f *fakeAgent) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
 	f.describes.Add(1)
-	return f.desc, nil
+	var c struct {
+		Env map[string]string `cty:"env"`
+	}
+	err := cfg.Decode(&c)
+	d := f.desc
+	d.Env = c.Env
+	return d, err
 }
 
 // fakePlugins serves the sandboxes "box" (bind-mount, no sudo) and "iso"
@@ -276,8 +295,7 @@ run "b" {
 	}
 }
 
-// TestFakeEachProviderOnce: each block is configured once and each agent
-// block described once, however many runs use it; each plugin resolved
+// TestFakeEachProviderOnce: each block is configured and described once, however many runs use it; each plugin resolved
 // once per block.
 func TestFakeEachProviderOnce(t *testing.T) {
 	t.Parallel()
@@ -292,9 +310,9 @@ run "c" { prompt = "z" }
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Runs) != 3 || pl.box.configures.Load() != 1 || pl.sess.configures.Load() != 1 || pl.sess.describes.Load() != 1 || pl.resolves.Load() != 2 {
-		t.Fatalf("%d runs; sandbox configured %d times, agent configured %d and described %d times, %d resolves",
-			len(p.Runs), pl.box.configures.Load(), pl.sess.configures.Load(), pl.sess.describes.Load(), pl.resolves.Load())
+	if len(p.Runs) != 3 || pl.box.configures.Load() != 1 || pl.box.describes.Load() != 1 || pl.sess.configures.Load() != 1 || pl.sess.describes.Load() != 1 || pl.resolves.Load() != 2 {
+		t.Fatalf("%d runs; sandbox configured %d and described %d times, agent configured %d and described %d times, %d resolves",
+			len(p.Runs), pl.box.configures.Load(), pl.box.describes.Load(), pl.sess.configures.Load(), pl.sess.describes.Load(), pl.resolves.Load())
 	}
 }
 

@@ -7,8 +7,6 @@ import "context"
 // anything itself: the host execs the command in the sandbox.
 type AgentProvider interface {
 	Provider
-	// Configure validates one agent block's decoded config.
-	Configure(ctx context.Context, cfg Config) (Diagnostics, error)
 	// Describe returns what the host needs to know about the agent under a
 	// given config: required env keys and session storage.
 	Describe(ctx context.Context, cfg Config) (AgentDescription, error)
@@ -33,10 +31,15 @@ type AgentDescription struct {
 	// at least one key of every group, e.g. {{"ANTHROPIC_API_KEY",
 	// "CLAUDE_CODE_OAUTH_TOKEN"}}. Preflight fails naming the keys otherwise.
 	RequiredEnv [][]string
-	// Env is added to the sandbox env (agent-provider env layer).
+	// Env is the agent-provider env layer (the block's `env`, say): the host
+	// merges it into the sandbox env below the run's env. Commands do not
+	// repeat it in Command.Env (which would override the run's env).
 	Env map[string]string
 	// Sessions is nil when the agent cannot resume sessions.
 	Sessions *SessionStorage
+	// CaptureSessions: the host copies the session file to the host after
+	// each iteration (needs Sessions).
+	CaptureSessions bool
 	// Resume says whether resume_session is supported; Fork likewise.
 	Resume bool
 	Fork   bool

@@ -138,8 +138,7 @@ func toInfo(i Info) *pluginpb.ComponentInfo {
 	}
 	if c := i.Sandbox; c != nil {
 		out.Sandbox = &pluginpb.SandboxCapabilities{
-			Contract: string(c.Contract), NetworkNone: c.NetworkNone, CpuLimit: c.CPULimit,
-			MemoryLimit: c.MemoryLimit, Tty: c.TTY, Sudo: c.Sudo, Confines: c.Confines,
+			Contract: string(c.Contract), NetworkNone: c.NetworkNone, Tty: c.TTY, Sudo: c.Sudo, Confines: c.Confines,
 		}
 	}
 	return out
@@ -152,8 +151,7 @@ func fromInfo(i *pluginpb.ComponentInfo) Info {
 	}
 	if c := i.GetSandbox(); c != nil {
 		out.Sandbox = &SandboxCapabilities{
-			Contract: Contract(c.Contract), NetworkNone: c.NetworkNone, CPULimit: c.CpuLimit,
-			MemoryLimit: c.MemoryLimit, TTY: c.Tty, Sudo: c.Sudo, Confines: c.Confines,
+			Contract: Contract(c.Contract), NetworkNone: c.NetworkNone, TTY: c.Tty, Sudo: c.Sudo, Confines: c.Confines,
 		}
 	}
 	return out
@@ -219,15 +217,15 @@ func fromMounts(ms []*pluginpb.Mount) []Mount {
 }
 
 func toSandboxInfo(i SandboxInfo) *pluginpb.SandboxInfo {
-	return &pluginpb.SandboxInfo{Id: i.ID, RepoPath: i.RepoPath, HomePath: i.HomePath, State: i.State}
+	return &pluginpb.SandboxInfo{Id: i.ID, RepoPath: i.RepoPath, HomePath: i.HomePath}
 }
 
 func fromSandboxInfo(i *pluginpb.SandboxInfo) SandboxInfo {
-	return SandboxInfo{ID: i.GetId(), RepoPath: i.GetRepoPath(), HomePath: i.GetHomePath(), State: i.GetState()}
+	return SandboxInfo{ID: i.GetId(), RepoPath: i.GetRepoPath(), HomePath: i.GetHomePath()}
 }
 
 func toDescription(d AgentDescription) *pluginpb.AgentDescription {
-	out := &pluginpb.AgentDescription{Env: d.Env, Resume: d.Resume, Fork: d.Fork, BypassesPermissions: d.BypassesPermissions}
+	out := &pluginpb.AgentDescription{Env: d.Env, Resume: d.Resume, Fork: d.Fork, BypassesPermissions: d.BypassesPermissions, CaptureSessions: d.CaptureSessions}
 	for _, g := range d.RequiredEnv {
 		out.RequiredEnv = append(out.RequiredEnv, &pluginpb.StringList{Values: g})
 	}
@@ -238,7 +236,7 @@ func toDescription(d AgentDescription) *pluginpb.AgentDescription {
 }
 
 func fromDescription(d *pluginpb.AgentDescription) AgentDescription {
-	out := AgentDescription{Env: d.GetEnv(), Resume: d.GetResume(), Fork: d.GetFork(), BypassesPermissions: d.GetBypassesPermissions()}
+	out := AgentDescription{Env: d.GetEnv(), Resume: d.GetResume(), Fork: d.GetFork(), BypassesPermissions: d.GetBypassesPermissions(), CaptureSessions: d.GetCaptureSessions()}
 	for _, g := range d.GetRequiredEnv() {
 		out.RequiredEnv = append(out.RequiredEnv, g.Values)
 	}

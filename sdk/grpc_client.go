@@ -66,6 +66,20 @@ type sandboxProviderClient struct {
 	providerClient
 }
 
+func (c *sandboxProviderClient) Describe(ctx context.Context, cfg Config) (SandboxDescription, error) {
+	d, err := toConfig(cfg)
+	if err != nil {
+		return SandboxDescription{}, &PluginError{Op: "Describe", Err: err}
+	}
+	resp, err := c.sandbox.Describe(ctx, &pluginpb.ConfigRequest{Component: c.ref.Name, Config: d}, callOpts...)
+	if err = c.fromStatus(ctx, "Describe", err); errors.Is(err, ErrNotSupported) {
+		return SandboxDescription{}, nil // a plugin of another language may lack it: no env layer
+	} else if err != nil {
+		return SandboxDescription{}, err
+	}
+	return SandboxDescription{Env: resp.GetEnv()}, nil
+}
+
 func (c *sandboxProviderClient) Preflight(ctx context.Context, req PreflightRequest) error {
 	d, err := toConfig(req.Config)
 	if err != nil {

@@ -131,9 +131,7 @@ func (s *server) Configure(ctx context.Context, req *pluginpb.ConfigureRequest) 
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	diags, err := p.(interface {
-		Configure(context.Context, Config) (Diagnostics, error)
-	}).Configure(ctx, cfg)
+	diags, err := p.Configure(ctx, cfg)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -144,6 +142,22 @@ func (s *server) Configure(ctx context.Context, req *pluginpb.ConfigureRequest) 
 type sandboxServer struct {
 	pluginpb.UnimplementedSandboxServer
 	*server
+}
+
+func (s sandboxServer) Describe(ctx context.Context, req *pluginpb.ConfigRequest) (*pluginpb.SandboxDescription, error) {
+	p, err := s.sandbox(req.GetComponent())
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := fromConfig(req.GetConfig())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	d, err := p.Describe(ctx, cfg)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pluginpb.SandboxDescription{Env: d.Env}, nil
 }
 
 func (s sandboxServer) Preflight(ctx context.Context, req *pluginpb.PreflightRequest) (*pluginpb.Empty, error) {

@@ -22,11 +22,9 @@ const (
 // before anything starts.
 type SandboxCapabilities struct {
 	Contract Contract
-	// NetworkNone: the provider can cut the sandbox off the network.
+	// NetworkNone: a sandbox configured with `network = "none"` cannot open
+	// a connection (the conformance kit checks it).
 	NetworkNone bool
-	// CPULimit, MemoryLimit: the provider enforces resource limits.
-	CPULimit    bool
-	MemoryLimit bool
 	// TTY: the provider's sandboxes implement TTYSandbox (an interactive
 	// terminal).
 	TTY bool
@@ -44,15 +42,24 @@ type SandboxCapabilities struct {
 // provider block of its type: per-block settings arrive in each call.
 type SandboxProvider interface {
 	Provider
-	// Configure validates one provider block's decoded config. It returns
-	// diagnostics (errors and warnings) tied to attributes.
-	Configure(ctx context.Context, cfg Config) (Diagnostics, error)
+	// Describe returns what the host needs to know about a sandbox under a
+	// config: the env it layers into CreateRequest.Env.
+	Describe(ctx context.Context, cfg Config) (SandboxDescription, error)
 	// Preflight checks, before any worktree is created, that a sandbox can be
 	// created with this config on this machine (daemon reachable, image
 	// present, binary installed...). A failure says what to do about it.
 	Preflight(ctx context.Context, req PreflightRequest) error
 	// Create starts a sandbox for one run.
 	Create(ctx context.Context, req CreateRequest) (Sandbox, error)
+}
+
+// SandboxDescription is static knowledge about a sandbox under a config.
+type SandboxDescription struct {
+	// Env is the sandbox-provider env layer (the block's `env`, say): the
+	// host merges it with the agent-provider layer (they must not overlap),
+	// above .sanddune/.env and below the run's env, into CreateRequest.Env.
+	// A provider does not apply it again itself.
+	Env map[string]string
 }
 
 // PreflightRequest is what Preflight may check.
@@ -103,8 +110,6 @@ type SandboxInfo struct {
 	RepoPath string
 	// HomePath is the agent's home directory inside the sandbox.
 	HomePath string
-	// State is opaque provider state the host keeps in the run record.
-	State []byte
 }
 
 // Sandbox is one live sandbox. All methods are safe for concurrent use.

@@ -155,4 +155,9 @@ func (ds Diagnostics) Error() string {
 type Provider interface {
 	Info(ctx context.Context) (Info, error)
 	ConfigSchema(ctx context.Context) (Schema, error)
+	// Configure validates one provider block's config, decoded against
+	// ConfigSchema with defaults filled in. It returns diagnostics (errors
+	// and warnings) tied to attributes; it checks config only, not the
+	// machine (that is Preflight's job).
+	Configure(ctx context.Context, cfg Config) (Diagnostics, error)
 }

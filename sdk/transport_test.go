@@ -44,6 +44,10 @@ func (s *stub) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, er
 	return s.diags, nil
 }
 
+func (s *stub) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
+	return sdk.SandboxDescription{Env: map[string]string{"FROM": "describe"}}, nil
+}
+
 func (s *stub) Preflight(context.Context, sdk.PreflightRequest) error { return s.preflight }
 
 func (s *stub) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
@@ -60,7 +64,7 @@ type stubSandbox struct {
 }
 
 func (s *stubSandbox) Info() sdk.SandboxInfo {
-	return sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home", State: []byte{0, 1, 2}}
+	return sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home"}
 }
 
 func (s *stubSandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
@@ -212,6 +216,9 @@ func TestFakeErrors(t *testing.T) {
 		exec: func(context.Context, sdk.ExecRequest, sdk.OutputFunc) (sdk.ExecResult, error) {
 			return sdk.ExecResult{}, fmt.Errorf("container c1 was removed: %w", sdk.ErrSandboxGone)
 		}})
+	if d, err := p.Describe(ctx, sdk.Config{}); err != nil || d.Env["FROM"] != "describe" {
+		t.Errorf("Describe through gRPC: %+v, %v", d, err)
+	}
 	err := p.Preflight(ctx, sdk.PreflightRequest{})
 	var pe *sdk.PluginError
 	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "fake" || err.Error() != "plugin fake: Preflight: daemon unreachable" {
@@ -237,7 +244,7 @@ func TestFakeErrors(t *testing.T) {
 		err.Error() != "plugin fake: Exec: container c1 was removed: the sandbox disappeared" {
 		t.Errorf("Exec in a sandbox that disappeared: %v", err)
 	}
-	if info := sb.Info(); !reflect.DeepEqual(info, sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home", State: []byte{0, 1, 2}}) {
+	if info := sb.Info(); !reflect.DeepEqual(info, sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home"}) {
 		t.Errorf("SandboxInfo %+v", info)
 	}
 

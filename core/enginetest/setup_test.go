@@ -120,6 +120,30 @@ func withEnv(m map[string]string) sdk.Config {
 	return sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"env": cty.MapVal(vals)})}
 }
 
+// TestEnvRunLayerWinsOverAgentAndSandboxEnv: the run's env is the top
+// layer for every agent (issue 16): the command agent's own env and the
+// local sandbox's env (which local accepts, seed 002) sit below it.
+func TestEnvRunLayerWinsOverAgentAndSandboxEnv(t *testing.T) {
+	repo := newRepo(t)
+	var term buffer
+	agent := commandAgent(t, `printf '%s %s %s' "$K" "$AGENT_ONLY" "$SANDBOX_ONLY" > env.txt && git add env.txt && git commit -q -m env`)
+	agent.Config = sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{
+		"command": agent.Config.Value.GetAttr("command"),
+		"env":     cty.MapVal(map[string]cty.Value{"K": cty.StringVal("agent"), "AGENT_ONLY": cty.StringVal("a")}),
+	})}
+	sb := localSandbox(t)
+	sb.Config = withEnv(map[string]string{"SANDBOX_ONLY": "s"})
+	o := options(repo, sb, agent, &term)
+	o.Env = map[string]string{"K": "run"}
+	res := run(t, o)
+	if len(res.Commits) != 1 {
+		t.Fatalf("commits %v\n%s", res.Commits, term.String())
+	}
+	if got := git(t, repo, "show", res.Commits[0].SHA+":env.txt"); got != "run a s" {
+		t.Errorf("the agent saw K, AGENT_ONLY, SANDBOX_ONLY = %q; want \"run a s\"", got)
+	}
+}
+
 // TestFakeEnvOverlap: agent-provider and sandbox-provider env sharing keys
 // is a configuration error listing the keys (never the values), raised
 // before anything starts.

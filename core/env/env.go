@@ -21,13 +21,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/joho/godotenv"
 
 	"github.com/missingstudio/sanddune/core/internal/textfile"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Layers are a run's env sources.
@@ -147,8 +147,6 @@ const (
 	MaxTotal = 1 << 20
 )
 
-var keyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // InvalidError lists env entries no process can be started with. It names
 // keys, never values.
 type InvalidError struct{ Problems []string }
@@ -168,7 +166,7 @@ func Check(vars map[string]string) error {
 		v := vars[k]
 		total += len(k) + 1 + len(v) + 1
 		switch {
-		case !keyRE.MatchString(k):
+		case !sdk.EnvName(k):
 			problems = append(problems, fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", k))
 		case strings.IndexByte(v, 0) >= 0:
 			problems = append(problems, fmt.Sprintf("the value of %s contains a NUL byte", k))

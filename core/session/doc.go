@@ -15,7 +15,7 @@
 //		SessionID: id, HostRepo: hostRepo, HostHome: hostHome}
 //	if _, err := session.PrepareResume(ctx, t); err != nil { ... }  // fails the run
 //	// After each iteration that reported a session id:
-//	if session.CaptureEnabled(cfg, desc) {
+//	if session.CaptureEnabled(desc) {
 //		t.SessionID = iterationSessionID
 //		path, err := session.Capture(ctx, t)  // err: a warning; session_file_path stays empty
 //	}
@@ -33,6 +33,6 @@
 // effort.
 //
 // The host side works on the realpath of the host repo, as the CLIs do.
-// Agents opt out of capture with a bool `capture_sessions` attribute in
-// their config (see CaptureEnabled).
+// An agent asks for capture with AgentDescription.CaptureSessions (its
+// plugin's `capture_sessions` attribute, say; see CaptureEnabled).
 package session

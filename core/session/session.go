@@ -81,10 +81,9 @@ func CheckResume(desc sdk.AgentDescription, fork bool) error {
 }
 
 // CaptureEnabled says whether sessions should be captured after each
-// iteration: the agent has session storage and its config does not set
-// capture_sessions = false.
-func CaptureEnabled(cfg sdk.Config, desc sdk.AgentDescription) bool {
-	return desc.Sessions != nil && agentkit.Bool(cfg, "capture_sessions", true)
+// iteration: the agent has session storage and asks for capture.
+func CaptureEnabled(desc sdk.AgentDescription) bool {
+	return desc.Sessions != nil && desc.CaptureSessions
 }
 
 // FindHost returns the host path of a session (the newest match when the

@@ -16,7 +16,6 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // fakeSandbox is a sandbox whose paths are real host paths under a temp
@@ -321,9 +320,9 @@ func TestCheckResumeAndCaptureEnabled(t *testing.T) {
 	if !errors.Is(CheckResume(noFork, true), ErrForkUnsupported) || !errors.Is(CheckResume(sdk.AgentDescription{}, false), ErrResumeUnsupported) {
 		t.Error("unsupported resume accepted")
 	}
-	on := sdk.Config{}
-	off := sdk.Config{Value: objectWithCapture(false)}
-	if !CaptureEnabled(on, claude) || CaptureEnabled(off, claude) || CaptureEnabled(on, sdk.AgentDescription{}) {
+	capture := claude
+	capture.CaptureSessions = true
+	if !CaptureEnabled(capture) || CaptureEnabled(claude) || CaptureEnabled(sdk.AgentDescription{CaptureSessions: true}) {
 		t.Error("CaptureEnabled")
 	}
 }
@@ -349,10 +348,6 @@ func TestLargeSessionOverGRPCFake(t *testing.T) {
 	if got := read(t, hostPath); got != strings.ReplaceAll(original, e.sb.repo, e.hostRepo) {
 		t.Errorf("large session corrupted (%d bytes)", len(got))
 	}
-}
-
-func objectWithCapture(v bool) cty.Value {
-	return cty.ObjectVal(map[string]cty.Value{"capture_sessions": cty.BoolVal(v)})
 }
 
 func TestGlobCharactersInPathsFake(t *testing.T) {

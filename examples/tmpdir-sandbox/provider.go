@@ -43,13 +43,36 @@ func (provider) ConfigSchema(context.Context) (sdk.Schema, error) {
 	return sdk.Schema{Attributes: []sdk.Attribute{
 		{Name: "network", Type: cty.String, Description: `Network mode; only "none" is accepted (tmpdir sandboxes are for offline work).`},
 		{Name: "allowed_hosts", Type: cty.List(cty.String), Description: "Refused: tmpdir cannot filter network traffic."},
+		sandboxkit.EnvAttribute(),
 	}}, nil
+}
+
+// config is a decoded tmpdir block.
+type config struct {
+	Network      *string           `cty:"network"`
+	AllowedHosts []string          `cty:"allowed_hosts"`
+	Env          map[string]string `cty:"env"`
+}
+
+// Describe returns the block's env; the host puts it in CreateRequest.Env.
+func (provider) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
+	var c config
+	err := cfg.Decode(&c)
+	return sdk.SandboxDescription{Env: c.Env}, err
 }
 
 // Configure refuses every setting that depends on the network.
 func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
-	var d sandboxkit.Decoder
-	switch network := d.String(cfg.Value, "network"); network {
+	var c config
+	if err := cfg.Decode(&c); err != nil {
+		return nil, err
+	}
+	d := sandboxkit.Decoder{Diags: sdk.CheckEnv(c.Env, "env")}
+	network := ""
+	if c.Network != nil {
+		network = *c.Network
+	}
+	switch network {
 	case "":
 	case "none":
 		d.Diags = append(d.Diags, sdk.Diagnostic{
@@ -62,7 +85,7 @@ func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, e
 		d.Errorf("network", fmt.Sprintf("Unsupported network %q", network),
 			`tmpdir sandboxes are for offline work: only network = "none" (or no network attribute) is accepted.`)
 	}
-	if !sandboxkit.Attr(cfg.Value, "allowed_hosts").IsNull() {
+	if c.AllowedHosts != nil {
 		d.Errorf("allowed_hosts", "allowed_hosts is not supported",
 			"tmpdir cannot filter network traffic; use a provider that enforces network policy.")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -111,7 +112,14 @@ func TestConfigureDiagnostics(t *testing.T) {
 
 func TestExecEnvironment(t *testing.T) {
 	requireBwrap(t)
-	sb, req := create(t, cfgOf(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})}), nil)
+	// The block's env reaches commands the way the host passes it: Describe
+	// gives it, the host layers it into CreateRequest.Env.
+	cfg := cfgOf(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})})
+	desc, err := New().Describe(context.Background(), cfg)
+	if err != nil || desc.Env["FROM_CFG"] != "cfg" {
+		t.Fatalf("Describe = %+v, %v; want the block's env", desc, err)
+	}
+	sb, req := create(t, cfg, func(r *sdk.CreateRequest) { maps.Copy(r.Env, desc.Env) })
 	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: `pwd; echo "$HOME|$TMPDIR|$SANDDUNE_TEST|$FROM_CFG|$X"; echo "$PATH"; id -u; grep CapEff /proc/self/status; cat /proc/1/comm`,
 		Env: map[string]string{"X": "x"}})
 	want := []string{req.WorktreePath, sb.home + "|/tmp|1|cfg|x", os.Getenv("PATH"), fmt.Sprint(os.Getuid()), "CapEff:\t0000000000000000"}

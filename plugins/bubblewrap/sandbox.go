@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,11 +25,6 @@ var hostEnv = []string{"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MES
 // execMarker is set in every Exec's environment with a random value, so
 // that cancellation finds every process the Exec started.
 const execMarker = "SANDDUNE_EXEC"
-
-// State is what Info().State holds (JSON).
-type State struct {
-	Dir string `json:"dir"`
-}
 
 // root maps a sandbox path prefix to the host path it is bound from.
 type root struct {
@@ -122,12 +116,11 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 		s.binds = append(s.binds, flag, r.host, r.sandbox)
 	}
 
-	env := sandboxkit.MergeEnv(sandboxkit.HostEnv(hostEnv...), req.Env, cfg.Env)
+	env := sandboxkit.MergeEnv(sandboxkit.HostEnv(hostEnv...), req.Env)
 	env["HOME"] = s.home
 	env["TMPDIR"] = "/tmp"
 	s.env = env
-	state, _ := json.Marshal(State{Dir: s.dir})
-	s.info = sdk.SandboxInfo{ID: s.dir, RepoPath: s.repo, HomePath: s.home, State: state}
+	s.info = sdk.SandboxInfo{ID: s.dir, RepoPath: s.repo, HomePath: s.home}
 	return nil
 }
 

@@ -56,12 +56,14 @@ func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, e
 }
 
 func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
-	env := p.Common(cfg).Env
+	c := p.Common(cfg)
+	env := c.Env
 	d := sdk.AgentDescription{
-		Env:      env,
-		Sessions: &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingClaude},
-		Resume:   true,
-		Fork:     true,
+		Env:             env,
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingClaude},
+		CaptureSessions: c.CaptureSessions,
+		Resume:          true,
+		Fork:            true,
 
 		BypassesPermissions: true,
 	}

@@ -49,11 +49,12 @@ func TestConfigure(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
-		RequiredEnv: [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}},
-		Env:         map[string]string{"FOO": "bar"},
-		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl", EncodeCwd: "claude"},
-		Resume:      true,
-		Fork:        true,
+		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}},
+		Env:             map[string]string{"FOO": "bar"},
+		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl", EncodeCwd: "claude"},
+		CaptureSessions: true,
+		Resume:          true,
+		Fork:            true,
 
 		BypassesPermissions: true,
 	}

@@ -49,12 +49,14 @@ func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, e
 }
 
 func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	c := p.Common(cfg)
 	return sdk.AgentDescription{
-		RequiredEnv: [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
-		Env:         p.Common(cfg).Env,
-		Sessions:    &sdk.SessionStorage{PathPattern: SessionPattern},
-		Resume:      true,
-		Fork:        true,
+		RequiredEnv:     [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
+		Env:             c.Env,
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern},
+		CaptureSessions: c.CaptureSessions,
+		Resume:          true,
+		Fork:            true,
 
 		BypassesPermissions: true,
 	}, nil

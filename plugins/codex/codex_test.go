@@ -48,10 +48,11 @@ func TestConfigure(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	d := agentkittest.Describe(t, New(), nil)
 	want := sdk.AgentDescription{
-		RequiredEnv: [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
-		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.codex/sessions/*/*/*/rollout-*-{session_id}.jsonl"},
-		Resume:      true,
-		Fork:        true,
+		RequiredEnv:     [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
+		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.codex/sessions/*/*/*/rollout-*-{session_id}.jsonl"},
+		CaptureSessions: true,
+		Resume:          true,
+		Fork:            true,
 
 		BypassesPermissions: true,
 	}

@@ -65,13 +65,14 @@ func (*Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, 
 			Attribute: "command",
 		})
 	}
-	ds = append(ds, agentkit.CheckEnv(agentkit.StringMap(cfg, "env"), "env")...)
+	ds = append(ds, sdk.CheckEnv(agentkit.StringMap(cfg, "env"), "env")...)
 	return ds, nil
 }
 
-// Describe: no credentials, no sessions.
-func (*Provider) Describe(context.Context, sdk.Config) (sdk.AgentDescription, error) {
-	return sdk.AgentDescription{}, nil
+// Describe: no credentials, no sessions; env is the agent-provider env
+// layer, below the run's env.
+func (*Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	return sdk.AgentDescription{Env: agentkit.StringMap(cfg, "env")}, nil
 }
 
 // BuildCommand returns the configured argv; in print mode the prompt is its
@@ -81,7 +82,7 @@ func (*Provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Co
 	if len(argv) == 0 || argv[0] == "" {
 		return sdk.Command{}, errors.New("command agent: command is empty")
 	}
-	c := sdk.Command{Argv: argv, Env: agentkit.StringMap(req.Config, "env")}
+	c := sdk.Command{Argv: argv}
 	if req.Mode != sdk.ModeInteractive {
 		c.Stdin = []byte(req.Prompt)
 	}

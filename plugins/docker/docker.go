@@ -67,8 +67,6 @@ func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
 		Sandbox: &sdk.SandboxCapabilities{
 			Contract:    sdk.ContractBindMount,
 			NetworkNone: true,
-			CPULimit:    true,
-			MemoryLimit: true,
 			Sudo:        true,
 			TTY:         true,
 			Confines:    true,
@@ -77,6 +75,12 @@ func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
 }
 
 func (p *Provider) ConfigSchema(ctx context.Context) (sdk.Schema, error) { return schema(), nil }
+
+// Describe returns the block's env (the sandbox-provider env layer).
+func (p *Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
+	c, diags := decodeConfig(cfg)
+	return sdk.SandboxDescription{Env: c.Env}, diags.Err()
+}
 
 func (p *Provider) Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	_, diags := decodeConfig(cfg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -151,7 +152,14 @@ func TestConfigureDiagnostics(t *testing.T) {
 
 func TestExec(t *testing.T) {
 	requireDocker(t)
-	sb, _ := create(t, cfgOf(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})}), nil)
+	// The block's env reaches commands the way the host passes it: Describe
+	// gives it, the host layers it into CreateRequest.Env.
+	cfg := cfgOf(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})})
+	desc, err := New().Describe(context.Background(), cfg)
+	if err != nil || desc.Env["FROM_CFG"] != "cfg" {
+		t.Fatalf("Describe = %+v, %v; want the block's env", desc, err)
+	}
+	sb, _ := create(t, cfg, func(r *sdk.CreateRequest) { maps.Copy(r.Env, desc.Env) })
 	if info := sb.Info(); info.RepoPath != "/home/agent/workspace" || info.HomePath != "/home/agent" || info.ID == "" {
 		t.Fatalf("info %+v", info)
 	}

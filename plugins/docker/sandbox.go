@@ -3,7 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -22,13 +21,6 @@ import (
 // cleanupTimeout bounds teardown work that must happen even after the
 // caller's context is cancelled.
 const cleanupTimeout = 30 * time.Second
-
-// State is what Info().State holds (JSON).
-type State struct {
-	ContainerID string `json:"container_id"`
-	Name        string `json:"name"`
-	Image       string `json:"image"`
-}
 
 // Create starts one container for a run: `sleep infinity` under docker's
 // init as the keepalive, the worktree at /home/agent/workspace, git
@@ -56,7 +48,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	}
 	image := cfg.image(req.HostRepoPath)
 
-	env := sandboxkit.MergeEnv(req.Env, cfg.Env)
+	env := sandboxkit.MergeEnv(req.Env)
 	env["HOME"] = containerkit.HomeDir
 
 	init := true
@@ -99,8 +91,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, fmt.Errorf("create container: %w", err)
 	}
 	s := &sandbox{cli: cli, id: created.ID, name: name, uid: uid, gid: gid, binds: binds}
-	state, _ := json.Marshal(State{ContainerID: created.ID, Name: name, Image: image})
-	s.info = sdk.SandboxInfo{ID: created.ID, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, State: state}
+	s.info = sdk.SandboxInfo{ID: created.ID, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir}
 
 	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
 		_ = s.Close(ctx)

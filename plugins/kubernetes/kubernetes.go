@@ -5,8 +5,9 @@
 // (the repository), home and /tmp, a restrictive security context (non-root,
 // no privilege escalation, all capabilities dropped, RuntimeDefault seccomp,
 // read-only root) and no service account token unless asked for. The
-// environment of CreateRequest and the block's `env` live in a Secret the
-// pod reads with envFrom, never in the pod spec or an exec URL. With
+// environment of CreateRequest (the host puts the block's `env`, described
+// by Describe, in it) lives in a Secret the pod reads with envFrom, never
+// in the pod spec or an exec URL. With
 // `network = "none"` a NetworkPolicy denies all egress of the pod.
 //
 // Commands run through pods/exec over WebSocket (SPDY when the apiserver
@@ -137,12 +138,7 @@ func (*Provider) Info(context.Context) (sdk.Info, error) {
 		Version:          Version,
 		ProtocolVersions: []int{sdk.ProtocolVersion},
 		Description:      "one pod per sandbox on a Kubernetes cluster",
-		Sandbox: &sdk.SandboxCapabilities{
-			Contract:    sdk.ContractIsolated,
-			NetworkNone: true,
-			CPULimit:    true,
-			MemoryLimit: true,
-		},
+		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true},
 	}, nil
 }
 
@@ -153,6 +149,12 @@ func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) { return sche
 func (*Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	_, diags := decodeConfig(cfg)
 	return diags, nil
+}
+
+// Describe returns the block's env (the sandbox-provider env layer).
+func (*Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
+	c, diags := decodeConfig(cfg)
+	return sdk.SandboxDescription{Env: c.Env}, diags.Err()
 }
 
 // errConfig turns invalid config met at run time into an error.

@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -76,7 +75,7 @@ func (p *Provider) create(ctx context.Context, cl *cluster, c config, req sdk.Cr
 	sb := newSandbox(cl, ns, name, c.Workdir, c.Home)
 
 	secretName := ""
-	if env := envSecret(meta, mergeEnv(c.Env, req.Env)); env != nil {
+	if env := envSecret(meta, req.Env); env != nil {
 		if _, err := cl.client.CoreV1().Secrets(ns).Create(ctx, env, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("kubernetes sandbox: create secret %s/%s: %w", ns, name, err)
 		}
@@ -101,18 +100,7 @@ func (p *Provider) create(ctx context.Context, cl *cluster, c config, req sdk.Cr
 	return sb, nil
 }
 
-func mergeEnv(layers ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, l := range layers {
-		for k, v := range l {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 func newSandbox(cl *cluster, ns, name, workdir, home string) *sandbox {
-	state, _ := json.Marshal(map[string]string{"namespace": ns, "pod": name})
 	return &sandbox{
 		cl: cl, ns: ns, name: name,
 		roots: []string{workdir, home},
@@ -120,7 +108,6 @@ func newSandbox(cl *cluster, ns, name, workdir, home string) *sandbox {
 			ID:       ns + "/" + name,
 			RepoPath: workdir,
 			HomePath: home,
-			State:    state,
 		},
 	}
 }

@@ -65,11 +65,31 @@ func (*Provider) Info(context.Context) (sdk.Info, error) {
 	}, nil
 }
 
-// ConfigSchema is empty: a local sandbox has nothing to configure.
-func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) { return sdk.Schema{}, nil }
+// config is a decoded local block.
+type config struct {
+	Env map[string]string `cty:"env"`
+}
 
-// Configure accepts any config: the schema is empty.
-func (*Provider) Configure(context.Context, sdk.Config) (sdk.Diagnostics, error) { return nil, nil }
+// ConfigSchema declares env, the one setting of a local sandbox.
+func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) {
+	return sdk.Schema{Attributes: []sdk.Attribute{sandboxkit.EnvAttribute()}}, nil
+}
+
+// Configure checks the env keys.
+func (*Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+	var c config
+	if err := cfg.Decode(&c); err != nil {
+		return nil, err
+	}
+	return sdk.CheckEnv(c.Env, "env"), nil
+}
+
+// Describe returns the block's env.
+func (*Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
+	var c config
+	err := cfg.Decode(&c)
+	return sdk.SandboxDescription{Env: c.Env}, err
+}
 
 // Preflight checks that the temp dir is writable.
 func (*Provider) Preflight(context.Context, sdk.PreflightRequest) error {

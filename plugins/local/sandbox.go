@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,17 +49,12 @@ func recoverSandbox(root string) (*sandbox, error) {
 }
 
 func openSandbox(root string, env map[string]string) (*sandbox, error) {
-	state, err := json.Marshal(map[string]string{"dir": root})
-	if err != nil {
-		return nil, err
-	}
 	return &sandbox{
 		root: root,
 		info: sdk.SandboxInfo{
 			ID:       root,
 			RepoPath: filepath.Join(root, "repo"),
 			HomePath: filepath.Join(root, "home"),
-			State:    state,
 		},
 		env: env,
 	}, nil

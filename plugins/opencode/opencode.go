@@ -46,7 +46,7 @@ func (p provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics,
 	for _, a := range []string{"variant", "agent", "binary"} {
 		ds = append(ds, agentkit.CheckNotEmpty(cfg, a)...)
 	}
-	ds = append(ds, agentkit.CheckEnv(c.Env, "env")...)
+	ds = append(ds, sdk.CheckEnv(c.Env, "env")...)
 	return ds, nil
 }
 

@@ -92,11 +92,12 @@ func requiredEnv(model string) [][]string {
 func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
 	c := p.Common(cfg)
 	return sdk.AgentDescription{
-		RequiredEnv: requiredEnv(c.Model),
-		Env:         c.Env,
-		Sessions:    &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingPi},
-		Resume:      true,
-		Fork:        true,
+		RequiredEnv:     requiredEnv(c.Model),
+		Env:             c.Env,
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingPi},
+		CaptureSessions: c.CaptureSessions,
+		Resume:          true,
+		Fork:            true,
 
 		BypassesPermissions: true,
 	}, nil

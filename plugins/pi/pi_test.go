@@ -46,10 +46,11 @@ func TestConfigure(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	d := agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
 	want := sdk.AgentDescription{
-		RequiredEnv: [][]string{{"ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"}},
-		Sessions:    &sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl", EncodeCwd: "pi"},
-		Resume:      true,
-		Fork:        true,
+		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"}},
+		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl", EncodeCwd: "pi"},
+		CaptureSessions: true,
+		Resume:          true,
+		Fork:            true,
 
 		BypassesPermissions: true,
 	}

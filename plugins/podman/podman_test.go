@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -94,7 +95,14 @@ func TestEnvValuesStayOffTheCommandLine(t *testing.T) {
 
 func TestExec(t *testing.T) {
 	t.Parallel()
-	sb, _ := create(t, cfgOf(t, map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})}), nil)
+	// The block's env reaches commands the way the host passes it: Describe
+	// gives it, the host layers it into CreateRequest.Env.
+	cfg := cfgOf(t, map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FROM_CFG": cty.StringVal("cfg")})})
+	desc, err := New().Describe(context.Background(), cfg)
+	if err != nil || desc.Env["FROM_CFG"] != "cfg" {
+		t.Fatalf("Describe = %+v, %v; want the block's env", desc, err)
+	}
+	sb, _ := create(t, cfg, func(r *sdk.CreateRequest) { maps.Copy(r.Env, desc.Env) })
 	if info := sb.Info(); info.RepoPath != "/home/agent/workspace" || info.HomePath != "/home/agent" || info.ID == "" {
 		t.Fatalf("info %+v", info)
 	}
@@ -552,7 +560,7 @@ func TestInfo(t *testing.T) {
 	if err != nil || info.Sandbox == nil {
 		t.Fatal(info, err)
 	}
-	if c := info.Sandbox; c.Contract != sdk.ContractBindMount || !c.Confines || !c.NetworkNone || !c.CPULimit || !c.MemoryLimit || !c.Sudo || c.TTY {
+	if c := info.Sandbox; c.Contract != sdk.ContractBindMount || !c.Confines || !c.NetworkNone || !c.Sudo || c.TTY {
 		t.Fatalf("capabilities %+v", c)
 	}
 }

@@ -3,7 +3,6 @@ package podman
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,13 +21,6 @@ import (
 // process start, slow on a loaded host, and a `podman rm` cut short leaves
 // a half-removed container.
 const cleanupTimeout = 2 * time.Minute
-
-// State is what Info().State holds (JSON).
-type State struct {
-	ContainerID string `json:"container_id"`
-	Name        string `json:"name"`
-	Image       string `json:"image"`
-}
 
 // Create starts one container for a run: `sleep infinity` under podman's
 // init as the keepalive, the worktree at /home/agent/workspace, git
@@ -52,7 +44,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, err
 	}
 	image := cfg.image(req.HostRepoPath)
-	env := sandboxkit.MergeEnv(req.Env, cfg.Env)
+	env := sandboxkit.MergeEnv(req.Env)
 	env["HOME"] = containerkit.HomeDir
 
 	name := containerkit.Name(req.RunName)
@@ -86,8 +78,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		id = id[i+1:]
 	}
 	s := &sandbox{cli: c, id: id, name: name, uid: req.HostUID, gid: req.HostGID, binds: binds}
-	state, _ := json.Marshal(State{ContainerID: id, Name: name, Image: image})
-	s.info = sdk.SandboxInfo{ID: id, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, State: state}
+	s.info = sdk.SandboxInfo{ID: id, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir}
 	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
 		_ = s.Close(ctx)
 		return nil, err

@@ -51,10 +51,9 @@ func newSandbox(cl *client, projectID, name string, se apiSession, env map[strin
 	if cwd == "" || !path.IsAbs(cwd) {
 		cwd = "/vercel/sandbox"
 	}
-	state, _ := json.Marshal(map[string]string{"name": name, "session": se.ID})
 	return &sandbox{
 		cl: cl, projectID: projectID, name: name, sid: se.ID, cwd: cwd, env: env,
-		info:    sdk.SandboxInfo{ID: name, RepoPath: path.Join(cwd, repoDir), State: state},
+		info:    sdk.SandboxInfo{ID: name, RepoPath: path.Join(cwd, repoDir)},
 		closing: make(chan struct{}),
 	}
 }

@@ -33,7 +33,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // Version is the provider's version.
@@ -82,8 +81,14 @@ func (*Provider) Info(context.Context) (sdk.Info, error) {
 		Version:          Version,
 		ProtocolVersions: []int{sdk.ProtocolVersion},
 		Description:      "Vercel Sandbox microVM over Vercel's API (VERCEL_TOKEN + VERCEL_TEAM_ID + VERCEL_PROJECT_ID, or VERCEL_OIDC_TOKEN)",
-		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, CPULimit: true, Sudo: true, Confines: true},
+		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, Sudo: true, Confines: true},
 	}, nil
+}
+
+// Describe returns the block's env (the sandbox-provider env layer).
+func (*Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
+	c, diags := decodeConfig(cfg)
+	return sdk.SandboxDescription{Env: c.Env}, diags.Err()
 }
 
 // ConfigSchema declares the provider block.
@@ -162,7 +167,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, fmt.Errorf("vercel sandbox: creating sandbox %s: %w", body.Name, err)
 	}
-	s := newSandbox(cl, cred.projectID, created.Sandbox.Name, created.Session, sandboxkit.MergeEnv(cfg.Env, req.Env))
+	s := newSandbox(cl, cred.projectID, created.Sandbox.Name, created.Session, req.Env)
 	if err := s.prepare(ctx, req.Labels); err != nil {
 		rmErr := cl.remove(context.WithoutCancel(ctx), s.name, s.projectID)
 		if rmErr != nil {

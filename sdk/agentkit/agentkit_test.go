@@ -149,7 +149,7 @@ func TestConfigAccessors(t *testing.T) {
 	if String(sdk.Config{}, "model") != "" || StringMap(sdk.Config{Value: cty.NullVal(cty.DynamicPseudoType)}, "env") != nil {
 		t.Error("null config")
 	}
-	if ds := CheckEnv(map[string]string{"OK_1": "", "1BAD": "", "A=B": ""}, "env"); len(ds) != 2 || ds[0].Attribute != "env" {
+	if ds := sdk.CheckEnv(map[string]string{"OK_1": "", "1BAD": "", "A=B": ""}, "env"); len(ds) != 2 || ds[0].Attribute != "env" {
 		t.Errorf("CheckEnv = %v", ds)
 	}
 	if ds := CheckOneOf("huge", []string{"low", "high"}, "effort"); len(ds) != 1 || ds[0].Attribute != "effort" {

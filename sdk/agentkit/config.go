@@ -67,29 +67,6 @@ func StringMap(cfg sdk.Config, name string) map[string]string {
 	return out
 }
 
-var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// CheckEnv reports env keys that are not valid variable names, on
-// attribute attrName.
-func CheckEnv(env map[string]string, attrName string) sdk.Diagnostics {
-	var ds sdk.Diagnostics
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !envKey.MatchString(k) {
-			ds = append(ds, sdk.Diagnostic{
-				Summary:   "Invalid environment variable name",
-				Detail:    fmt.Sprintf("%q is not a valid variable name (letters, digits and _, not starting with a digit)", k),
-				Attribute: attrName,
-			})
-		}
-	}
-	return ds
-}
-
 // CheckOneOf reports value when it is set and not one of allowed.
 func CheckOneOf(value string, allowed []string, attrName string) sdk.Diagnostics {
 	if value == "" || slices.Contains(allowed, value) {

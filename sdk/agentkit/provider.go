@@ -25,8 +25,8 @@ type Base struct {
 	Attributes []sdk.Attribute
 	// EnvExample is the credential variable env's description shows.
 	EnvExample string
-	// CaptureSessions describes capture_sessions (read by the host, default
-	// true); "" leaves the attribute out.
+	// CaptureSessions describes capture_sessions (default true, returned
+	// as AgentDescription.CaptureSessions via Common); "" leaves it out.
 	CaptureSessions string
 	// SessionFields are the cwd fields of the agent's JSONL session files,
 	// as RewriteJSONLCwd names them; with none, RewriteSession returns the
@@ -83,12 +83,17 @@ func (textParser) Close() []sdk.Event            { return nil }
 // Common holds the common attributes of an agent block.
 type Common struct {
 	Model, Binary string
-	Env           map[string]string
+	// Env goes in AgentDescription.Env, never in Command.Env.
+	Env map[string]string
+	// CaptureSessions goes in AgentDescription.CaptureSessions (false when
+	// the agent declares no capture_sessions).
+	CaptureSessions bool
 }
 
 // Common reads the common attributes; binary is Name when unset.
 func (b Base) Common(cfg sdk.Config) Common {
-	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), Env: StringMap(cfg, "env")}
+	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), Env: StringMap(cfg, "env"),
+		CaptureSessions: b.CaptureSessions != "" && Bool(cfg, "capture_sessions", true)}
 	if c.Binary == "" {
 		c.Binary = b.Name
 	}
@@ -99,7 +104,7 @@ func (b Base) Common(cfg sdk.Config) Common {
 func CheckCommon(cfg sdk.Config) sdk.Diagnostics {
 	ds := CheckNotEmpty(cfg, "model")
 	ds = append(ds, CheckNotEmpty(cfg, "binary")...)
-	return append(ds, CheckEnv(StringMap(cfg, "env"), "env")...)
+	return append(ds, sdk.CheckEnv(StringMap(cfg, "env"), "env")...)
 }
 
 // ResumeSession returns the session a command resumes or forks: the

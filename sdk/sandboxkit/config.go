@@ -147,11 +147,7 @@ func (d *Decoder) StringMap(v cty.Value, name string) map[string]string {
 // Env returns an environment map attribute and checks the variable names.
 func (d *Decoder) Env(v cty.Value, name string) map[string]string {
 	env := d.StringMap(v, name)
-	for k := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			d.Errorf(name, "invalid environment variable name", "%q", k)
-		}
-	}
+	d.Diags = append(d.Diags, sdk.CheckEnv(env, d.Prefix+name)...)
 	return env
 }
 

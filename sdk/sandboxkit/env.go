@@ -3,6 +3,10 @@ package sandboxkit
 import (
 	"os"
 	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // MergeEnv merges environment layers into a new map; later layers win.
@@ -38,4 +42,12 @@ func HostEnv(keys ...string) map[string]string {
 		}
 	}
 	return env
+}
+
+// EnvAttribute is the `env` attribute every sandbox provider declares
+// (seed 002): environment for every command in the sandbox. Describe
+// returns it as SandboxDescription.Env, and the host layers it below the
+// run's env into CreateRequest.Env; the provider does not apply it again.
+func EnvAttribute() sdk.Attribute {
+	return sdk.Attribute{Name: "env", Type: cty.Map(cty.String), Description: "Environment for every command in the sandbox (below the run's env)."}
 }

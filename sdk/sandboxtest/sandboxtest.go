@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -114,11 +115,17 @@ func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
 	if diags.HasErrors() {
 		t.Fatalf("Configure: %v", diags)
 	}
+	// A plugin that lacks Describe (another language's, say) describes
+	// nothing; an error is a failure.
+	desc, err := c.Describe(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
 	if err := c.Preflight(ctx, sdk.PreflightRequest{Config: cfg, HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()}); err != nil {
 		t.Fatalf("Preflight: %v", err)
 	}
 
-	s := &suite{p: c, caps: *info.Sandbox, name: info.Name, cfg: cfg, opts: opts}
+	s := &suite{p: c, caps: *info.Sandbox, name: info.Name, cfg: cfg, env: desc.Env, opts: opts}
 	s.sb, s.worktree, _ = s.create(t)
 	t.Cleanup(func() {
 		if err := s.sb.Close(context.Background()); err != nil {
@@ -171,6 +178,7 @@ type suite struct {
 	caps     sdk.SandboxCapabilities
 	name     string
 	cfg      sdk.Config
+	env      map[string]string // the provider's env layer (Describe)
 	opts     Options
 	sb       sdk.Sandbox
 	worktree string // host worktree (bind-mount contract)
@@ -193,15 +201,18 @@ func (s *suite) create(t *testing.T) (sdk.Sandbox, string, string) {
 	}
 	runID := "sandboxtest-" + randomID()
 	host, _ := os.Hostname()
+	// The env the host passes: the provider's layer below the run's.
+	env := maps.Clone(s.env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["SANDDUNE_TEST_CREATE_ENV"], env["SANDDUNE_TEST_OVERRIDE"] = "from-create", "create"
 	req := sdk.CreateRequest{
 		Config:       s.cfg,
 		RunID:        runID,
 		RunName:      "sandboxtest",
 		HostRepoPath: repo,
-		Env: map[string]string{
-			"SANDDUNE_TEST_CREATE_ENV": "from-create",
-			"SANDDUNE_TEST_OVERRIDE":   "create",
-		},
+		Env:          env,
 		Labels: map[string]string{
 			sdk.LabelRun:     runID,
 			sdk.LabelSandbox: "sandbox." + s.name + ".sandboxtest",

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/env"
 	"github.com/missingstudio/sanddune/core/pluginhost"
@@ -21,11 +19,12 @@ type Plugins interface {
 	Agent(ctx context.Context, plugin string) (sdk.AgentProvider, pluginhost.Component, error)
 }
 
-// Sandbox is a sandbox block resolved, decoded and configured.
+// Sandbox is a sandbox block resolved, decoded, configured and described.
 type Sandbox struct {
 	Provider sdk.SandboxProvider
 	Config   sdk.Config
 	Caps     sdk.SandboxCapabilities
+	Desc     sdk.SandboxDescription
 }
 
 // Agent is an agent block resolved, decoded, configured and described.
@@ -41,8 +40,8 @@ type Providers struct {
 	Plugins Plugins
 }
 
-// Sandbox resolves, decodes and configures a sandbox block; nil when it
-// cannot be used.
+// Sandbox resolves, decodes, configures and describes a sandbox block; nil
+// when it cannot be used.
 func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandbox, Diagnostics) {
 	prov, comp, cfg, diags := configure(ctx, p, b, p.Plugins.Sandbox)
 	if diags.HasErrors() {
@@ -52,7 +51,12 @@ func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandb
 		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.PluginRange.Ptr(),
 			Summary: "Plugin declares no sandbox capabilities", Detail: fmt.Sprintf("%s (%s) is not usable as a sandbox provider; this is a bug in the plugin.", b.Plugin, comp.Source)})
 	}
-	return &Sandbox{Provider: prov, Config: cfg, Caps: *comp.Info.Sandbox}, diags
+	desc, err := prov.Describe(ctx, cfg)
+	if err != nil {
+		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.DeclRange.Ptr(), Err: err,
+			Summary: "Plugin failed to describe the sandbox", Detail: fmt.Sprintf("%s (%s): %v", b.Address, comp.Source, err)})
+	}
+	return &Sandbox{Provider: prov, Config: cfg, Caps: *comp.Info.Sandbox, Desc: desc}, diags
 }
 
 // Agent resolves, decodes, configures and describes an agent block; nil
@@ -176,25 +180,4 @@ func (rs Repos) Open(ctx context.Context, dir string) *Repo {
 		return fail("env", "Invalid .sanddune/.env", fmt.Errorf("%w (fix the syntax of .sanddune/.env)", err))
 	}
 	return s
-}
-
-// ConfigEnv reads the conventional `env` attribute (a map of strings) of a
-// provider block, if it has one.
-func ConfigEnv(cfg sdk.Config) map[string]string {
-	v := cfg.Value
-	if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute("env") {
-		return nil
-	}
-	v = v.GetAttr("env")
-	if v.IsNull() || !v.CanIterateElements() {
-		return nil
-	}
-	out := map[string]string{}
-	for it := v.ElementIterator(); it.Next(); {
-		k, e := it.Element()
-		if k.Type() == cty.String && !e.IsNull() && e.Type() == cty.String {
-			out[k.AsString()] = e.AsString()
-		}
-	}
-	return out
 }

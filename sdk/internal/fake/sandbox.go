@@ -58,6 +58,10 @@ func (p *SandboxProvider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diag
 	return nil, nil
 }
 
+func (p *SandboxProvider) Describe(context.Context, sdk.Config) (sdk.SandboxDescription, error) {
+	return sdk.SandboxDescription{}, nil
+}
+
 func (p *SandboxProvider) Preflight(context.Context, sdk.PreflightRequest) error { return nil }
 
 func (p *SandboxProvider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
@@ -100,7 +104,7 @@ type Sandbox struct {
 }
 
 func (s *Sandbox) Info() sdk.SandboxInfo {
-	return sdk.SandboxInfo{ID: s.root, RepoPath: s.repo, HomePath: s.home, State: []byte("state")}
+	return sdk.SandboxInfo{ID: s.root, RepoPath: s.repo, HomePath: s.home}
 }
 
 var errClosed = errors.New("sandbox is closed")

@@ -493,14 +493,18 @@ func (x *ComponentInfo) GetSandbox() *SandboxCapabilities {
 }
 
 type SandboxCapabilities struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Contract      string                 `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
-	NetworkNone   bool                   `protobuf:"varint,2,opt,name=network_none,json=networkNone,proto3" json:"network_none,omitempty"`
-	CpuLimit      bool                   `protobuf:"varint,3,opt,name=cpu_limit,json=cpuLimit,proto3" json:"cpu_limit,omitempty"`
-	MemoryLimit   bool                   `protobuf:"varint,4,opt,name=memory_limit,json=memoryLimit,proto3" json:"memory_limit,omitempty"`
-	Tty           bool                   `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
-	Sudo          bool                   `protobuf:"varint,6,opt,name=sudo,proto3" json:"sudo,omitempty"`
-	Confines      bool                   `protobuf:"varint,7,opt,name=confines,proto3" json:"confines,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Contract    string                 `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	NetworkNone bool                   `protobuf:"varint,2,opt,name=network_none,json=networkNone,proto3" json:"network_none,omitempty"`
+	// Nothing reads these two (ADR 0010); they stay for v1 peers.
+	//
+	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
+	CpuLimit bool `protobuf:"varint,3,opt,name=cpu_limit,json=cpuLimit,proto3" json:"cpu_limit,omitempty"`
+	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
+	MemoryLimit   bool `protobuf:"varint,4,opt,name=memory_limit,json=memoryLimit,proto3" json:"memory_limit,omitempty"`
+	Tty           bool `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
+	Sudo          bool `protobuf:"varint,6,opt,name=sudo,proto3" json:"sudo,omitempty"`
+	Confines      bool `protobuf:"varint,7,opt,name=confines,proto3" json:"confines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -549,6 +553,7 @@ func (x *SandboxCapabilities) GetNetworkNone() bool {
 	return false
 }
 
+// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
 func (x *SandboxCapabilities) GetCpuLimit() bool {
 	if x != nil {
 		return x.CpuLimit
@@ -556,6 +561,7 @@ func (x *SandboxCapabilities) GetCpuLimit() bool {
 	return false
 }
 
+// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
 func (x *SandboxCapabilities) GetMemoryLimit() bool {
 	if x != nil {
 		return x.MemoryLimit
@@ -1320,11 +1326,12 @@ func (x *CreateResponse) GetInfo() *SandboxInfo {
 }
 
 type SandboxInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RepoPath      string                 `protobuf:"bytes,2,opt,name=repo_path,json=repoPath,proto3" json:"repo_path,omitempty"`
-	HomePath      string                 `protobuf:"bytes,3,opt,name=home_path,json=homePath,proto3" json:"home_path,omitempty"`
-	State         []byte                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RepoPath string                 `protobuf:"bytes,2,opt,name=repo_path,json=repoPath,proto3" json:"repo_path,omitempty"`
+	HomePath string                 `protobuf:"bytes,3,opt,name=home_path,json=homePath,proto3" json:"home_path,omitempty"`
+	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
+	State         []byte `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"` // the host never read it (ADR 0010)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1380,6 +1387,7 @@ func (x *SandboxInfo) GetHomePath() string {
 	return ""
 }
 
+// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
 func (x *SandboxInfo) GetState() []byte {
 	if x != nil {
 		return x.State
@@ -2528,6 +2536,7 @@ type AgentDescription struct {
 	Resume              bool                   `protobuf:"varint,4,opt,name=resume,proto3" json:"resume,omitempty"`
 	Fork                bool                   `protobuf:"varint,5,opt,name=fork,proto3" json:"fork,omitempty"`
 	BypassesPermissions bool                   `protobuf:"varint,6,opt,name=bypasses_permissions,json=bypassesPermissions,proto3" json:"bypasses_permissions,omitempty"`
+	CaptureSessions     bool                   `protobuf:"varint,7,opt,name=capture_sessions,json=captureSessions,proto3" json:"capture_sessions,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -2604,6 +2613,57 @@ func (x *AgentDescription) GetBypassesPermissions() bool {
 	return false
 }
 
+func (x *AgentDescription) GetCaptureSessions() bool {
+	if x != nil {
+		return x.CaptureSessions
+	}
+	return false
+}
+
+type SandboxDescription struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Env           map[string]string      `protobuf:"bytes,1,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxDescription) Reset() {
+	*x = SandboxDescription{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxDescription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxDescription) ProtoMessage() {}
+
+func (x *SandboxDescription) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxDescription.ProtoReflect.Descriptor instead.
+func (*SandboxDescription) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SandboxDescription) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
 type BuildCommandRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Component       string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
@@ -2621,7 +2681,7 @@ type BuildCommandRequest struct {
 
 func (x *BuildCommandRequest) Reset() {
 	*x = BuildCommandRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2633,7 +2693,7 @@ func (x *BuildCommandRequest) String() string {
 func (*BuildCommandRequest) ProtoMessage() {}
 
 func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2646,7 +2706,7 @@ func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildCommandRequest.ProtoReflect.Descriptor instead.
 func (*BuildCommandRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *BuildCommandRequest) GetComponent() string {
@@ -2724,7 +2784,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2736,7 +2796,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2749,7 +2809,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Command) GetArgv() [][]byte {
@@ -2792,7 +2852,7 @@ type ParseStreamRequest struct {
 
 func (x *ParseStreamRequest) Reset() {
 	*x = ParseStreamRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2804,7 +2864,7 @@ func (x *ParseStreamRequest) String() string {
 func (*ParseStreamRequest) ProtoMessage() {}
 
 func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2817,7 +2877,7 @@ func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamRequest.ProtoReflect.Descriptor instead.
 func (*ParseStreamRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ParseStreamRequest) GetStart() *ConfigRequest {
@@ -2846,7 +2906,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +2918,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +2931,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2916,7 +2976,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +2988,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3001,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Event) GetType() string {
@@ -2995,7 +3055,7 @@ type ParseStreamResponse struct {
 
 func (x *ParseStreamResponse) Reset() {
 	*x = ParseStreamResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3067,7 @@ func (x *ParseStreamResponse) String() string {
 func (*ParseStreamResponse) ProtoMessage() {}
 
 func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3080,7 @@ func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamResponse.ProtoReflect.Descriptor instead.
 func (*ParseStreamResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ParseStreamResponse) GetEvents() []*Event {
@@ -3043,7 +3103,7 @@ type RewriteSessionRequest struct {
 
 func (x *RewriteSessionRequest) Reset() {
 	*x = RewriteSessionRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3115,7 @@ func (x *RewriteSessionRequest) String() string {
 func (*RewriteSessionRequest) ProtoMessage() {}
 
 func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3128,7 @@ func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionRequest.ProtoReflect.Descriptor instead.
 func (*RewriteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RewriteSessionRequest) GetComponent() string {
@@ -3115,7 +3175,7 @@ type RewriteSessionResponse struct {
 
 func (x *RewriteSessionResponse) Reset() {
 	*x = RewriteSessionResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3127,7 +3187,7 @@ func (x *RewriteSessionResponse) String() string {
 func (*RewriteSessionResponse) ProtoMessage() {}
 
 func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3140,7 +3200,7 @@ func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionResponse.ProtoReflect.Descriptor instead.
 func (*RewriteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RewriteSessionResponse) GetData() []byte {
@@ -3175,12 +3235,12 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12+\n" +
 	"\x11protocol_versions\x18\x04 \x03(\x03R\x10protocolVersions\x12 \n" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\x12A\n" +
-	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\xd6\x01\n" +
+	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\xde\x01\n" +
 	"\x13SandboxCapabilities\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12!\n" +
-	"\fnetwork_none\x18\x02 \x01(\bR\vnetworkNone\x12\x1b\n" +
-	"\tcpu_limit\x18\x03 \x01(\bR\bcpuLimit\x12!\n" +
-	"\fmemory_limit\x18\x04 \x01(\bR\vmemoryLimit\x12\x10\n" +
+	"\fnetwork_none\x18\x02 \x01(\bR\vnetworkNone\x12\x1f\n" +
+	"\tcpu_limit\x18\x03 \x01(\bB\x02\x18\x01R\bcpuLimit\x12%\n" +
+	"\fmemory_limit\x18\x04 \x01(\bB\x02\x18\x01R\vmemoryLimit\x12\x10\n" +
 	"\x03tty\x18\x05 \x01(\bR\x03tty\x12\x12\n" +
 	"\x04sudo\x18\x06 \x01(\bR\x04sudo\x12\x1a\n" +
 	"\bconfines\x18\a \x01(\bR\bconfines\"E\n" +
@@ -3253,12 +3313,12 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +
 	"\x0eCreateResponse\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\x123\n" +
-	"\x04info\x18\x02 \x01(\v2\x1f.sanddune.plugin.v1.SandboxInfoR\x04info\"m\n" +
+	"\x04info\x18\x02 \x01(\v2\x1f.sanddune.plugin.v1.SandboxInfoR\x04info\"q\n" +
 	"\vSandboxInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\trepo_path\x18\x02 \x01(\tR\brepoPath\x12\x1b\n" +
-	"\thome_path\x18\x03 \x01(\tR\bhomePath\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\fR\x05state\" \n" +
+	"\thome_path\x18\x03 \x01(\tR\bhomePath\x12\x18\n" +
+	"\x05state\x18\x04 \x01(\fB\x02\x18\x01R\x05state\" \n" +
 	"\x06Handle\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\"\xa4\x02\n" +
 	"\vExecRequest\x12\x16\n" +
@@ -3340,14 +3400,20 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0eSessionStorage\x12!\n" +
 	"\fpath_pattern\x18\x01 \x01(\tR\vpathPattern\x12\x1d\n" +
 	"\n" +
-	"encode_cwd\x18\x02 \x01(\tR\tencodeCwd\"\xed\x02\n" +
+	"encode_cwd\x18\x02 \x01(\tR\tencodeCwd\"\x98\x03\n" +
 	"\x10AgentDescription\x12A\n" +
 	"\frequired_env\x18\x01 \x03(\v2\x1e.sanddune.plugin.v1.StringListR\vrequiredEnv\x12?\n" +
 	"\x03env\x18\x02 \x03(\v2-.sanddune.plugin.v1.AgentDescription.EnvEntryR\x03env\x12>\n" +
 	"\bsessions\x18\x03 \x01(\v2\".sanddune.plugin.v1.SessionStorageR\bsessions\x12\x16\n" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x12\n" +
 	"\x04fork\x18\x05 \x01(\bR\x04fork\x121\n" +
-	"\x14bypasses_permissions\x18\x06 \x01(\bR\x13bypassesPermissions\x1a6\n" +
+	"\x14bypasses_permissions\x18\x06 \x01(\bR\x13bypassesPermissions\x12)\n" +
+	"\x10capture_sessions\x18\a \x01(\bR\x0fcaptureSessions\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8f\x01\n" +
+	"\x12SandboxDescription\x12A\n" +
+	"\x03env\x18\x01 \x03(\v2/.sanddune.plugin.v1.SandboxDescription.EnvEntryR\x03env\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd3\x02\n" +
@@ -3405,8 +3471,9 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aCatalog\x12\".sanddune.plugin.v1.CatalogRequest\x1a#.sanddune.plugin.v1.CatalogResponse\x12K\n" +
 	"\x04Info\x12 .sanddune.plugin.v1.ComponentRef\x1a!.sanddune.plugin.v1.ComponentInfo\x12L\n" +
 	"\fConfigSchema\x12 .sanddune.plugin.v1.ComponentRef\x1a\x1a.sanddune.plugin.v1.Schema\x12X\n" +
-	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xd0\a\n" +
-	"\aSandbox\x12L\n" +
+	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xa7\b\n" +
+	"\aSandbox\x12U\n" +
+	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a&.sanddune.plugin.v1.SandboxDescription\x12L\n" +
 	"\tPreflight\x12$.sanddune.plugin.v1.PreflightRequest\x1a\x19.sanddune.plugin.v1.Empty\x12O\n" +
 	"\x06Create\x12!.sanddune.plugin.v1.CreateRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12K\n" +
 	"\x04Exec\x12\x1f.sanddune.plugin.v1.ExecRequest\x1a .sanddune.plugin.v1.ExecResponse0\x01\x12D\n" +
@@ -3439,7 +3506,7 @@ func file_sanddune_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_sanddune_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(Kind)(0),                      // 0: sanddune.plugin.v1.Kind
 	(NestedBlock_Nesting)(0),       // 1: sanddune.plugin.v1.NestedBlock.Nesting
@@ -3484,20 +3551,22 @@ var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(*StringList)(nil),             // 40: sanddune.plugin.v1.StringList
 	(*SessionStorage)(nil),         // 41: sanddune.plugin.v1.SessionStorage
 	(*AgentDescription)(nil),       // 42: sanddune.plugin.v1.AgentDescription
-	(*BuildCommandRequest)(nil),    // 43: sanddune.plugin.v1.BuildCommandRequest
-	(*Command)(nil),                // 44: sanddune.plugin.v1.Command
-	(*ParseStreamRequest)(nil),     // 45: sanddune.plugin.v1.ParseStreamRequest
-	(*Usage)(nil),                  // 46: sanddune.plugin.v1.Usage
-	(*Event)(nil),                  // 47: sanddune.plugin.v1.Event
-	(*ParseStreamResponse)(nil),    // 48: sanddune.plugin.v1.ParseStreamResponse
-	(*RewriteSessionRequest)(nil),  // 49: sanddune.plugin.v1.RewriteSessionRequest
-	(*RewriteSessionResponse)(nil), // 50: sanddune.plugin.v1.RewriteSessionResponse
-	nil,                            // 51: sanddune.plugin.v1.CreateRequest.EnvEntry
-	nil,                            // 52: sanddune.plugin.v1.CreateRequest.LabelsEntry
-	nil,                            // 53: sanddune.plugin.v1.ExecRequest.EnvEntry
-	nil,                            // 54: sanddune.plugin.v1.Resource.LabelsEntry
-	nil,                            // 55: sanddune.plugin.v1.AgentDescription.EnvEntry
-	nil,                            // 56: sanddune.plugin.v1.Command.EnvEntry
+	(*SandboxDescription)(nil),     // 43: sanddune.plugin.v1.SandboxDescription
+	(*BuildCommandRequest)(nil),    // 44: sanddune.plugin.v1.BuildCommandRequest
+	(*Command)(nil),                // 45: sanddune.plugin.v1.Command
+	(*ParseStreamRequest)(nil),     // 46: sanddune.plugin.v1.ParseStreamRequest
+	(*Usage)(nil),                  // 47: sanddune.plugin.v1.Usage
+	(*Event)(nil),                  // 48: sanddune.plugin.v1.Event
+	(*ParseStreamResponse)(nil),    // 49: sanddune.plugin.v1.ParseStreamResponse
+	(*RewriteSessionRequest)(nil),  // 50: sanddune.plugin.v1.RewriteSessionRequest
+	(*RewriteSessionResponse)(nil), // 51: sanddune.plugin.v1.RewriteSessionResponse
+	nil,                            // 52: sanddune.plugin.v1.CreateRequest.EnvEntry
+	nil,                            // 53: sanddune.plugin.v1.CreateRequest.LabelsEntry
+	nil,                            // 54: sanddune.plugin.v1.ExecRequest.EnvEntry
+	nil,                            // 55: sanddune.plugin.v1.Resource.LabelsEntry
+	nil,                            // 56: sanddune.plugin.v1.AgentDescription.EnvEntry
+	nil,                            // 57: sanddune.plugin.v1.SandboxDescription.EnvEntry
+	nil,                            // 58: sanddune.plugin.v1.Command.EnvEntry
 }
 var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	0,  // 0: sanddune.plugin.v1.ComponentRef.kind:type_name -> sanddune.plugin.v1.Kind
@@ -3517,10 +3586,10 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	10, // 14: sanddune.plugin.v1.PreflightRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	10, // 15: sanddune.plugin.v1.CreateRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	18, // 16: sanddune.plugin.v1.CreateRequest.git_mounts:type_name -> sanddune.plugin.v1.Mount
-	51, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
-	52, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
+	52, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
+	53, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
 	21, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
-	53, // 20: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	54, // 20: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
 	24, // 21: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
 	25, // 22: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
 	23, // 23: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
@@ -3529,64 +3598,67 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	27, // 26: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
 	25, // 27: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
 	32, // 28: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	54, // 29: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	55, // 29: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
 	35, // 30: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
 	10, // 31: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	40, // 32: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	55, // 33: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	56, // 33: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
 	41, // 34: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
-	10, // 35: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	56, // 36: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
-	39, // 37: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
-	24, // 38: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
-	46, // 39: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
-	47, // 40: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
-	10, // 41: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	5,  // 42: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
-	4,  // 43: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
-	4,  // 44: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
-	15, // 45: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
-	17, // 46: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
-	19, // 47: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
-	23, // 48: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
-	31, // 49: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
-	31, // 50: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
-	22, // 51: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
-	4,  // 52: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
-	34, // 53: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
-	4,  // 54: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
-	37, // 55: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
-	38, // 56: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
-	29, // 57: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
-	39, // 58: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	43, // 59: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
-	45, // 60: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	49, // 61: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	6,  // 62: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 63: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 64: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 65: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	3,  // 66: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	20, // 67: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	26, // 68: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 69: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 70: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 71: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	33, // 72: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	26, // 73: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	36, // 74: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 75: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	20, // 76: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
-	30, // 77: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
-	42, // 78: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	44, // 79: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	48, // 80: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	50, // 81: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	62, // [62:82] is the sub-list for method output_type
-	42, // [42:62] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	57, // 35: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
+	10, // 36: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	58, // 37: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	39, // 38: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
+	24, // 39: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
+	47, // 40: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
+	48, // 41: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
+	10, // 42: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	5,  // 43: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
+	4,  // 44: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
+	4,  // 45: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
+	15, // 46: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
+	39, // 47: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	17, // 48: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
+	19, // 49: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
+	23, // 50: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
+	31, // 51: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
+	31, // 52: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
+	22, // 53: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
+	4,  // 54: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
+	34, // 55: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
+	4,  // 56: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
+	37, // 57: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
+	38, // 58: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
+	29, // 59: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
+	39, // 60: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	44, // 61: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
+	46, // 62: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
+	50, // 63: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	6,  // 64: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 65: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 66: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 67: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	43, // 68: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
+	3,  // 69: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	20, // 70: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	26, // 71: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 72: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 73: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 74: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	33, // 75: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	26, // 76: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	36, // 77: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 78: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	20, // 79: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	30, // 80: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
+	42, // 81: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	45, // 82: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	49, // 83: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	51, // 84: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	64, // [64:85] is the sub-list for method output_type
+	43, // [43:64] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_sanddune_plugin_v1_plugin_proto_init() }
@@ -3600,7 +3672,7 @@ func file_sanddune_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sanddune_plugin_v1_plugin_proto_rawDesc), len(file_sanddune_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   54,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

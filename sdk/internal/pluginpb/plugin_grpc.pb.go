@@ -249,6 +249,7 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	Sandbox_Describe_FullMethodName       = "/sanddune.plugin.v1.Sandbox/Describe"
 	Sandbox_Preflight_FullMethodName      = "/sanddune.plugin.v1.Sandbox/Preflight"
 	Sandbox_Create_FullMethodName         = "/sanddune.plugin.v1.Sandbox/Create"
 	Sandbox_Exec_FullMethodName           = "/sanddune.plugin.v1.Sandbox/Exec"
@@ -267,6 +268,9 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type SandboxClient interface {
+	// Describe says what the host layers into the sandbox env for a config
+	// (optional: UNIMPLEMENTED describes nothing).
+	Describe(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*SandboxDescription, error)
 	Preflight(ctx context.Context, in *PreflightRequest, opts ...grpc.CallOption) (*Empty, error)
 	Create(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (*CreateResponse, error)
 	// Exec streams batches of output lines, then one message with the result.
@@ -298,6 +302,16 @@ type sandboxClient struct {
 
 func NewSandboxClient(cc grpc.ClientConnInterface) SandboxClient {
 	return &sandboxClient{cc}
+}
+
+func (c *sandboxClient) Describe(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*SandboxDescription, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SandboxDescription)
+	err := c.cc.Invoke(ctx, Sandbox_Describe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *sandboxClient) Preflight(ctx context.Context, in *PreflightRequest, opts ...grpc.CallOption) (*Empty, error) {
@@ -445,6 +459,9 @@ type Sandbox_ExecTTYClient = grpc.BidiStreamingClient[ExecTTYRequest, ExecTTYRes
 // All implementations must embed UnimplementedSandboxServer
 // for forward compatibility.
 type SandboxServer interface {
+	// Describe says what the host layers into the sandbox env for a config
+	// (optional: UNIMPLEMENTED describes nothing).
+	Describe(context.Context, *ConfigRequest) (*SandboxDescription, error)
 	Preflight(context.Context, *PreflightRequest) (*Empty, error)
 	Create(context.Context, *CreateRequest) (*CreateResponse, error)
 	// Exec streams batches of output lines, then one message with the result.
@@ -478,6 +495,9 @@ type SandboxServer interface {
 // pointer dereference when methods are called.
 type UnimplementedSandboxServer struct{}
 
+func (UnimplementedSandboxServer) Describe(context.Context, *ConfigRequest) (*SandboxDescription, error) {
+	return nil, status.Error(codes.Unimplemented, "method Describe not implemented")
+}
 func (UnimplementedSandboxServer) Preflight(context.Context, *PreflightRequest) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method Preflight not implemented")
 }
@@ -533,6 +553,24 @@ func RegisterSandboxServer(s grpc.ServiceRegistrar, srv SandboxServer) {
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&Sandbox_ServiceDesc, srv)
+}
+
+func _Sandbox_Describe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServer).Describe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sandbox_Describe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServer).Describe(ctx, req.(*ConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _Sandbox_Preflight_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -733,6 +771,10 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "sanddune.plugin.v1.Sandbox",
 	HandlerType: (*SandboxServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Describe",
+			Handler:    _Sandbox_Describe_Handler,
+		},
 		{
 			MethodName: "Preflight",
 			Handler:    _Sandbox_Preflight_Handler,

@@ -51,6 +51,10 @@ func (p *provider) ConfigSchema(context.Context) (sdk.Schema, error) { return sd
 func (p *provider) Configure(context.Context, sdk.Config) (sdk.Diagnostics, error) {
 	return nil, nil
 }
+func (p *provider) Describe(context.Context, sdk.Config) (sdk.SandboxDescription, error) {
+	return sdk.SandboxDescription{}, nil
+}
+
 func (p *provider) Preflight(context.Context, sdk.PreflightRequest) error { return nil }
 func (p *provider) Create(context.Context, sdk.CreateRequest) (sdk.Sandbox, error) {
 	return &sandbox{crashy: p.name == "crashy"}, nil
