@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
@@ -508,5 +510,31 @@ func TestOverGRPC(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dir still there: %v", err)
+	}
+}
+
+// TestEnvAttribute: a local block takes env like every sandbox provider
+// (seed 002; it was an "Unsupported argument"), checks its keys, and
+// describes it to the host through gRPC as the sandbox env layer.
+func TestEnvAttribute(t *testing.T) {
+	ctx := context.Background()
+	p := plugintest.Sandbox(t, New())
+	schema, err := p.ConfigSchema(ctx)
+	if err != nil || len(schema.Attributes) != 1 || schema.Attributes[0].Name != "env" {
+		t.Fatalf("schema %+v, %v: want an env attribute", schema, err)
+	}
+	cfg := func(env map[string]string) sdk.Config {
+		vals := map[string]cty.Value{}
+		for k, v := range env {
+			vals[k] = cty.StringVal(v)
+		}
+		return sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"env": cty.MapVal(vals)})}
+	}
+	if ds, err := p.Configure(ctx, cfg(map[string]string{"BAD KEY": "x"})); err != nil || !ds.HasErrors() || ds[0].Attribute != "env" {
+		t.Errorf("Configure with a bad key: %v, %v", ds, err)
+	}
+	d, err := p.Describe(ctx, cfg(map[string]string{"GREETING": "hi"}))
+	if err != nil || d.Env["GREETING"] != "hi" {
+		t.Errorf("Describe = %+v, %v", d, err)
 	}
 }
