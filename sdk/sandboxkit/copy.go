@@ -151,16 +151,22 @@ func copyFile(src *os.Root, srcRel string, dst *os.Root, dstRel string, perm fs.
 		return err
 	}
 	defer in.Close()
-	out, err := dst.OpenFile(dstRel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return createFile(dst, dstRel, in, perm)
+}
+
+// createFile creates rel (which must not exist) in root with r's content
+// and mode perm.
+func createFile(root *os.Root, rel string, r io.Reader, perm fs.FileMode) error {
+	out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, in)
+	_, err = io.Copy(out, r)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	return dst.Chmod(dstRel, perm)
+	return root.Chmod(rel, perm)
 }

@@ -15,8 +15,8 @@
 //     sdk.OutputLine, a timeout or cancellation killing the whole group, and
 //     Close killing whatever still runs;
 //   - tar streams for providers that copy through an archive API or exec
-//     (WriteTar, WriteTarEntry; ExtractTar refuses entries escaping the
-//     destination or writing through a symlink);
+//     (WriteTar, WriteTarEntry; ExtractTar writes through os.Root, so no
+//     entry, nor a symlink the archive made, leads outside the destination);
 //   - environment maps (MergeEnv, EnvList, HostEnv);
 //   - sandbox directories under the temp dir that `sanddune gc` can list
 //     and remove (TempDirs, RemoveAll);

@@ -29,7 +29,7 @@ func WriteTar(w io.Writer, hostPath string, dirs []string, name string, uid, gid
 	root := filepath.Clean(hostPath)
 	if fi, err := os.Lstat(root); err == nil && !fi.IsDir() {
 		// A file, or a symlink copied as a symlink (never followed, like
-		// sandboxkit.Copy, so it cannot bring in a host file from elsewhere).
+		// Area.CopyIn, so it cannot bring in a host file from elsewhere).
 		if err := addTarEntry(tw, root, prefix+name, fi, uid, gid); err != nil {
 			return err
 		}
@@ -95,19 +95,35 @@ func WriteTarEntry(tw *tar.Writer, h *tar.Header, p string) error {
 
 // ExtractTar writes an archive whose entries share one top-level name (as
 // `tar -c name` and docker's archive API make them) to the host path dst,
-// replacing that name with dst. Entries that would land outside dst or
-// write through a symlink are rejected; hard links, devices and fifos are
-// skipped.
+// replacing that name with dst: a file, a symlink, or a directory tree
+// merged into an existing directory. Every entry is written through an
+// os.Root on dst (its parent for the top entry), so no entry, and no
+// symlink an earlier entry made, leads outside dst; an existing entry is
+// replaced, never written through. Directory modes are applied last (a
+// read-only directory does not stop what goes into it); hard links,
+// devices and fifos are skipped.
 func ExtractTar(r io.Reader, dst string) error {
+	dst = filepath.Clean(dst)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
+	parent, err := os.OpenRoot(filepath.Dir(dst))
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	x := extraction{root: parent, name: filepath.Base(dst)}
+	defer func() {
+		if x.dst != nil {
+			x.dst.Close()
+		}
+	}()
 	tr := tar.NewReader(r)
 	top := ""
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return x.finish()
 		}
 		if err != nil {
 			return err
@@ -117,71 +133,100 @@ func ExtractTar(r io.Reader, dst string) error {
 		if top == "" {
 			top = first
 		}
-		if first != top || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("archive entry %q escapes the destination", h.Name)
+		if first != top || first == ".." || first == "." {
+			return fmt.Errorf("%w: archive entry %q is outside %s", ErrConfinement, h.Name, top)
 		}
-		target := dst
-		if rest != "" {
-			target = filepath.Join(dst, filepath.FromSlash(rest))
-			if !strings.HasPrefix(target, dst+string(filepath.Separator)) {
-				return fmt.Errorf("archive entry %q escapes the destination", h.Name)
-			}
-			if err := noSymlinkBetween(dst, filepath.Dir(target)); err != nil {
-				return err
-			}
+		if rest == "" {
+			err = x.top(h, tr)
+		} else {
+			err = x.entry(h, filepath.FromSlash(rest), tr)
 		}
-		mode := fs.FileMode(h.Mode).Perm()
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, mode|0o700); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if fi, err := os.Lstat(target); err == nil && !fi.Mode().IsRegular() {
-				if err := os.Remove(target); err != nil {
-					return err
-				}
-			}
-			f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			_ = os.Chmod(target, mode)
-		case tar.TypeSymlink:
-			_ = os.Remove(target)
-			if err := os.Symlink(h.Linkname, target); err != nil {
-				return err
-			}
-		default:
-			// Hard links, devices and fifos are not copied out.
+		if err != nil {
+			return confined(err)
 		}
 	}
 }
 
-// noSymlinkBetween fails when any path component from root (exclusive) to
-// dir (inclusive) is a symlink, so extraction never writes through one.
-func noSymlinkBetween(root, dir string) error {
-	rel, err := filepath.Rel(root, dir)
-	if err != nil || rel == "." {
+// extraction is ExtractTar's state: root holds name (dst); dst is opened
+// on it once the top entry made it a directory.
+type extraction struct {
+	root  *os.Root
+	name  string
+	dst   *os.Root
+	dirs  []string // entries of dst (".": dst) whose modes are applied last
+	modes []fs.FileMode
+}
+
+func (x *extraction) top(h *tar.Header, r io.Reader) error {
+	if x.dst != nil {
+		return fmt.Errorf("archive entry %q repeats the top entry", h.Name)
+	}
+	if err := write(x.root, x.name, h, r); err != nil || h.Typeflag != tar.TypeDir {
 		return err
 	}
-	p := root
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		p = filepath.Join(p, part)
-		fi, err := os.Lstat(p)
-		if err != nil {
+	d, err := x.root.OpenRoot(x.name)
+	if err != nil {
+		return err
+	}
+	x.dst = d
+	x.dirs, x.modes = append(x.dirs, "."), append(x.modes, fs.FileMode(h.Mode).Perm())
+	return nil
+}
+
+func (x *extraction) entry(h *tar.Header, rel string, r io.Reader) error {
+	if x.dst == nil {
+		return fmt.Errorf("archive entry %q is not inside a directory entry", h.Name)
+	}
+	if err := x.dst.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return err
+	}
+	if err := write(x.dst, rel, h, r); err != nil {
+		return err
+	}
+	if h.Typeflag == tar.TypeDir {
+		x.dirs, x.modes = append(x.dirs, rel), append(x.modes, fs.FileMode(h.Mode).Perm())
+	}
+	return nil
+}
+
+func (x *extraction) finish() error {
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		if err := x.dst.Chmod(x.dirs[i], x.modes[i]); err != nil {
 			return err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("archive writes through symlink %s", p)
 		}
 	}
 	return nil
+}
+
+// write makes one entry at rel in root: an existing directory is merged
+// into by a directory entry (and never replaced by anything else); any
+// other existing entry is removed first.
+func write(root *os.Root, rel string, h *tar.Header, r io.Reader) error {
+	existing, err := root.Lstat(rel)
+	if err != nil && !notExist(err) {
+		return err
+	}
+	switch h.Typeflag {
+	case tar.TypeDir, tar.TypeReg, tar.TypeSymlink:
+	default:
+		return nil // hard links, devices and fifos are not copied
+	}
+	if existing != nil && existing.IsDir() && h.Typeflag != tar.TypeDir {
+		return fmt.Errorf("cannot replace directory %s with a file", rel)
+	}
+	if existing != nil && !existing.IsDir() {
+		if err := root.Remove(rel); err != nil {
+			return err
+		}
+	}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if existing == nil || !existing.IsDir() {
+			return root.Mkdir(rel, 0o700)
+		}
+		return root.Chmod(rel, existing.Mode().Perm()|0o700)
+	case tar.TypeSymlink:
+		return root.Symlink(h.Linkname, rel)
+	}
+	return createFile(root, rel, r, fs.FileMode(h.Mode).Perm())
 }
