@@ -157,7 +157,8 @@ type Provider interface {
 	ConfigSchema(ctx context.Context) (Schema, error)
 	// Configure validates one provider block's config, decoded against
 	// ConfigSchema with defaults filled in. It returns diagnostics (errors
-	// and warnings) tied to attributes; it checks config only, not the
-	// machine (that is Preflight's job).
+	// and warnings) tied to attributes. It starts nothing and reaches no
+	// daemon or service (that is Preflight's job); a provider that runs on
+	// this machine may look at host paths the block names.
 	Configure(ctx context.Context, cfg Config) (Diagnostics, error)
 }

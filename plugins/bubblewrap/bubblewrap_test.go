@@ -110,6 +110,41 @@ func TestConfigureDiagnostics(t *testing.T) {
 	}
 }
 
+// TestConfigureMountTargetThatCannotBeCreated: a mount at a sandbox path
+// missing from the host's read-only root (issue 16: /mnt/data) is refused
+// at the attribute when the config is checked, instead of bwrap failing
+// with "Can't mkdir" when the agent starts. Paths that exist, lie under
+// /tmp, ~/, the worktree or another writable mount are accepted.
+func TestConfigureMountTargetThatCannotBeCreated(t *testing.T) {
+	missing := "/sanddune-test-missing-" + randomHex() + "/data"
+	mounts := func(ms ...[2]string) sdk.Config {
+		var vs []cty.Value
+		for _, m := range ms {
+			vs = append(vs, cty.ObjectVal(map[string]cty.Value{
+				"host_path": cty.StringVal(t.TempDir()), "sandbox_path": cty.StringVal(m[0]), "readonly": cty.BoolVal(m[1] == "ro"),
+			}))
+		}
+		return cfgOf(map[string]cty.Value{"mount": cty.ListVal(vs)})
+	}
+	diags, err := New().Configure(context.Background(), mounts([2]string{"/tmp"}, [2]string{missing}))
+	if err != nil || len(diags) != 1 || diags[0].Attribute != "mount.1.sandbox_path" || !strings.Contains(diags[0].Detail, missing) {
+		t.Fatalf("want one error on mount.1.sandbox_path naming %s, got %v %v", missing, diags, err)
+	}
+	for _, ok := range [][][2]string{
+		{{"/usr"}},                   // exists
+		{{"/tmp/sanddune-new/data"}}, // under the sandbox's own /tmp
+		{{"~/data"}}, {{"data/x"}},   // home, worktree
+		{{"/opt"}, {"/opt/new/data"}}, // inside a writable mount
+	} {
+		if diags, err := New().Configure(context.Background(), mounts(ok...)); err != nil || diags.HasErrors() {
+			t.Errorf("%v refused: %v %v", ok, diags, err)
+		}
+	}
+	if diags, _ := New().Configure(context.Background(), mounts([2]string{"/opt", "ro"}, [2]string{"/opt/new/data"})); !diags.HasErrors() {
+		t.Error("a path inside a read-only mount that does not exist was accepted")
+	}
+}
+
 func TestExecEnvironment(t *testing.T) {
 	requireBwrap(t)
 	// The block's env reaches commands the way the host passes it: Describe

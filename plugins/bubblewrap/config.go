@@ -2,7 +2,9 @@ package bubblewrap
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -37,7 +39,7 @@ func schema() sdk.Schema {
 
 var mountBlock = sandboxkit.MountBlock{
 	Description: "Extra host path bound into the sandbox.",
-	SandboxPath: "Path in the sandbox (absolute, or relative to the worktree); default host_path. It must exist, or lie in a writable bind.",
+	SandboxPath: "Path in the sandbox (absolute, ~/..., or relative to the worktree); default host_path. An absolute path must exist on the host, or lie under /tmp or another writable mount.",
 }
 
 type config struct {
@@ -67,5 +69,35 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 		}
 	}
 	c.Mounts = mountBlock.Decode(&d, v)
+	checkMountTargets(&d, c.Mounts)
 	return c, d.Diags
+}
+
+// checkMountTargets refuses, before anything starts, a mount whose sandbox
+// path bwrap could not create: the sandbox sees the host's root read-only,
+// so an absolute sandbox_path must exist on this machine or lie in a
+// writable place (/tmp, or another writable mount). Relative and ~/ paths
+// are in the worktree and the home, which are writable.
+func checkMountTargets(d *sandboxkit.Decoder, mounts []sandboxkit.Mount) {
+	writable := []string{"/tmp"}
+	for _, m := range mounts {
+		if !m.ReadOnly && filepath.IsAbs(m.SandboxPath) {
+			writable = append(writable, filepath.Clean(m.SandboxPath))
+		}
+	}
+	for i, m := range mounts {
+		if !filepath.IsAbs(m.SandboxPath) {
+			continue
+		}
+		p := filepath.Clean(m.SandboxPath)
+		if slices.ContainsFunc(writable, func(w string) bool { return w != p && sandboxkit.Within(p, w) }) {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		d.Errorf(fmt.Sprintf("mount.%d.sandbox_path", i), "sandbox_path cannot be created",
+			"%s does not exist on this machine, and the sandbox sees the host's root read-only, so bwrap cannot create it. "+
+				"Use a path that exists, one under /tmp or ~/, a path relative to the worktree, or one inside another writable mount.", p)
+	}
 }
