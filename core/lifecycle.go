@@ -198,6 +198,7 @@ func planEnv(ctx context.Context, o RunOptions) (*execute.Spec, error) {
 	p := &planner{ctx: ctx, repos: planning.Repos{}}
 	o.Prompt = "-" // no agent, no prompt: the run checks still apply to the rest
 	caps := planning.NoSandboxCaps
+	var sbDesc sdk.SandboxDescription
 	if o.Sandbox.Provider != nil {
 		info, err := o.Sandbox.Provider.Info(ctx)
 		if err != nil {
@@ -207,8 +208,11 @@ func planEnv(ctx context.Context, o RunOptions) (*execute.Spec, error) {
 			return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}}}
 		}
 		caps = *info.Sandbox
+		if sbDesc, err = o.Sandbox.Provider.Describe(ctx, o.Sandbox.Config); err != nil {
+			return nil, &RunError{Run: o.Name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
+		}
 	}
-	spec, ds := p.run("run."+o.Name, o, caps, sdk.AgentDescription{}, nil)
+	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, sdk.AgentDescription{}, nil)
 	if ds.HasErrors() {
 		return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: ds.Errors()}
 	}

@@ -220,7 +220,7 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 	}
 	for _, ss := range f.Sessions {
 		wanted := sel.Interactive == nil && (len(selected) == 0 || selected[ss.Label])
-		pr, ds := p.session(f, ss, sandboxes, agents, caps, descs, cfg.Run)
+		pr, ds := p.session(f, ss, sandboxes, agents, described, descs, cfg.Run)
 		if other, dup := names[ss.Name()]; dup {
 			ds = append(ds, Diagnostic{Severity: Error, Block: "session." + ss.Label, Attribute: "name", Summary: "Duplicate run name",
 				Detail: fmt.Sprintf("%q is already the name of run %q; run and session names must be unique (they name branches, worktrees and logs).", ss.Name(), other)})

@@ -20,7 +20,7 @@ var stepAttrs = map[string]bool{
 // the session's attributes and the step's, and their diagnostics are
 // attributed to the session ("step.<label>.<attr>" for a step's own).
 func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map[*config.ProviderBlock]SandboxRef,
-	agents map[*config.ProviderBlock]AgentRef, caps map[*config.ProviderBlock]sdk.SandboxCapabilities,
+	agents map[*config.ProviderBlock]AgentRef, described map[*config.ProviderBlock]*planning.Sandbox,
 	descs map[*config.ProviderBlock]sdk.AgentDescription, base RunOptions) (*PlannedRun, Diagnostics) {
 	block := "session." + ss.Label
 	diags := planning.FromHCL(block, ss.Diags)
@@ -57,7 +57,12 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 		var spec *execute.Spec
 		if !ds.HasErrors() {
 			var more Diagnostics
-			spec, more = p.run(block, o, caps[ss.Sandbox], descs[st.Agent], nil)
+			var caps sdk.SandboxCapabilities
+			var sbDesc sdk.SandboxDescription
+			if d := described[ss.Sandbox]; d != nil {
+				caps, sbDesc = d.Caps, d.Desc
+			}
+			spec, more = p.run(block, o, caps, sbDesc, descs[st.Agent], nil)
 			ds = append(ds, more...)
 		}
 		for _, d := range ds {

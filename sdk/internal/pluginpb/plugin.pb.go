@@ -496,7 +496,7 @@ type SandboxCapabilities struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Contract    string                 `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
 	NetworkNone bool                   `protobuf:"varint,2,opt,name=network_none,json=networkNone,proto3" json:"network_none,omitempty"`
-	// Nothing reads these two (ADR 0011); they stay for v1 peers.
+	// Nothing reads these two (ADR 0012); they stay for v1 peers.
 	//
 	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
 	CpuLimit bool `protobuf:"varint,3,opt,name=cpu_limit,json=cpuLimit,proto3" json:"cpu_limit,omitempty"`
@@ -1331,7 +1331,7 @@ type SandboxInfo struct {
 	RepoPath string                 `protobuf:"bytes,2,opt,name=repo_path,json=repoPath,proto3" json:"repo_path,omitempty"`
 	HomePath string                 `protobuf:"bytes,3,opt,name=home_path,json=homePath,proto3" json:"home_path,omitempty"`
 	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
-	State         []byte `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"` // the host never read it (ADR 0011)
+	State         []byte `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"` // the host never read it (ADR 0012)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
