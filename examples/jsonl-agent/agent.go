@@ -51,12 +51,15 @@ func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, e
 const SessionPattern = "{home}/.jsonl/sessions/{session_id}.jsonl"
 
 // Describe: jsonl needs no credential (a real CLI would list its keys in
-// RequiredEnv) and resumes a session by id.
+// RequiredEnv), resumes a session by id, and asks the host to capture its
+// sessions unless capture_sessions = false.
 func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	c := p.Common(cfg)
 	return sdk.AgentDescription{
-		Env:      p.Common(cfg).Env,
-		Sessions: &sdk.SessionStorage{PathPattern: SessionPattern},
-		Resume:   true,
+		Env:             c.Env,
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern},
+		CaptureSessions: c.CaptureSessions, // capture_sessions, default true
+		Resume:          true,
 	}, nil
 }
 
