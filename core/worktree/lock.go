@@ -70,7 +70,9 @@ func (r *Repo) Lock(key, run string) (*Lock, error) {
 	f, err := flockFile(path, syscall.LOCK_EX)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		held := readHolder(path)
-		for i := 0; i < 100 && held.PID == 0; i++ { // the holder writes its name right after locking
+		// The holder writes its name right after locking; until then the
+		// file is empty or still names a dead earlier holder.
+		for i := 0; i < 100 && !live(held); i++ {
 			time.Sleep(10 * time.Millisecond)
 			held = readHolder(path)
 		}
@@ -127,6 +129,11 @@ func isFileAt(f *os.File, path string) bool {
 	}
 	pi, err := os.Stat(path)
 	return err == nil && os.SameFile(fi, pi)
+}
+
+// live reports whether info names a process that still exists.
+func live(info LockInfo) bool {
+	return info.PID != 0 && !errors.Is(syscall.Kill(info.PID, 0), syscall.ESRCH)
 }
 
 // readHolder reads what the holder wrote into a lock file; an empty or
