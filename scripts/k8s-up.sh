@@ -5,7 +5,12 @@
 # sandbox e2e suite, and imports the test image into it. Needs root.
 # Recipe and its pitfalls: docs/kubernetes-local.md. Stop it with k8s-down.sh.
 #
-#   eval "$(scripts/k8s-up.sh)"   # exports KUBECONFIG and SANDDUNE_K8S_NODE
+#   eval "$(scripts/k8s-up.sh)"   # exports KUBECONFIG, SANDDUNE_K8S_NODE, ...
+#
+# Two identities: admin (system:masters, $KUBECONFIG) and sanddune-runner,
+# bound only to plugins/kubernetes/rbac.yaml's Role in namespace "agents"
+# ($SANDDUNE_K8S_RUNNER_KUBECONFIG). The bridge CNI enforces no
+# NetworkPolicies, which SANDDUNE_K8S_NO_NETWORK_POLICY=1 tells the e2e suite.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -13,10 +18,13 @@ R="${SANDDUNE_K8S_DIR:-/tmp/sanddune-k8s}"
 IMAGE="${SANDDUNE_K8S_IMAGE:-sanddune-test-base:bookworm}"
 NODE=node1
 log() { echo "k8s-up: $*" >&2; }
+env_line() {
+  echo "export KUBECONFIG=$R/admin.kubeconfig SANDDUNE_K8S_NODE=$NODE SANDDUNE_K8S_RUNNER_KUBECONFIG=$R/runner.kubeconfig SANDDUNE_K8S_NO_NETWORK_POLICY=1"
+}
 
 if [ -f "$R/pids" ]; then
   log "already running in $R (scripts/k8s-down.sh stops it)"
-  echo "export KUBECONFIG=$R/admin.kubeconfig SANDDUNE_K8S_NODE=$NODE"
+  env_line
   exit 0
 fi
 for bin in containerd ctr runc openssl; do
@@ -51,20 +59,21 @@ start() { # name, command...
   cert kubelet "/CN=system:node:$NODE" "IP:$NODE_IP,DNS:$NODE"
   openssl genrsa -out sa.key 2048 2>/dev/null
   openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-  printf 'sanddune-admin-token,admin,admin,system:masters\nsanddune-kubelet-token,system:node:%s,kubelet,system:nodes\n' "$NODE" >tokens.csv
+  printf 'sanddune-admin-token,admin,admin,system:masters\nsanddune-kubelet-token,system:node:%s,kubelet,system:nodes\nsanddune-runner-token,sanddune-runner,sanddune-runner\n' "$NODE" >tokens.csv
 )
-kubeconfig() { # file, token
+kubeconfig() { # file, token, namespace
   cat >"$1" <<KC
 apiVersion: v1
 kind: Config
 clusters: [{name: local, cluster: {server: "https://127.0.0.1:6443", certificate-authority: "$R/pki/ca.crt"}}]
 users: [{name: u, user: {token: "$2"}}]
-contexts: [{name: local, context: {cluster: local, user: u, namespace: default}}]
+contexts: [{name: local, context: {cluster: local, user: u, namespace: $3}}]
 current-context: local
 KC
 }
-kubeconfig "$R/admin.kubeconfig" sanddune-admin-token
-kubeconfig "$R/kubelet.kubeconfig" sanddune-kubelet-token
+kubeconfig "$R/admin.kubeconfig" sanddune-admin-token default
+kubeconfig "$R/kubelet.kubeconfig" sanddune-kubelet-token default
+kubeconfig "$R/runner.kubeconfig" sanddune-runner-token agents
 
 start etcd "$BIN/etcd" --data-dir "$R/etcd" --listen-client-urls http://127.0.0.1:2379 \
   --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
@@ -170,17 +179,29 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {}
 YAML
-kc=(--kubeconfig "$R/admin.kubeconfig")
-for _ in $(seq 300); do
-  curl -sfk --cacert "$R/pki/ca.crt" -H "Authorization: Bearer sanddune-admin-token" https://127.0.0.1:6443/readyz >/dev/null 2>&1 && break
+api() { # method, path, [curl args...]: as admin
+  local m=$1 p=$2; shift 2
+  curl -sSf --cacert "$R/pki/ca.crt" -H "Authorization: Bearer sanddune-admin-token" -X "$m" "https://127.0.0.1:6443$p" "$@"
+}
+ready=
+for _ in $(seq 600); do
+  api GET /readyz >/dev/null 2>&1 && { ready=1; break; }
   sleep 0.2
 done
+[ -n "$ready" ] || { log "kube-apiserver not ready after 2 min: see $R/logs/kube-apiserver.log"; exit 1; }
+# Namespace "agents" with the provider's Role, bound to sanddune-runner
+# (the YAML documents of rbac.yaml, as they are).
+api POST /api/v1/namespaces -H 'Content-Type: application/yaml' --data-binary $'apiVersion: v1\nkind: Namespace\nmetadata: {name: agents}' >/dev/null
+awk -v d="$R" 'BEGIN {n=0} /^---$/ {n++; next} {print > (d "/rbac-" n ".yaml")}' "$here/../plugins/kubernetes/rbac.yaml"
+api POST /apis/rbac.authorization.k8s.io/v1/namespaces/agents/roles -H 'Content-Type: application/yaml' --data-binary "@$R/rbac-0.yaml" >/dev/null
+api POST /apis/rbac.authorization.k8s.io/v1/namespaces/agents/rolebindings -H 'Content-Type: application/yaml' --data-binary "@$R/rbac-1.yaml" >/dev/null
 start kubelet "$BIN/kubelet" --config "$R/kubelet-config.yaml" --kubeconfig "$R/kubelet.kubeconfig" \
   --root-dir "$R/kubelet" --hostname-override="$NODE" --node-ip="$NODE_IP"
-for _ in $(seq 300); do
-  curl -sfk -H "Authorization: Bearer sanddune-admin-token" "https://127.0.0.1:6443/api/v1/nodes/$NODE" 2>/dev/null | grep -q '"type": "Ready",[^}]*"status": "True"' && break
-  curl -sfk -H "Authorization: Bearer sanddune-admin-token" "https://127.0.0.1:6443/api/v1/nodes/$NODE" 2>/dev/null | tr -d '\n ' | grep -q '"type":"Ready","status":"True"' && break
+ready=
+for _ in $(seq 600); do
+  api GET "/api/v1/nodes/$NODE" 2>/dev/null | tr -d '\n ' | grep -q '"type":"Ready","status":"True"' && { ready=1; break; }
   sleep 0.2
 done
+[ -n "$ready" ] || { log "node $NODE not ready after 2 min: see $R/logs/kubelet.log"; exit 1; }
 log "node $NODE ready (KUBECONFIG=$R/admin.kubeconfig)"
-echo "export KUBECONFIG=$R/admin.kubeconfig SANDDUNE_K8S_NODE=$NODE"
+env_line

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -44,10 +45,12 @@ func kubernetesBlock(t *testing.T, extra string) string {
 }
 
 // podsOf lists the sandbox pods (namespace/name) of the runs in the repo
-// dir that are not being deleted.
+// dir that are not being deleted: in every namespace, or in the context's
+// when the credentials may only see that one (the Role of rbac.yaml).
 func podsOf(t *testing.T, dir string) []string {
 	t.Helper()
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil)
+	rc, err := cc.ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,12 @@ func podsOf(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=sanddune"})
+	opts := metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=sanddune"}
+	l, err := cs.CoreV1().Pods("").List(context.Background(), opts)
+	if apierrors.IsForbidden(err) {
+		ns, _, _ := cc.Namespace()
+		l, err = cs.CoreV1().Pods(ns).List(context.Background(), opts)
+	}
 	if err != nil {
 		t.Fatalf("listing pods: %v", err)
 	}

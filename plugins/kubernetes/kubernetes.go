@@ -30,9 +30,13 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
@@ -75,9 +79,62 @@ func newProvider(newCluster func(config) (*cluster, error)) *Provider {
 
 // cluster is one API client and what exec needs besides it.
 type cluster struct {
-	client    kubernetes.Interface
+	client    apiClient
 	rest      *rest.Config
 	namespace string // the kubeconfig context's namespace, or "default"
+}
+
+// apiClient is the part of client-go's kubernetes.Interface the provider
+// uses (client-go's fake clientset implements it). Building these typed
+// clients only, not kubernetes.NewForConfig's of every API group, keeps
+// the others out of the sanddune binary (bench/kubernetes.md).
+type apiClient interface {
+	Discovery() discovery.DiscoveryInterface
+	CoreV1() corev1client.CoreV1Interface
+	NetworkingV1() networkingv1client.NetworkingV1Interface
+	AuthorizationV1() authorizationv1client.AuthorizationV1Interface
+}
+
+type typedClients struct {
+	discovery     *discovery.DiscoveryClient
+	core          *corev1client.CoreV1Client
+	networking    *networkingv1client.NetworkingV1Client
+	authorization *authorizationv1client.AuthorizationV1Client
+}
+
+func (c *typedClients) Discovery() discovery.DiscoveryInterface { return c.discovery }
+func (c *typedClients) CoreV1() corev1client.CoreV1Interface    { return c.core }
+func (c *typedClients) NetworkingV1() networkingv1client.NetworkingV1Interface {
+	return c.networking
+}
+func (c *typedClients) AuthorizationV1() authorizationv1client.AuthorizationV1Interface {
+	return c.authorization
+}
+
+// newClients builds the typed clients over one HTTP client (connection
+// pool) and one rate limiter, as kubernetes.NewForConfig does.
+func newClients(rc *rest.Config) (*typedClients, error) {
+	if rc.RateLimiter == nil && rc.QPS > 0 {
+		rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(rc.QPS, rc.Burst)
+	}
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, err
+	}
+	var c typedClients
+	if c.discovery, err = discovery.NewDiscoveryClientForConfigAndClient(rc, hc); err != nil {
+		return nil, err
+	}
+	if c.core, err = corev1client.NewForConfigAndClient(rc, hc); err != nil {
+		return nil, err
+	}
+	if c.networking, err = networkingv1client.NewForConfigAndClient(rc, hc); err != nil {
+		return nil, err
+	}
+	if c.authorization, err = authorizationv1client.NewForConfigAndClient(rc, hc); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 type clientKey struct{ kubeconfig, context string }
@@ -100,7 +157,7 @@ func connect(c config) (*cluster, error) {
 	}
 	rc.QPS, rc.Burst = c.QPS, c.Burst
 	rc.UserAgent = "sanddune-kubernetes/" + Version
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := newClients(rc)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -8,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -250,6 +253,55 @@ func TestPreflightFakeCluster(t *testing.T) {
 	_, _ = h.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}}, metav1.CreateOptions{})
 	if err := h.provider().Preflight(ctx, sdk.PreflightRequest{Config: never}); err == nil || !strings.Contains(err.Error(), `is not present on node(s) node1 and image_pull_policy is "Never"`) {
 		t.Errorf("Preflight with a missing image: %v", err)
+	}
+}
+
+// Preflight says what it could not check: whether the image is on the
+// nodes (and that pulling is only tried when the pod starts), and whether
+// a network plugin enforces the NetworkPolicy of network = "none".
+func TestPreflightSaysWhatItCannotCheckFakeCluster(t *testing.T) {
+	ctx := context.Background()
+	preflight := func(f *fakeCluster, attrs map[string]cty.Value) string {
+		t.Helper()
+		var buf bytes.Buffer
+		p := f.provider()
+		p.log = hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
+		if err := p.Preflight(ctx, sdk.PreflightRequest{Config: sdk.Config{Value: fakeConfig(t, attrs)}}); err != nil {
+			t.Fatalf("Preflight(%v): %v", attrs, err)
+		}
+		return buf.String()
+	}
+	none := map[string]cty.Value{"network": cty.StringVal("none")}
+
+	f := newFakeCluster(t)
+	f.client.PrependReactor("*", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("nodes"), "", errors.New("RBAC: a Role grants no nodes"))
+	})
+	if out := preflight(f, none); !strings.Contains(out, "[WARN]") || !strings.Contains(out, "none was found among the cluster's API groups") {
+		t.Errorf("network none without a policy-enforcing plugin: %q", out)
+	}
+	if out := preflight(f, nil); !strings.Contains(out, "may not read nodes") || !strings.Contains(out, "pulls it when the pod starts") {
+		t.Errorf("no nodes readable: %q", out)
+	}
+	if out := preflight(f, map[string]cty.Value{"image_pull_policy": cty.StringVal("Never")}); !strings.Contains(out, "[WARN]") || !strings.Contains(out, "cannot start without it") {
+		t.Errorf(`nodes unreadable, image_pull_policy "Never": %q`, out)
+	}
+
+	g := newFakeCluster(t)
+	g.client.Resources = []*metav1.APIResourceList{{GroupVersion: "cilium.io/v2"}}
+	_, _ = g.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Status: corev1.NodeStatus{
+		Images: []corev1.ContainerImage{{Names: []string{"docker.io/library/sanddune-test-base:bookworm"}}},
+	}}, metav1.CreateOptions{})
+	_, _ = g.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node2"}}, metav1.CreateOptions{})
+	out := preflight(g, none)
+	if strings.Contains(out, "[WARN]") || !strings.Contains(out, "NetworkPolicies are enforced: by=Cilium") {
+		t.Errorf("network none with Cilium: %q", out)
+	}
+	if !strings.Contains(out, "image present") || !strings.Contains(out, `nodes=["node1"]`) {
+		t.Errorf("image on node1: %q", out)
+	}
+	if out := preflight(g, map[string]cty.Value{"image": cty.StringVal("ghcr.io/acme/agent:1")}); !strings.Contains(out, "image is on none of the nodes: the kubelet pulls it when the pod starts") {
+		t.Errorf("image on no node: %q", out)
 	}
 }
 

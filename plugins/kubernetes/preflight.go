@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +41,8 @@ func required(c config) []access {
 		{"", "pods", "", "watch", "to wait for them"},
 		{"", "pods", "", "list", "for sanddune gc"},
 		{"", "pods", "", "delete", "to remove them"},
-		{"", "pods", "exec", "create", "to run commands"},
+		{"", "pods", "exec", "get", "to run commands over WebSocket"},
+		{"", "pods", "exec", "create", "to run commands over SPDY (the fallback)"},
 		{"", "secrets", "", "create", "to hold the sandbox environment"},
 		{"", "secrets", "", "delete", "to remove it"},
 	}
@@ -85,16 +87,42 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if len(missing) > 0 {
 		return fmt.Errorf("kubernetes sandbox: the credentials may not, in namespace %s: %s; apply plugins/kubernetes/rbac.yaml (a Role and RoleBinding) for them", ns, strings.Join(missing, ", "))
 	}
-	if err := checkImage(ctx, cl, c); err != nil {
+	if err := checkImage(ctx, cl, c, p.log); err != nil {
 		return fmt.Errorf("kubernetes sandbox: %w", err)
 	}
 	if err := checkQuota(ctx, cl, ns, c); err != nil {
 		return fmt.Errorf("kubernetes sandbox: %w", err)
 	}
 	if c.NetworkNone {
-		p.log.Warn(`network = "none" relies on a CNI that enforces NetworkPolicies (Calico, Cilium, Antrea...); with one that does not, the pod keeps its network`, "namespace", ns)
+		checkPolicyEnforcer(cl, p.log)
 	}
 	return nil
+}
+
+// policyGroups are API groups of network plugins that enforce
+// NetworkPolicies; discovery lists them to every authenticated user.
+var policyGroups = map[string]string{
+	"crd.projectcalico.org": "Calico",
+	"projectcalico.org":     "Calico",
+	"cilium.io":             "Cilium",
+	"crd.antrea.io":         "Antrea",
+}
+
+// checkPolicyEnforcer: network = "none" is a NetworkPolicy, which only a
+// network plugin that enforces policies turns into blocked egress. It
+// looks for one among the API groups and warns when it finds none (some,
+// kube-router for one, install no API group: the warning cannot tell).
+func checkPolicyEnforcer(cl *cluster, log hclog.Logger) {
+	groups, err := cl.client.Discovery().ServerGroups()
+	if err == nil {
+		for _, g := range groups.Groups {
+			if name, ok := policyGroups[g.Name]; ok {
+				log.Info(`network = "none": NetworkPolicies are enforced`, "by", name, "api_group", g.Name)
+				return
+			}
+		}
+	}
+	log.Warn(`network = "none" is a NetworkPolicy denying egress: it only blocks traffic under a network plugin that enforces policies (Calico, Cilium, Antrea, kube-router...), and none was found among the cluster's API groups; make sure yours does, or the pod keeps its network`)
 }
 
 func allowed(ctx context.Context, cl *cluster, ns string, a access) (bool, error) {
@@ -109,40 +137,64 @@ func allowed(ctx context.Context, cl *cluster, ns string, a access) (bool, error
 	return r.Status.Allowed, nil
 }
 
-// checkImage: with image_pull_policy "Never" the image must be on the
-// node(s) already, which Node status lists. Otherwise pulling is only
-// tried when the pod starts, and a failure names the image then.
-func checkImage(ctx context.Context, cl *cluster, c config) error {
-	if c.PullPolicy != corev1.PullNever {
+// checkImage says whether the image is on the nodes (Node status lists
+// their images) and what the kubelet will do about it. A registry cannot
+// be asked through the API, so whether a missing image is pullable is only
+// known when the pod starts (ErrImagePull then ends the run). With
+// image_pull_policy "Never" an image that no node holds is an error.
+func checkImage(ctx context.Context, cl *cluster, c config, log hclog.Logger) error {
+	nodes, err := nodesOf(ctx, cl, c)
+	if err != nil {
+		return err
+	}
+	if nodes == nil {
+		msg := fmt.Sprintf("these credentials may not read nodes: whether image %q is present on them is unknown", c.Image)
+		if c.PullPolicy == corev1.PullNever {
+			log.Warn(msg + `; with image_pull_policy "Never" the pod cannot start without it`)
+		} else {
+			log.Info(msg + "; the kubelet pulls it when the pod starts if it is missing")
+		}
 		return nil
 	}
-	var nodes []corev1.Node
-	if c.NodeName != "" {
-		n, err := cl.client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("node %q (node_name) does not exist", c.NodeName)
-		}
-		if err != nil {
-			return nil // nodes are cluster-scoped: may not be readable
-		}
-		nodes = []corev1.Node{*n}
-	} else {
-		l, err := cl.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil
-		}
-		nodes = l.Items
-	}
-	var without []string
+	var with, without []string
 	for _, n := range nodes {
-		if !hasImage(n, c.Image) {
+		if hasImage(n, c.Image) {
+			with = append(with, n.Name)
+		} else {
 			without = append(without, n.Name)
 		}
 	}
-	if len(nodes) > 0 && len(without) == len(nodes) {
+	switch {
+	case len(with) == 0 && c.PullPolicy == corev1.PullNever:
 		return fmt.Errorf(`image %q is not present on node(s) %s and image_pull_policy is "Never": load it onto the nodes or allow pulling`, c.Image, strings.Join(without, ", "))
+	case c.PullPolicy == corev1.PullAlways:
+		log.Info("image is pulled whenever a pod starts (image_pull_policy Always): whether the registry serves it is known then", "image", c.Image, "present_on", with)
+	case len(with) == 0:
+		log.Info("image is on none of the nodes: the kubelet pulls it when the pod starts; whether the registry serves it is known then", "image", c.Image, "nodes", without)
+	default:
+		log.Info("image present", "image", c.Image, "nodes", with)
 	}
 	return nil
+}
+
+// nodesOf returns node_name's node, or every node; nil when the
+// credentials may not read nodes (they are cluster-scoped).
+func nodesOf(ctx context.Context, cl *cluster, c config) ([]corev1.Node, error) {
+	if c.NodeName != "" {
+		n, err := cl.client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("node %q (node_name) does not exist", c.NodeName)
+		}
+		if err != nil {
+			return nil, nil
+		}
+		return []corev1.Node{*n}, nil
+	}
+	l, err := cl.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) == 0 {
+		return nil, nil
+	}
+	return l.Items, nil
 }
 
 func hasImage(n corev1.Node, image string) bool {
