@@ -3,7 +3,8 @@
 # k8s-build.sh's cache, etcd, a private containerd with runc and Debian's CNI
 # plugins; no scheduler, no controllers, no registry) for the kubernetes
 # sandbox e2e suite, and imports the test image into it. Needs root.
-# Recipe and its pitfalls: docs/kubernetes-local.md. Stop it with k8s-down.sh.
+# The pitfalls of this machine are commented where they are handled. Stop it
+# with k8s-down.sh.
 #
 #   eval "$(scripts/k8s-up.sh)"   # exports KUBECONFIG, SANDDUNE_K8S_NODE, ...
 #
@@ -114,6 +115,12 @@ cat >"$R/cni/net.d/99-loopback.conf" <<'JSON'
 JSON
 start containerd containerd --config "$R/containerd/config.toml"
 
+# --kubelet-preferred-address-types=InternalIP with the kubelet's --node-ip:
+# exec goes apiserver -> kubelet:10250 and "node1" resolves nowhere (the
+# kubelet refuses a loopback node IP). ServiceAccount admission is off: no
+# controller creates "default" service accounts. Without the garbage
+# collector (no controller-manager), objects deleted with foreground
+# propagation stay Terminating with their finalizer; their pods are gone.
 start kube-apiserver "$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 --bind-address=127.0.0.1 \
   --advertise-address="$NODE_IP" --secure-port=6443 \
   --tls-cert-file="$R/pki/apiserver.crt" --tls-private-key-file="$R/pki/apiserver.key" --client-ca-file="$R/pki/ca.crt" \
