@@ -39,6 +39,7 @@ func optionsOf(f *config.File, r *config.RunBlock, base RunOptions) (RunOptions,
 	o.CompletionSignals = v.Signals(b.CompletionSignal)
 	o.BranchStrategy = v.Strategy(b.BranchStrategy)
 	o.Hooks = v.Hooks(b.Hooks)
+	o.Output = v.Output(b.Output)
 	if t := b.Timeouts; t != nil {
 		o.Timeouts = Timeouts{
 			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),

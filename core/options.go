@@ -7,6 +7,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/hooks"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -56,6 +57,10 @@ type RunOptions struct {
 	ShowEnv []string
 
 	Hooks Hooks
+	// Output asks for structured output (Result.Output): the payload of
+	// the last <Tag>…</Tag> in the agent's final text. It needs
+	// MaxIterations 1 and a prompt that contains the opening tag.
+	Output *OutputSpec
 	// Timeouts bound the lifecycle steps (worktree, sandbox creation,
 	// hooks without their own, sync, merge); zero values take
 	// DefaultTimeouts.
@@ -118,6 +123,17 @@ type Timeouts = execute.Timeouts
 // DefaultTimeouts are the timeouts of a run that sets none: worktree 2m,
 // create_sandbox 5m, hooks 60s (each), sync_in 5m, sync_out 5m, merge 2m.
 var DefaultTimeouts = execute.DefaultTimeouts
+
+// OutputSpec asks a run for structured output: Tag, and Type
+// (OutputString, or OutputJSON validated against Schema, a JSON Schema
+// document).
+type OutputSpec = output.Spec
+
+// The structured output types.
+const (
+	OutputString = output.String
+	OutputJSON   = output.JSON
+)
 
 // Hooks run around sandbox creation.
 type Hooks = hooks.Set

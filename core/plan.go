@@ -441,6 +441,12 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 		fail(promptAttr, "Invalid prompt", err)
 	}
 	s.Prompt = tpl
+	if o.Output != nil {
+		out := *o.Output
+		diags = append(diags, planning.CheckOutput(planning.OutputCheck{Block: block, Spec: &out, MaxIterations: s.MaxIterations,
+			Prompt: tpl, PromptAttr: promptAttr, Interactive: ia != nil})...)
+		s.Output = &out
+	}
 
 	repoDir := absPath(o.BaseDir, o.Repo)
 	if repoDir == "" {

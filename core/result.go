@@ -3,6 +3,7 @@ package core
 import (
 	"github.com/missingstudio/sanddune/core/internal/agentexec"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
@@ -46,6 +47,7 @@ const (
 	PhasePrompt    = execute.PhasePrompt
 	PhaseSession   = execute.PhaseSession
 	PhaseAgent     = execute.PhaseAgent
+	PhaseOutput    = execute.PhaseOutput
 	PhaseSyncOut   = execute.PhaseSyncOut
 	PhaseMerge     = execute.PhaseMerge
 	PhaseCleanup   = execute.PhaseCleanup
@@ -56,3 +58,15 @@ type IdleTimeoutError = agentexec.IdleTimeoutError
 
 // AgentExitError is an agent process that exited non-zero.
 type AgentExitError = agentexec.ExitError
+
+// StructuredOutputError is a run whose structured output (RunOptions.Output)
+// is missing, not JSON, or does not match its schema: the tag, the raw
+// match, the cause (instance path and message), where the work is, and the
+// agent session to resume (RunOptions.ResumeSession = SessionID) with a
+// prompt asking for corrected output. The run's *RunError wraps it
+// (errors.As finds it).
+type StructuredOutputError = execute.OutputError
+
+// OutputCause says why structured output was refused: the JSON Pointer of
+// the offending value and the message.
+type OutputCause = output.Cause

@@ -13,7 +13,7 @@ import (
 // stepAttrs are the attributes a step sets; the others are the session's.
 var stepAttrs = map[string]bool{
 	"agent": true, "prompt": true, "prompt_file": true, "prompt_args": true, "max_iterations": true,
-	"completion_signal": true, "idle_timeout": true, "completion_timeout": true, "resume": true, "resume_session": true,
+	"completion_signal": true, "idle_timeout": true, "completion_timeout": true, "resume": true, "resume_session": true, "output": true,
 }
 
 // session plans a session block: each step is planned as a run made of
@@ -46,7 +46,7 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 			Name: ss.Body.Name, Repo: ss.Body.Repo, BranchStrategy: ss.Body.BranchStrategy, CopyToWorktree: ss.Body.CopyToWorktree,
 			Env: env, AllowUnconfined: ss.Body.AllowUnconfined, Hooks: ss.Body.Hooks, Logging: ss.Body.Logging, Timeouts: ss.Body.Timeouts,
 			Prompt: b.Prompt, PromptFile: b.PromptFile, PromptArgs: b.PromptArgs, MaxIterations: b.MaxIterations,
-			CompletionSignal: b.CompletionSignal, IdleTimeout: b.IdleTimeout, CompletionTimeout: b.CompletionTimeout,
+			CompletionSignal: b.CompletionSignal, IdleTimeout: b.IdleTimeout, CompletionTimeout: b.CompletionTimeout, Output: b.Output,
 		}}
 		o, ds := optionsOf(f, run, base)
 		o.Sandbox, o.Agent = sb, ag

@@ -35,6 +35,12 @@ git add -A && git -c user.name=claude -c user.email=claude@example.com commit -q
 cat "$FIXTURE"
 `
 
+// jsonError is the "error" object of a failed run in --json.
+type jsonError struct {
+	Kind    string
+	Message string
+}
+
 type agentRun struct {
 	Name             string
 	Branch           string
@@ -50,7 +56,7 @@ type agentRun struct {
 			Output        int64 `json:"output_tokens"`
 		}
 	}
-	Error string
+	Error *jsonError
 }
 
 // agentEnv puts a fake CLI on PATH and returns the env for sanddune. The

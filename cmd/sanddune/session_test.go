@@ -12,7 +12,7 @@ type sessionJSON struct {
 		Name    string
 		Branch  string
 		Commits []struct{ SHA string }
-		Error   *string
+		Error   *jsonError
 		Steps   []struct {
 			Name       string
 			Branch     string
@@ -20,7 +20,7 @@ type sessionJSON struct {
 			Iterations []struct {
 				SessionID *string `json:"session_id"`
 			}
-			Error *string
+			Error *jsonError
 		}
 	}
 }
@@ -130,7 +130,7 @@ session "fix" {
 `)
 	doc, r := runSessionJSON(t, dir, env, "run", "--json")
 	s := doc.Runs[0]
-	if r.code != 1 || s.Error == nil || !strings.Contains(*s.Error, "fix.fail") || len(s.Steps) != 3 || s.Steps[2].Error == nil {
+	if r.code != 1 || s.Error == nil || !strings.Contains(s.Error.Message, "fix.fail") || len(s.Steps) != 3 || s.Steps[2].Error == nil {
 		t.Fatalf("exit %d, want 1 with the failing step named: %+v\n%s", r.code, s, r.stderr)
 	}
 	if got := gitOut(t, dir, "show", "agent/fix:resumed.txt"); got != "resumed" {

@@ -59,7 +59,7 @@ type runDoc struct {
 		Commits   []struct{ SHA string }
 		Stdout    string
 		PatchPath *string `json:"patch_path"`
-		Error     *string
+		Error     *jsonError
 	}
 }
 

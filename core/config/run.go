@@ -57,6 +57,45 @@ type RunBody struct {
 	Hooks             *HooksBlock       `hcl:"hooks,block"`
 	Logging           *LoggingBlock     `hcl:"logging,block"`
 	Timeouts          *TimeoutsBlock    `hcl:"timeouts,block"`
+	Output            *OutputBlock      `hcl:"output,block"`
+}
+
+// OutputBlock is `output { tag = "plan", schema = file("plan.schema.json") }`
+// or `output { tag = "summary", type = "string" }`: the run's structured
+// output (core.Plan checks it).
+type OutputBlock struct {
+	Tag  string  `hcl:"tag"`
+	Type *string `hcl:"type,optional"`
+	// Schema is JSON Schema text, or the schema written as an HCL object.
+	Schema    cty.Value `hcl:"schema,optional"`
+	DeclRange hcl.Range `hcl:",def_range"`
+	attrs     hcl.Attributes
+}
+
+// outputBlock keeps the attributes of the output block in c, the
+// content of its run or step, for AttrRange.
+func outputBlock(o *OutputBlock, c *hcl.BodyContent) {
+	if o == nil {
+		return
+	}
+	if bs := c.Blocks.OfType("output"); len(bs) > 0 {
+		o.attrs, _ = bs[0].Body.JustAttributes()
+	}
+}
+
+// rangeIn is the range of path in a block: its output block's
+// attributes ("output.schema"), else as attrRange.
+func rangeIn(attrs hcl.Attributes, out *OutputBlock, path string, decl hcl.Range, blocks map[string]*hcl.Range) hcl.Range {
+	if blocks == nil {
+		blocks = map[string]*hcl.Range{}
+	}
+	if out != nil {
+		if rest, ok := strings.CutPrefix(path, "output."); ok {
+			return attrRange(out.attrs, rest, out.DeclRange, nil)
+		}
+		blocks["output"] = &out.DeclRange
+	}
+	return attrRange(attrs, path, decl, blocks)
 }
 
 // TimeoutsBlock is `timeouts { create_sandbox = "5m" ... }`: durations of
@@ -123,7 +162,7 @@ func (r *RunBlock) Name() string {
 // or the block's range when the attribute is not set. It lets the planner
 // attach its diagnostics to the right place.
 func (r *RunBlock) AttrRange(path string) hcl.Range {
-	return attrRange(r.attrs, path, r.DeclRange, map[string]*hcl.Range{
+	return rangeIn(r.attrs, r.Body.Output, path, r.DeclRange, map[string]*hcl.Range{
 		"name": &r.LabelRange, "hooks": hooksRange(r.Body.Hooks), "logging": loggingRange(r.Body.Logging), "timeouts": timeoutsRange(r.Body.Timeouts),
 	})
 }
@@ -186,6 +225,7 @@ func (f *File) decodeRuns(blocks []*hcl.Block, labels map[string]hcl.Range) ([]*
 		content, _, _ := b.Body.PartialContent(runSchema)
 		r.attrs = content.Attributes
 		r.Diags = gohcl.DecodeBody(b.Body, f.evalCtx, &r.Body)
+		outputBlock(r.Body.Output, content)
 		if r.NoSandbox = isNone(r.Body.Sandbox); !r.NoSandbox {
 			r.Sandbox = r.reference(r.Body.Sandbox, sdk.KindSandbox, f.Sandboxes)
 		}

@@ -66,7 +66,8 @@ type StepBody struct {
 	CompletionTimeout *string           `hcl:"completion_timeout,optional"`
 	Env               map[string]string `hcl:"env,optional"`
 	// Resume is "previous": continue the previous step's agent session.
-	Resume *string `hcl:"resume,optional"`
+	Resume *string      `hcl:"resume,optional"`
+	Output *OutputBlock `hcl:"output,block"`
 
 	DeclRange hcl.Range `hcl:",def_range"`
 }
@@ -85,7 +86,7 @@ func (s *SessionBlock) AttrRange(path string) hcl.Range {
 	if rest, ok := strings.CutPrefix(path, "step."); ok {
 		for _, st := range s.Steps {
 			if attr, ok := strings.CutPrefix(rest, st.Label+"."); ok {
-				return attrRange(st.attrs, attr, st.DeclRange, nil)
+				return rangeIn(st.attrs, st.Body.Output, attr, st.DeclRange, nil)
 			} else if rest == st.Label {
 				return st.DeclRange
 			}
@@ -130,6 +131,7 @@ func (f *File) decodeSessions(blocks []*hcl.Block, taken map[string]hcl.Range) (
 			if i < len(stepBlocks) {
 				c, _, _ := stepBlocks[i].Body.PartialContent(stepSchema)
 				st.attrs = c.Attributes
+				outputBlock(st.Body.Output, c)
 			}
 			if seen[st.Label] {
 				s.Diags = append(s.Diags, errorDiag(st.DeclRange, "Duplicate step", "session %q already has a step %q.", label, st.Label))

@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -11,6 +13,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/missingstudio/sanddune/core/internal/textfile"
 )
 
 // EnvVarPrefix prefixes environment variables that set config variables.
@@ -141,7 +146,8 @@ func parseVariableValue(raw string, ty cty.Type) (cty.Value, error) {
 	return convert.Convert(val, ty)
 }
 
-// evalContext exposes var.<name> and path.config to expressions.
+// evalContext exposes var.<name>, path.config and file(path) to
+// expressions.
 func evalContext(vars []*Variable, dir string) *hcl.EvalContext {
 	vals := map[string]cty.Value{}
 	for _, v := range vars {
@@ -150,5 +156,30 @@ func evalContext(vars []*Variable, dir string) *hcl.EvalContext {
 	return &hcl.EvalContext{Variables: map[string]cty.Value{
 		"var":  cty.ObjectVal(vals),
 		"path": cty.ObjectVal(map[string]cty.Value{"config": cty.StringVal(dir)}),
-	}}
+	}, Functions: map[string]function.Function{"file": fileFunc(dir)}}
+}
+
+// fileFunc is file(path): the UTF-8 text of a regular file of at most
+// MaxConfigSize bytes, relative paths against the config file's
+// directory.
+func fileFunc(dir string) function.Function {
+	return function.New(&function.Spec{
+		Description: "The text of a file; relative paths are against the config file's directory.",
+		Params:      []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			path := args[0].AsString()
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(dir, path)
+			}
+			data, err := textfile.Read(path, MaxConfigSize)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			if !utf8.Valid(data) {
+				return cty.NilVal, fmt.Errorf("%s is not UTF-8 text", path)
+			}
+			return cty.StringVal(string(data)), nil
+		},
+	})
 }

@@ -194,6 +194,18 @@ func parse(file, text string, args map[string]string, ask func(string) (string, 
 // Inline reports whether the prompt is inline (passed literally).
 func (t *Template) Inline() bool { return t.File == "" }
 
+// Mentions reports whether the prompt's own text, its arguments filled
+// in, contains s; shell expressions (run later, in the sandbox) are not
+// searched.
+func (t *Template) Mentions(s string) bool {
+	for _, p := range t.Fill("", "").parts {
+		if !p.shell && strings.Contains(p.text, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // Fill substitutes the arguments and the built-ins into the template.
 func (t *Template) Fill(sourceBranch, targetBranch string) *Prompt {
 	if t.Inline() {

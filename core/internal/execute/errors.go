@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
@@ -21,6 +22,7 @@ const (
 	PhasePrompt    Phase = "prompt" // shell expressions
 	PhaseSession   Phase = "session"
 	PhaseAgent     Phase = "agent"
+	PhaseOutput    Phase = "output" // structured output: extraction and schema
 	PhaseSyncOut   Phase = "sync-out"
 	PhaseMerge     Phase = "merge"
 	PhaseCleanup   Phase = "cleanup"
@@ -90,3 +92,44 @@ func (e *RunError) Error() string {
 }
 
 func (e *RunError) Unwrap() error { return e.Err }
+
+// OutputError is a run whose structured output is missing, not JSON, or
+// does not match its schema (the RunError of PhaseOutput wraps it). The
+// agent session that wrote it can be resumed (resume_session = SessionID)
+// to ask for corrected output.
+type OutputError struct {
+	Tag string
+	// Raw is the last <tag>…</tag> content ("" when there was none).
+	Raw   string
+	Cause output.Cause
+	// Where the work is, as in RunError.
+	Branch            string
+	Commits           []worktree.Commit
+	PreservedWorktree string
+	// SessionID and SessionFile are the agent session of the run's last
+	// iteration ("" when the agent reported none or it was not captured).
+	SessionID   string
+	SessionFile string
+}
+
+func (e *OutputError) Error() string {
+	msg := (&output.Error{Tag: e.Tag, Raw: e.Raw, Cause: e.Cause}).Error()
+	if e.Raw != "" {
+		msg += fmt.Sprintf("\n  raw <%s> content: %s", e.Tag, excerpt(e.Raw, 400))
+	}
+	if e.SessionID != "" {
+		msg += "\n  agent session: " + e.SessionID
+		if e.SessionFile != "" {
+			msg += " (" + e.SessionFile + ")"
+		}
+	}
+	return msg
+}
+
+func excerpt(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/gitsync"
 	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/prompt"
 	"github.com/missingstudio/sanddune/core/redact"
 	"github.com/missingstudio/sanddune/core/runlog"
@@ -63,8 +64,10 @@ type Spec struct {
 	CopyPaths []string
 	Hooks     hooks.Set
 
-	MaxIterations     int
-	Signals           []string
+	MaxIterations int
+	Signals       []string
+	// Output, compiled, is read from the agent's final text; nil for none.
+	Output            *output.Spec
 	IdleTimeout       time.Duration
 	CompletionTimeout time.Duration
 	ExpressionTimeout time.Duration
@@ -264,6 +267,9 @@ func (r *runner) finish(ctx context.Context, runErr *RunError) error {
 	}
 	runErr.Branch, runErr.Commits = r.res.Branch, r.res.Commits
 	runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
+	if oe, ok := runErr.Err.(*OutputError); ok {
+		oe.Branch, oe.Commits, oe.PreservedWorktree = r.res.Branch, r.res.Commits, r.res.PreservedWorktreePath
+	}
 	if runErr.Cancelled && runErr.Hint == "" {
 		runErr.Hint = r.rerunHint()
 	}

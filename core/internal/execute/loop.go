@@ -7,6 +7,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/gitsync"
 	"github.com/missingstudio/sanddune/core/internal/agentexec"
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/prompt"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -27,6 +28,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 	}
 	stdout := agentexec.NewRing(MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()
+	final := "" // the last iteration's output
 	for n := 1; n <= r.MaxIterations; n++ {
 		if ctx.Err() != nil {
 			return r.fail(ctx, PhaseAgent, "", n, context.Cause(ctx), "")
@@ -48,6 +50,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 			stdout.WriteString("\n")
 		}
 		stdout.WriteString(out.Output)
+		final = out.Output
 		if err != nil {
 			phase, plugin := PhaseAgent, r.AgentAddr
 			var sbErr *agentexec.SandboxExecError
@@ -59,11 +62,37 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 		if out.Signal != "" {
 			r.res.CompletionSignal = out.Signal
 			r.progress.Info("agent signalled completion (%s) after %d iteration(s)", out.Signal, n)
-			return nil
+			return r.output(ctx, final)
 		}
 	}
 	r.progress.Info("reached max iterations (%d) without a completion signal", r.MaxIterations)
-	return nil
+	return r.output(ctx, final)
+}
+
+// output reads the run's structured output, when it asks for one, from
+// the agent's final text (secret values redacted first).
+func (r *runner) output(ctx context.Context, final string) *RunError {
+	if r.Output == nil {
+		return nil
+	}
+	v, err := r.Output.Extract(r.Redact.String(final))
+	var oe *output.Error
+	if !errors.As(err, &oe) {
+		r.res.Output = v
+		r.progress.Info("structured output %s read", r.Output.OpenTag())
+		return nil
+	}
+	e := &OutputError{Tag: oe.Tag, Raw: oe.Raw, Cause: oe.Cause}
+	if n := len(r.res.Iterations); n > 0 {
+		e.SessionID, e.SessionFile = r.res.Iterations[n-1].SessionID, r.res.Iterations[n-1].SessionFilePath
+	}
+	hint := fmt.Sprintf("the agent reported no session to resume: run again, with a prompt that asks for %s…</%s>", r.Output.OpenTag(), oe.Tag)
+	if e.SessionID != "" {
+		hint = fmt.Sprintf("resume the agent's session to ask for corrected output, without redoing the work: "+
+			"run it again with resume_session = %q and a prompt asking to re-emit %s…</%s> (the cause above)",
+			e.SessionID, r.Output.OpenTag(), oe.Tag)
+	}
+	return r.fail(ctx, PhaseOutput, r.AgentAddr, len(r.res.Iterations), e, hint)
 }
 
 func agentHint(err error) string {

@@ -3,8 +3,10 @@ package execute
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -25,6 +27,11 @@ type Result struct {
 	// Stdout is the agent's output (its result text, else its text), the
 	// last MaxStdoutBytes of it.
 	Stdout string
+	// Output is the structured output, when the run asks for one: a string
+	// (type "string"), or a JSON value (nil, bool, json.Number, string,
+	// []any, map[string]any) that matched the schema. output.Cty converts
+	// it for HCL.
+	Output any
 	// LogFile is the run's log (file mode only).
 	LogFile string
 	// PreservedWorktreePath is a worktree kept because it had uncommitted
@@ -94,34 +101,28 @@ func nullable(s string) *string {
 // MarshalJSON writes the documented shape: every key always present,
 // null when there is no value.
 func (r Result) MarshalJSON() ([]byte, error) {
-	type commit struct {
-		SHA string `json:"sha"`
-	}
-	commits := make([]commit, len(r.Commits))
-	for i, c := range r.Commits {
-		commits[i] = commit{c.SHA}
-	}
 	its := r.Iterations
 	if its == nil {
 		its = []Iteration{}
 	}
 	return marshal(struct {
-		Name                  string      `json:"name"`
-		Branch                *string     `json:"branch"`
-		Commits               []commit    `json:"commits"`
-		CompletionSignal      *string     `json:"completion_signal"`
-		Iterations            []Iteration `json:"iterations"`
-		Stdout                string      `json:"stdout"`
-		LogFile               *string     `json:"log_file"`
-		PreservedWorktreePath *string     `json:"preserved_worktree_path"`
-		PatchPath             *string     `json:"patch_path"`
-		Steps                 []Outcome   `json:"steps"`
-	}{r.Name, nullable(r.Branch), commits, nullable(r.CompletionSignal), its, r.Stdout, nullable(r.LogFile),
+		Name                  string       `json:"name"`
+		Branch                *string      `json:"branch"`
+		Commits               []commitJSON `json:"commits"`
+		CompletionSignal      *string      `json:"completion_signal"`
+		Iterations            []Iteration  `json:"iterations"`
+		Stdout                string       `json:"stdout"`
+		Output                any          `json:"output"`
+		LogFile               *string      `json:"log_file"`
+		PreservedWorktreePath *string      `json:"preserved_worktree_path"`
+		PatchPath             *string      `json:"patch_path"`
+		Steps                 []Outcome    `json:"steps"`
+	}{r.Name, nullable(r.Branch), commitsJSON(r.Commits), nullable(r.CompletionSignal), its, r.Stdout, r.Output, nullable(r.LogFile),
 		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.Steps})
 }
 
 // MarshalJSON writes the result's JSON (an empty result's when there is
-// none) with "error": the error's message, null on success.
+// none) with "error": null on success, else an object (errorJSON).
 func (o Outcome) MarshalJSON() ([]byte, error) {
 	r := o.Result
 	if r == nil {
@@ -131,17 +132,77 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var msg *string
-	if o.Err != nil {
-		s := o.Err.Error()
-		msg = &s
-	}
-	e, err := marshal(msg)
+	e, err := marshal(errorJSON(o.Err))
 	if err != nil {
 		return nil, err
 	}
 	b = append(b[:len(b)-1], `,"error":`...)
 	return append(append(b, e...), '}'), nil
+}
+
+// Error kinds in --json.
+const (
+	KindFailed           = "failed"
+	KindCancelled        = "cancelled"
+	KindStructuredOutput = "structured_output"
+)
+
+// errorDoc is a failed run's "error" in --json: its kind, message, phase,
+// plugin and next step, each key always there (null when empty); a
+// structured-output failure adds its own keys.
+type errorDoc struct {
+	Kind    string  `json:"kind"`
+	Message string  `json:"message"`
+	Phase   *string `json:"phase"`
+	Plugin  *string `json:"plugin"`
+	Hint    *string `json:"hint"`
+	*outputErrorDoc
+}
+
+type outputErrorDoc struct {
+	Tag                   string       `json:"tag"`
+	Raw                   *string      `json:"raw"`
+	Cause                 output.Cause `json:"cause"`
+	SessionID             *string      `json:"session_id"`
+	SessionFile           *string      `json:"session_file"`
+	Branch                *string      `json:"branch"`
+	Commits               []commitJSON `json:"commits"`
+	PreservedWorktreePath *string      `json:"preserved_worktree_path"`
+}
+
+type commitJSON struct {
+	SHA string `json:"sha"`
+}
+
+func commitsJSON(cs []worktree.Commit) []commitJSON {
+	out := make([]commitJSON, len(cs))
+	for i, c := range cs {
+		out[i] = commitJSON{c.SHA}
+	}
+	return out
+}
+
+// errorJSON is err's "error" object, nil for no error.
+func errorJSON(err error) *errorDoc {
+	if err == nil {
+		return nil
+	}
+	d := &errorDoc{Kind: KindFailed, Message: err.Error()}
+	var re *RunError
+	if errors.As(err, &re) {
+		d.Phase, d.Plugin, d.Hint = nullable(string(re.Phase)), nullable(re.Plugin), nullable(re.Hint)
+		if re.Cancelled {
+			d.Kind = KindCancelled
+		}
+	}
+	var oe *OutputError
+	if errors.As(err, &oe) {
+		d.Kind = KindStructuredOutput
+		d.outputErrorDoc = &outputErrorDoc{Tag: oe.Tag, Raw: nullable(oe.Raw), Cause: oe.Cause,
+			SessionID: nullable(oe.SessionID), SessionFile: nullable(oe.SessionFile), Branch: nullable(oe.Branch),
+			Commits: commitsJSON(oe.Commits), PreservedWorktreePath: nullable(oe.PreservedWorktree)}
+	}
+	return d
 }
 
 // MarshalJSON writes the documented shape, null for absent values.

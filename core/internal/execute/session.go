@@ -73,7 +73,7 @@ func RunSession(ctx context.Context, name string, steps []Step) (*Result, error)
 			r.res.Elapsed = time.Since(start)
 			heads = append(heads, r.sandboxHead(ctx))
 			session.Iterations = append(session.Iterations, r.res.Iterations...)
-			session.CompletionSignal, session.Stdout = r.res.CompletionSignal, r.res.Stdout
+			session.CompletionSignal, session.Stdout, session.Output = r.res.CompletionSignal, r.res.Stdout, r.res.Output
 			if n := len(r.res.Iterations); n > 0 {
 				previous = r.res.Iterations[n-1].SessionID
 			}
