@@ -6,6 +6,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -35,6 +36,8 @@ type PlannedRun struct {
 	ResumeSession string   `json:"resume_session"`
 	// Timeouts are the lifecycle timeouts, defaults applied.
 	Timeouts Timeouts `json:"timeouts"`
+	// Output is the structured output the run asks for, nil for none.
+	Output *PlannedOutput `json:"output"`
 	// Steps are a session's steps (each planned like a run), nil for a run.
 	Steps []*PlannedRun `json:"steps"`
 
@@ -42,7 +45,19 @@ type PlannedRun struct {
 	steps []execute.Step
 }
 
+// PlannedOutput is a run's structured output in the plan: its tag, its
+// type ("json" or "string") and whether a schema checks it.
+type PlannedOutput struct {
+	Tag    string      `json:"tag"`
+	Type   output.Type `json:"type"`
+	Schema bool        `json:"schema"`
+}
+
 func plannedRun(s *execute.Spec) *PlannedRun {
+	var out *PlannedOutput
+	if s.Output != nil {
+		out = &PlannedOutput{Tag: s.Output.Tag, Type: s.Output.Type, Schema: s.Output.Schema != ""}
+	}
 	return &PlannedRun{
 		Name: s.Name, Repo: s.Repo.Root, Sandbox: s.SandboxAddr, Contract: s.Caps.Contract, Agent: s.AgentAddr,
 		Strategy: s.Strategy, StrategyType: s.Strategy.Type, Branch: s.Strategy.Branch, TargetBranch: s.Strategy.TargetBranch,
@@ -50,7 +65,7 @@ func plannedRun(s *execute.Spec) *PlannedRun {
 		IdleTimeout: s.IdleTimeout.String(), CompletionTimeout: s.CompletionTimeout.String(),
 		CopyToWorktree: s.CopyPaths, EnvKeys: env.Keys(s.Env),
 		Hooks:         len(s.Hooks.HostOnWorktreeReady) + len(s.Hooks.HostOnSandboxReady) + len(s.Hooks.SandboxOnSandboxReady),
-		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, spec: s,
+		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, Output: out, spec: s,
 	}
 }
 

@@ -236,3 +236,33 @@ run "mute" {
 		t.Fatalf("run mute: error %+v", e)
 	}
 }
+
+// TestOutputChecksBeforeAnythingStarts: validate reports an output problem
+// once, at its attribute (file:line:col); --dry-run shows the output a
+// valid run reads.
+func TestOutputChecksBeforeAnythingStarts(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/plan.md"), "Plan the work.\n")
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["true"]
+}
+run "plan" {
+  prompt_file = "plan.md"
+  output {
+    tag  = "plan"
+    type = "string"
+  }
+}
+`)
+	r := run(t, dir, "validate")
+	if r.code != 1 || strings.Count(r.stdout+r.stderr, "does not ask for the output tag") != 1 || !strings.Contains(r.stdout+r.stderr, "sanddune.hcl:6:17") {
+		t.Fatalf("exit %d, want 1 with the problem once at sanddune.hcl:6:17:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/plan.md"), "Plan the work; answer inside <plan>.\n")
+	r = run(t, dir, "run", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "output:    the last <plan>…</plan> of the agent's final text, as a string") {
+		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -58,13 +58,32 @@ func printPlan(w io.Writer, p *core.RunPlan, asJSON bool) error {
 		if r.ResumeSession != "" {
 			fmt.Fprintf(w, "  resumes:   session %s\n", r.ResumeSession)
 		}
+		if r.Output != nil {
+			fmt.Fprintf(w, "  output:    %s\n", outputLine(r.Output))
+		}
 		for i, st := range r.Steps {
 			prompt := "inline prompt"
 			if st.PromptFile != "" {
 				prompt = st.PromptFile
 			}
-			fmt.Fprintf(w, "  step %d:    %s: agent %s, %s, up to %d iteration(s)\n", i+1, st.Name, st.Agent, prompt, st.MaxIterations)
+			fmt.Fprintf(w, "  step %d:    %s: agent %s, %s, up to %d iteration(s)", i+1, st.Name, st.Agent, prompt, st.MaxIterations)
+			if st.Output != nil {
+				fmt.Fprintf(w, ", output %s", outputLine(st.Output))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	return nil
+}
+
+// outputLine says what structured output a run reads.
+func outputLine(o *core.PlannedOutput) string {
+	what := "a string"
+	switch {
+	case o.Schema:
+		what = "JSON matching the schema"
+	case o.Type == core.OutputJSON:
+		what = "JSON"
+	}
+	return fmt.Sprintf("the last <%s>…</%s> of the agent's final text, as %s", o.Tag, o.Tag, what)
 }

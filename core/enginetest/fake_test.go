@@ -16,6 +16,7 @@ import (
 //	SESSION id    a session_id event
 //	USAGE in out  a usage event
 //	ERROR s       an error event
+//	TOOL name s   a tool call with argument s
 type fakeAgent struct {
 	// Script returns the shell command for iteration n (1-based).
 	Script func(n int) string
@@ -64,6 +65,9 @@ func (fakeParser) Parse(line []byte) []sdk.Event {
 		return []sdk.Event{{Type: sdk.EventSessionID, SessionID: rest}}
 	case "ERROR":
 		return []sdk.Event{{Type: sdk.EventError, Text: rest}}
+	case "TOOL":
+		name, arg, _ := strings.Cut(rest, " ")
+		return []sdk.Event{{Type: sdk.EventToolCall, ToolName: name, ToolArg: arg}}
 	case "USAGE":
 		in, out, _ := strings.Cut(rest, " ")
 		i, _ := strconv.ParseInt(in, 10, 64)
