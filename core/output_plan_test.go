@@ -172,3 +172,24 @@ func TestFakeStepOutputAtItsAttribute(t *testing.T) {
 	}
 	at(t, only(t, p.Diagnostics, "max_iterations = 1"), 10, 22)
 }
+
+// TestFakeNoOutputFromAnInteractiveSession: an interactive session has no
+// final text, so its run's output block is refused at the block.
+func TestFakeNoOutputFromAnInteractiveSession(t *testing.T) {
+	t.Parallel()
+	path := repoWith(t, blocks+`run "r" {
+  sandbox = sandbox.box.dev
+  agent   = agent.cli.a
+  prompt  = "answer in <x>"
+  output {
+    tag  = "x"
+    type = "string"
+  }
+}
+`)
+	p, err := plan(t, path, newPlugins(), Selection{Runs: []string{"r"}, Interactive: &Attachment{}})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	at(t, only(t, p.Diagnostics, "No structured output from an interactive session"), 9, 3)
+}

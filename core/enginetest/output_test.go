@@ -61,3 +61,30 @@ echo 'RESULT <plan>{"n": "many"}</plan>'`)), &term)
 		t.Fatalf("message does not say how to resume:\n%v", err)
 	}
 }
+
+// TestFakeStructuredOutputErrorDoesNotMerge: a merge-to-head run whose
+// output is refused does not merge; its commit stays on the kept
+// temporary branch, which the error names.
+func TestFakeStructuredOutputErrorDoesNotMerge(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	before := git(t, repo, "rev-parse", "main")
+	var term buffer
+	o := options(repo, localSandbox(t), fake(t, script(`cat > /dev/null
+echo x > x.txt && git add x.txt && git commit -qm x
+echo 'RESULT no tag here'`)), &term)
+	o.Prompt = "answer inside <plan>"
+	o.BranchStrategy = core.BranchStrategy{Type: core.StrategyMergeToHead}
+	o.Output = &core.OutputSpec{Tag: "plan", Type: core.OutputString}
+	_, err := core.Run(context.Background(), o)
+	var oe *core.StructuredOutputError
+	if !errors.As(err, &oe) {
+		t.Fatalf("error %v, want a StructuredOutputError", err)
+	}
+	if after := git(t, repo, "rev-parse", "main"); after != before {
+		t.Fatalf("main moved from %s to %s: a refused output was merged", before, after)
+	}
+	if !strings.HasPrefix(oe.Branch, "sanddune/test/") || len(oe.Commits) != 1 || git(t, repo, "rev-parse", oe.Branch) != oe.Commits[0].SHA {
+		t.Fatalf("error branch %q commits %v, want the kept temporary branch holding the commit", oe.Branch, oe.Commits)
+	}
+}
