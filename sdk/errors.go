@@ -3,7 +3,6 @@ package sdk
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -42,7 +41,7 @@ func (e *PluginError) Error() string {
 
 func (e *PluginError) Unwrap() error { return e.Err }
 
-// toStatus turns a provider's error into a gRPC status error (server side).
+// toStatus turns a provider's error into a gRPC status error (plugin end; sdk/host maps them back).
 func toStatus(err error) error {
 	switch {
 	case err == nil:
@@ -58,50 +57,3 @@ func toStatus(err error) error {
 	}
 	return status.Error(codes.Unknown, err.Error())
 }
-
-// fromStatus turns an error from a gRPC call into the SDK's errors (client
-// side): caller cancellation gives ctx.Err(), a dead plugin
-// ErrPluginShutdown, everything else a PluginError naming op.
-func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return &PluginError{Plugin: c.component, Op: op, Err: err}
-	}
-	switch {
-	case c.done.Err() != nil, st.Code() == codes.Unavailable:
-		return &PluginError{Plugin: c.component, Op: op, Err: ErrPluginShutdown}
-	case st.Code() == codes.Canceled && strings.Contains(st.Message(), "connection is closing"):
-		return &PluginError{Plugin: c.component, Op: op, Err: ErrPluginShutdown}
-	case st.Code() == codes.Unimplemented:
-		return &PluginError{Plugin: c.component, Op: op, Err: notSupported(st.Message())}
-	case st.Code() == codes.Aborted:
-		return &PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: ErrSandboxGone}}
-	case st.Code() == codes.Canceled:
-		return &PluginError{Plugin: c.component, Op: op, Err: context.Canceled}
-	case st.Code() == codes.DeadlineExceeded:
-		return &PluginError{Plugin: c.component, Op: op, Err: context.DeadlineExceeded}
-	}
-	return &PluginError{Plugin: c.component, Op: op, Err: errors.New(st.Message())}
-}
-
-// notSupported keeps the plugin's message while matching ErrNotSupported.
-func notSupported(msg string) error {
-	if msg == "" || msg == ErrNotSupported.Error() {
-		return ErrNotSupported
-	}
-	return &wrapped{msg: msg, err: ErrNotSupported}
-}
-
-type wrapped struct {
-	msg string
-	err error
-}
-
-func (w *wrapped) Error() string { return w.msg }
-func (w *wrapped) Unwrap() error { return w.err }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/missingstudio/sanddune/sdk/internal/pluginpb"
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
 
 // server is the plugin side: it serves the components of a ServeOpts and
@@ -32,7 +33,7 @@ func newServer(opts ServeOpts) *server {
 }
 
 func (s *server) provider(ref *pluginpb.ComponentRef) (Provider, error) {
-	switch fromKind(ref.GetKind()) {
+	switch Kind(wire.KindName(ref.GetKind())) {
 	case KindSandbox:
 		return s.sandbox(ref.GetName())
 	case KindAgent:
@@ -186,7 +187,7 @@ func (s sandboxServer) Create(ctx context.Context, req *pluginpb.CreateRequest) 
 	}
 	sb, err := p.Create(ctx, CreateRequest{
 		Config: cfg, RunID: req.RunId, RunName: req.RunName, HostRepoPath: req.HostRepoPath,
-		WorktreePath: req.WorktreePath, GitMounts: fromMounts(req.GitMounts), Env: fromBytesMap(req.Env),
+		WorktreePath: req.WorktreePath, GitMounts: fromMounts(req.GitMounts), Env: wire.StringMap(req.Env),
 		Labels: req.Labels, HostUID: int(req.HostUid), HostGID: int(req.HostGid),
 	})
 	if err != nil {
@@ -339,7 +340,7 @@ func (s sandboxServer) RunCommand(req *pluginpb.RunCommandRequest, stream plugin
 	}
 	return streamOutput(stream, func(out OutputFunc) (ExecResult, error) {
 		code, err := cp.RunCommand(stream.Context(), RunCommandRequest{
-			Name: req.Name, Args: fromBytesList(req.Args), Cwd: req.Cwd, HostRepoPath: req.HostRepoPath,
+			Name: req.Name, Args: wire.Strings(req.Args), Cwd: req.Cwd, HostRepoPath: req.HostRepoPath,
 			HostUID: int(req.HostUid), HostGID: int(req.HostGid),
 		}, out)
 		return ExecResult{ExitCode: code}, err
@@ -442,7 +443,7 @@ func (s agentServer) BuildCommand(ctx context.Context, req *pluginpb.BuildComman
 		return nil, toStatus(err)
 	}
 	return &pluginpb.Command{
-		Argv: toBytesList(c.Argv), Shell: []byte(c.Shell), Stdin: c.Stdin, Env: toBytesMap(c.Env),
+		Argv: wire.Bytes(c.Argv), Shell: []byte(c.Shell), Stdin: c.Stdin, Env: wire.BytesMap(c.Env),
 	}, nil
 }
 

@@ -1,16 +1,15 @@
 package sdk
 
-import "sync"
+import (
+	"sync"
 
-// maxBatchBytes bounds the items buffered between a producer and the
-// goroutine that sends them; one message carries everything buffered, so it
-// stays below maxBatchBytes plus one item (at most MaxLineBytes).
-const maxBatchBytes = 512 << 10
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
+)
 
 // queue hands items from a producer to a sender goroutine that sends them
 // in batches: everything queued while the previous message was being sent
 // goes into the next one, so batching adds no latency. The producer blocks
-// while maxBatchBytes are queued.
+// while wire.MaxBatchBytes are queued.
 type queue[T any] struct {
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -30,7 +29,7 @@ func newQueue[T any]() *queue[T] {
 func (q *queue[T]) push(item T, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.size >= maxBatchBytes && !q.aborted {
+	for q.size >= wire.MaxBatchBytes && !q.aborted {
 		q.cond.Wait()
 	}
 	if q.aborted || q.closed {

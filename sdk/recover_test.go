@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
@@ -42,11 +43,11 @@ func TestFakeRecover(t *testing.T) {
 		return sdk.ExecResult{ExitCode: 3}, nil
 	}
 	cp := plugintest.Client(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"r": r, "c": &commander{}}})
-	comps, err := sdk.CatalogComponents(ctx, cp)
+	comps, err := host.CatalogComponents(ctx, cp)
 	if err != nil || len(comps) != 2 || comps[0].Recover || !comps[1].Recover {
 		t.Fatalf("catalog: %+v, %v; want Recover only for r", comps, err)
 	}
-	p, err := sdk.DispenseSandbox(cp, "r")
+	p, err := host.DispenseSandbox(cp, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestFakeRecover(t *testing.T) {
 		t.Errorf("Recover of an unknown id: %v", err)
 	}
 
-	c, err := sdk.DispenseSandbox(cp, "c")
+	c, err := host.DispenseSandbox(cp, "c")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,10 @@
 // Package sdk is the contract between sanddune and its plugins.
 //
 // A plugin binary implements SandboxProvider or AgentProvider (or several of
-// them) as plain Go values and hands them to Serve. The gRPC wire format and
-// the generated protobuf stay behind this package: plugin authors never see
-// them, and the host (sanddune's core) talks to plugins through the very same
-// Go interfaces via the client adapters in this package.
+// them) as plain Go values and hands them to Serve. go-plugin, gRPC and the
+// generated protobuf stay behind this package: plugin authors never see
+// them. The host (sanddune's core) talks to plugins through the very same Go
+// interfaces via the client adapters of package sdk/host.
 package sdk
 
 import (
@@ -13,12 +13,14 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
 
 // ProtocolVersion is the plugin protocol version this SDK speaks. It is the
 // go-plugin application protocol version negotiated at handshake time;
 // breaking wire changes bump it, additive changes use capability flags.
-const ProtocolVersion = 1
+const ProtocolVersion = wire.ProtocolVersion
 
 // Kind says which contract a component implements.
 type Kind string

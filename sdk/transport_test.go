@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/internal/fake"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
@@ -114,7 +115,7 @@ func TestFakeCatalog(t *testing.T) {
 		Agents:    map[string]sdk.AgentProvider{"c": fake.AgentProvider{}},
 	})
 	ctx := context.Background()
-	comps, err := sdk.CatalogComponents(ctx, cp)
+	comps, err := host.CatalogComponents(ctx, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestFakeCatalog(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("catalog %q, want %q", got, want)
 	}
-	infos, err := sdk.Catalog(ctx, cp)
+	infos, err := host.Catalog(ctx, cp)
 	if err != nil || len(infos) != 3 || infos[0].Name != "a" || infos[1].Name != "b" || infos[2].Name != "c" ||
 		infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
 		t.Errorf("Catalog: %+v, %v", infos, err)
@@ -249,7 +250,7 @@ func TestFakeErrors(t *testing.T) {
 	}
 
 	cp := plugintest.Client(t, sdk.ServeOpts{})
-	missing, err := sdk.DispenseSandbox(cp, "missing")
+	missing, err := host.DispenseSandbox(cp, "missing")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,10 +385,10 @@ func TestFakePluginShutdown(t *testing.T) {
 		<-ctx.Done()
 		return sdk.ExecResult{}, ctx.Err()
 	}}
-	p, sb, server := stoppable(t, s)
+	p, sb, stop := stoppable(t, s)
 	go func() {
 		<-started
-		server.Stop()
+		stop()
 	}()
 	_, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {})
 	var pe *sdk.PluginError
@@ -399,13 +400,23 @@ func TestFakePluginShutdown(t *testing.T) {
 	}
 }
 
-// stoppable serves p over a gRPC connection the test can break with
-// server.Stop, and creates a sandbox.
-func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sandbox, *plugin.GRPCServer) {
+// stoppable serves p in-process with a stop function that breaks the
+// connection, and creates a sandbox.
+func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sandbox, func()) {
 	t.Helper()
-	client, server := plugin.TestPluginGRPCConn(t, false, sdk.ServePluginSet(sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": p}}))
-	t.Cleanup(func() { client.Close() })
-	c, err := sdk.DispenseSandbox(client, "s")
+	ctx, stop := context.WithCancel(context.Background())
+	addr, stopped, err := sdk.ServeInProcess(ctx, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": p}, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); <-stopped })
+	client := plugin.NewClient(host.InProcess(addr, hclog.NewNullLogger()))
+	t.Cleanup(client.Kill)
+	cp, err := client.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := host.DispenseSandbox(cp, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +424,7 @@ func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, sb, server
+	return c, sb, stop
 }
 
 // echoAgent emits one text event per line, and a usage event at the end.
@@ -532,8 +543,8 @@ func TestServeSubprocess(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SDK_TEST_SERVE=1")
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.ClientPluginSets(),
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
@@ -547,12 +558,12 @@ func TestServeSubprocess(t *testing.T) {
 		t.Errorf("negotiated version %d", v)
 	}
 	ctx := context.Background()
-	infos, err := sdk.Catalog(ctx, cp)
+	infos, err := host.Catalog(ctx, cp)
 	if err != nil || len(infos) != 3 {
 		t.Fatalf("Catalog: %+v, %v", infos, err)
 	}
 
-	p, err := sdk.DispenseSandbox(cp, "fake")
+	p, err := host.DispenseSandbox(cp, "fake")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +582,7 @@ func TestServeSubprocess(t *testing.T) {
 	}
 
 	// The plugin dies mid-call: the call fails with ErrPluginShutdown.
-	block, err := sdk.DispenseSandbox(cp, "block")
+	block, err := host.DispenseSandbox(cp, "block")
 	if err != nil {
 		t.Fatal(err)
 	}

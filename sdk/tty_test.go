@@ -104,11 +104,11 @@ func TestFakeExecTTYNotSupported(t *testing.T) {
 }
 
 func TestFakeExecTTYPluginShutdown(t *testing.T) {
-	_, sb, server := stoppable(t, &ttyStub{})
+	_, sb, stop := stoppable(t, &ttyStub{})
 	outR, outW := io.Pipe()
 	go func() {
 		bufio.NewReader(outR).ReadString('\n') // the command started
-		server.Stop()
+		stop()
 		io.Copy(io.Discard, outR)
 	}()
 	stdin, typed := io.Pipe()

@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
@@ -56,7 +57,7 @@ rights: test only binaries you trust.`,
 // package's MainStart, and returns its exit code.
 func runKits(bin string, verbose bool, run string) int {
 	test := func(t *testing.T) {
-		comps, err := sdk.CatalogComponents(context.Background(), plugintest.Binary(t, bin))
+		comps, err := host.CatalogComponents(context.Background(), plugintest.Binary(t, bin))
 		if err != nil {
 			t.Fatalf("Catalog: %v", err)
 		}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
@@ -285,9 +285,9 @@ func (h *Host) checkVersion(name string, src Source, info sdk.Info) error {
 
 func dispense(rpc plugin.ClientProtocol, kind sdk.Kind, name string) (sdk.Provider, error) {
 	if kind == sdk.KindSandbox {
-		return sdk.DispenseSandbox(rpc, name)
+		return host.DispenseSandbox(rpc, name)
 	}
-	return sdk.DispenseAgent(rpc, name)
+	return host.DispenseAgent(rpc, name)
 }
 
 func describeCatalog(infos []sdk.Info) string {
@@ -428,8 +428,8 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	raw, synced := newStderrLog(logger), newStderrLog(logger)
 	p.stderrs = []*stderrLog{raw, synced}
 	p.client = plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.ClientPluginSets(),
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(),
 		Cmd:              cmd,
 		SecureConfig:     secure,
 		AutoMTLS:         true,
@@ -456,14 +456,14 @@ func (p *process) launch(ctx context.Context, h *Host) {
 			actual, _ := FileSHA256(src.Path)
 			p.err = &ChecksumError{Plugin: src.Name, Path: src.Path, LockFile: lock.Path, Locked: lockEntry.SHA256, Actual: actual, Relock: h.relockCommand(lock, src)}
 		case m != nil:
-			p.err = &VersionError{Plugin: src.Name, Path: src.String(), PluginVer: m[1], SupportedVer: supportedVersions()}
+			p.err = &VersionError{Plugin: src.Name, Path: src.String(), PluginVer: m[1], SupportedVer: host.Versions()}
 		default:
 			p.err = &StartError{Plugin: src.Name, Source: src.String(), Err: err, Stderr: tail}
 		}
 		return
 	}
 	p.rpc = rpc
-	p.catalog, err = sdk.Catalog(ctx, rpc)
+	p.catalog, err = host.Catalog(ctx, rpc)
 	if err != nil {
 		p.err = fmt.Errorf("plugin %q (%s): listing its components: %w", src.Name, src, err)
 	}
@@ -553,15 +553,6 @@ func (e *StartError) Error() string {
 }
 
 func (e *StartError) Unwrap() error { return e.Err }
-
-func supportedVersions() []int {
-	var vs []int
-	for v := range sdk.ClientPluginSets() {
-		vs = append(vs, v)
-	}
-	sort.Ints(vs)
-	return vs
-}
 
 // Close kills every plugin process this host started. It is idempotent.
 func (h *Host) Close() {

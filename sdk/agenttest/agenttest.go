@@ -26,6 +26,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/internal/testkit"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
@@ -168,7 +169,7 @@ func Run(t *testing.T, p sdk.AgentProvider, cfg cty.Value) {
 // starts it.
 func RunBinary(t *testing.T, path, name string, cfg cty.Value) {
 	t.Helper()
-	c, err := sdk.DispenseAgent(plugintest.Binary(t, path), name)
+	c, err := host.DispenseAgent(plugintest.Binary(t, path), name)
 	if err != nil {
 		t.Fatalf("dispensing agent %q of %s: %v", name, path, err)
 	}

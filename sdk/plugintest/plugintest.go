@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/host"
 )
 
 // nameOf is the name p is served under: its own Info name, else "plugintest".
@@ -32,7 +33,7 @@ func Sandbox(t testing.TB, p sdk.SandboxProvider) sdk.SandboxProvider {
 	t.Helper()
 	name := nameOf(p)
 	client := connect(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: p}})
-	sp, err := sdk.DispenseSandbox(client, name)
+	sp, err := host.DispenseSandbox(client, name)
 	if err != nil {
 		t.Fatalf("plugintest: dispense sandbox: %v", err)
 	}
@@ -44,7 +45,7 @@ func Agent(t testing.TB, p sdk.AgentProvider) sdk.AgentProvider {
 	t.Helper()
 	name := nameOf(p)
 	client := connect(t, sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{name: p}})
-	ap, err := sdk.DispenseAgent(client, name)
+	ap, err := host.DispenseAgent(client, name)
 	if err != nil {
 		t.Fatalf("plugintest: dispense agent: %v", err)
 	}
@@ -52,43 +53,29 @@ func Agent(t testing.TB, p sdk.AgentProvider) sdk.AgentProvider {
 }
 
 // Client serves opts over gRPC and returns the host side of the connection,
-// for sdk.Catalog and the Dispense functions.
+// for host.Catalog and the host.Dispense functions.
 func Client(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
 	t.Helper()
 	return connect(t, opts)
 }
 
-// connect serves opts in-process in go-plugin's test mode and attaches a
+// connect serves opts in-process (sdk.ServeInProcess) and attaches a
 // client to it. go-plugin's own logs are dropped unless
 // SANDDUNE_TEST_PLUGIN_LOG sets a level (e.g. debug, trace), so that the
 // kits' output is the tests' own.
 func connect(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
 	t.Helper()
 	logger := testLogger()
-	ctx, cancel := context.WithCancel(context.Background())
-	reattach := make(chan *plugin.ReattachConfig, 1)
-	closed := make(chan struct{})
-	go plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{sdk.ProtocolVersion: sdk.ServePluginSet(opts)},
-		GRPCServer:       plugin.DefaultGRPCServer,
-		Logger:           logger,
-		Test:             &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
-	})
-	var rc *plugin.ReattachConfig
-	select {
-	case rc = <-reattach:
-	case <-closed:
-		cancel()
-		t.Fatal("plugintest: the plugin server stopped before serving")
+	if opts.Logger == nil {
+		opts.Logger = logger
 	}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		Plugins:          sdk.ClientPluginSets()[sdk.ProtocolVersion],
-		Reattach:         rc,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           logger,
-	})
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, stopped, err := sdk.ServeInProcess(ctx, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("plugintest: %v", err)
+	}
+	client := plugin.NewClient(host.InProcess(addr, logger))
 	rpc, err := client.Client()
 	if err != nil {
 		cancel()
@@ -97,7 +84,7 @@ func connect(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
 	t.Cleanup(func() {
 		_ = rpc.Close()
 		cancel()
-		<-closed
+		<-stopped
 	})
 	return rpc
 }
@@ -111,8 +98,8 @@ func Binary(t testing.TB, path string) plugin.ClientProtocol {
 	logger := testLogger()
 	stderr := &lineLog{}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.ClientPluginSets(),
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(),
 		Cmd:              exec.Command(path),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,

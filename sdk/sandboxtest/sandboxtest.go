@@ -40,6 +40,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/internal/testkit"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
@@ -79,7 +80,7 @@ func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
 // sanddune starts it.
 func RunBinary(t *testing.T, path, name string, opts Options) {
 	t.Helper()
-	c, err := sdk.DispenseSandbox(plugintest.Binary(t, path), name)
+	c, err := host.DispenseSandbox(plugintest.Binary(t, path), name)
 	if err != nil {
 		t.Fatalf("dispensing sandbox %q of %s: %v", name, path, err)
 	}

@@ -9,11 +9,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-
-	plugin "github.com/hashicorp/go-plugin"
+	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -25,13 +25,10 @@ func main() {
 	}
 	opts := sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: &provider{name: name}}}
 	if name == "future" {
-		hs := sdk.Handshake
-		hs.ProtocolVersion = 99
-		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig:  hs,
-			VersionedPlugins: map[int]plugin.PluginSet{99: sdk.ServePluginSet(opts)},
-			GRPCServer:       plugin.DefaultGRPCServer,
-		})
+		// The handshake line of a plugin that picked protocol 99; the host
+		// refuses it before connecting.
+		fmt.Println("1|99|unix|/nonexistent/plugin.sock|grpc")
+		time.Sleep(time.Minute)
 		return
 	}
 	sdk.Serve(opts)

@@ -1,4 +1,4 @@
-package sdk
+package host
 
 import (
 	"bytes"
@@ -8,7 +8,9 @@ import (
 	"io"
 	"sync"
 
+	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/internal/pluginpb"
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
 
 // conn is the host side of one plugin connection. done is cancelled when
@@ -28,32 +30,32 @@ type providerClient struct {
 	ref *pluginpb.ComponentRef
 }
 
-func (c *providerClient) Info(ctx context.Context) (Info, error) {
-	resp, err := c.provider.Info(ctx, c.ref, callOpts...)
+func (c *providerClient) Info(ctx context.Context) (sdk.Info, error) {
+	resp, err := c.provider.Info(ctx, c.ref, wire.CallOpts...)
 	if err != nil {
-		return Info{}, c.fromStatus(ctx, "Info", err)
+		return sdk.Info{}, c.fromStatus(ctx, "Info", err)
 	}
 	return fromInfo(resp), nil
 }
 
-func (c *providerClient) ConfigSchema(ctx context.Context) (Schema, error) {
-	resp, err := c.provider.ConfigSchema(ctx, c.ref, callOpts...)
+func (c *providerClient) ConfigSchema(ctx context.Context) (sdk.Schema, error) {
+	resp, err := c.provider.ConfigSchema(ctx, c.ref, wire.CallOpts...)
 	if err != nil {
-		return Schema{}, c.fromStatus(ctx, "ConfigSchema", err)
+		return sdk.Schema{}, c.fromStatus(ctx, "ConfigSchema", err)
 	}
 	s, err := fromSchema(resp)
 	if err != nil {
-		return Schema{}, &PluginError{Op: "ConfigSchema", Err: err}
+		return sdk.Schema{}, &sdk.PluginError{Op: "ConfigSchema", Err: err}
 	}
 	return s, nil
 }
 
-func (c *providerClient) Configure(ctx context.Context, cfg Config) (Diagnostics, error) {
+func (c *providerClient) Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	d, err := toConfig(cfg)
 	if err != nil {
-		return nil, &PluginError{Op: "Configure", Err: err}
+		return nil, &sdk.PluginError{Op: "Configure", Err: err}
 	}
-	resp, err := c.provider.Configure(ctx, &pluginpb.ConfigureRequest{Component: c.ref, Config: d}, callOpts...)
+	resp, err := c.provider.Configure(ctx, &pluginpb.ConfigureRequest{Component: c.ref, Config: d}, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Configure", err)
 	}
@@ -66,67 +68,67 @@ type sandboxProviderClient struct {
 	providerClient
 }
 
-func (c *sandboxProviderClient) Describe(ctx context.Context, cfg Config) (SandboxDescription, error) {
+func (c *sandboxProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
 	d, err := toConfig(cfg)
 	if err != nil {
-		return SandboxDescription{}, &PluginError{Op: "Describe", Err: err}
+		return sdk.SandboxDescription{}, &sdk.PluginError{Op: "Describe", Err: err}
 	}
-	resp, err := c.sandbox.Describe(ctx, &pluginpb.ConfigRequest{Component: c.ref.Name, Config: d}, callOpts...)
-	if err = c.fromStatus(ctx, "Describe", err); errors.Is(err, ErrNotSupported) {
-		return SandboxDescription{}, nil // a plugin of another language may lack it: no env layer
+	resp, err := c.sandbox.Describe(ctx, &pluginpb.ConfigRequest{Component: c.ref.Name, Config: d}, wire.CallOpts...)
+	if err = c.fromStatus(ctx, "Describe", err); errors.Is(err, sdk.ErrNotSupported) {
+		return sdk.SandboxDescription{}, nil // a plugin of another language may lack it: no env layer
 	} else if err != nil {
-		return SandboxDescription{}, err
+		return sdk.SandboxDescription{}, err
 	}
-	return SandboxDescription{Env: resp.GetEnv()}, nil
+	return sdk.SandboxDescription{Env: resp.GetEnv()}, nil
 }
 
-func (c *sandboxProviderClient) Preflight(ctx context.Context, req PreflightRequest) error {
+func (c *sandboxProviderClient) Preflight(ctx context.Context, req sdk.PreflightRequest) error {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return &PluginError{Op: "Preflight", Err: err}
+		return &sdk.PluginError{Op: "Preflight", Err: err}
 	}
 	_, err = c.sandbox.Preflight(ctx, &pluginpb.PreflightRequest{
 		Component: c.ref.Name, Config: d, HostRepoPath: req.HostRepoPath,
 		HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
-	}, callOpts...)
+	}, wire.CallOpts...)
 	return c.fromStatus(ctx, "Preflight", err)
 }
 
-func (c *sandboxProviderClient) Create(ctx context.Context, req CreateRequest) (Sandbox, error) {
+func (c *sandboxProviderClient) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return nil, &PluginError{Op: "Create", Err: err}
+		return nil, &sdk.PluginError{Op: "Create", Err: err}
 	}
 	resp, err := c.sandbox.Create(ctx, &pluginpb.CreateRequest{
 		Component: c.ref.Name, Config: d, RunId: req.RunID, RunName: req.RunName,
 		HostRepoPath: req.HostRepoPath, WorktreePath: req.WorktreePath, GitMounts: toMounts(req.GitMounts),
-		Env: toBytesMap(req.Env), Labels: req.Labels, HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
-	}, callOpts...)
+		Env: wire.BytesMap(req.Env), Labels: req.Labels, HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
+	}, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Create", err)
 	}
 	return &sandboxClient{conn: c.conn, handle: resp.Handle, info: fromSandboxInfo(resp.Info)}, nil
 }
 
-func (c *sandboxProviderClient) Commands(ctx context.Context) ([]CommandSpec, error) {
-	resp, err := c.sandbox.Commands(ctx, c.ref, callOpts...)
+func (c *sandboxProviderClient) Commands(ctx context.Context) ([]sdk.CommandSpec, error) {
+	resp, err := c.sandbox.Commands(ctx, c.ref, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Commands", err)
 	}
-	var out []CommandSpec
+	var out []sdk.CommandSpec
 	for _, s := range resp.Commands {
-		out = append(out, CommandSpec{Name: s.Name, Usage: s.Usage, Short: s.Short})
+		out = append(out, sdk.CommandSpec{Name: s.Name, Usage: s.Usage, Short: s.Short})
 	}
 	return out, nil
 }
 
-func (c *sandboxProviderClient) RunCommand(ctx context.Context, req RunCommandRequest, out OutputFunc) (int, error) {
+func (c *sandboxProviderClient) RunCommand(ctx context.Context, req sdk.RunCommandRequest, out sdk.OutputFunc) (int, error) {
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.sandbox.RunCommand(ctx2, &pluginpb.RunCommandRequest{
-		Component: c.ref.Name, Name: req.Name, Args: toBytesList(req.Args), Cwd: req.Cwd,
+		Component: c.ref.Name, Name: req.Name, Args: wire.Bytes(req.Args), Cwd: req.Cwd,
 		HostRepoPath: req.HostRepoPath, HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
-	}, callOpts...)
+	}, wire.CallOpts...)
 	if err != nil {
 		return 0, c.fromStatus(ctx, "RunCommand", err)
 	}
@@ -134,25 +136,25 @@ func (c *sandboxProviderClient) RunCommand(ctx context.Context, req RunCommandRe
 	return res.ExitCode, err
 }
 
-func (c *sandboxProviderClient) ListResources(ctx context.Context) ([]Resource, error) {
-	resp, err := c.sandbox.ListResources(ctx, c.ref, callOpts...)
+func (c *sandboxProviderClient) ListResources(ctx context.Context) ([]sdk.Resource, error) {
+	resp, err := c.sandbox.ListResources(ctx, c.ref, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "ListResources", err)
 	}
-	var out []Resource
+	var out []sdk.Resource
 	for _, r := range resp.Resources {
-		out = append(out, Resource{ID: r.Id, Labels: r.Labels})
+		out = append(out, sdk.Resource{ID: r.Id, Labels: r.Labels})
 	}
 	return out, nil
 }
 
 func (c *sandboxProviderClient) RemoveResource(ctx context.Context, id string) error {
-	_, err := c.sandbox.RemoveResource(ctx, &pluginpb.RemoveResourceRequest{Component: c.ref.Name, Id: id}, callOpts...)
+	_, err := c.sandbox.RemoveResource(ctx, &pluginpb.RemoveResourceRequest{Component: c.ref.Name, Id: id}, wire.CallOpts...)
 	return c.fromStatus(ctx, "RemoveResource", err)
 }
 
-func (c *sandboxProviderClient) Recover(ctx context.Context, id string) (Sandbox, error) {
-	resp, err := c.sandbox.Recover(ctx, &pluginpb.RecoverRequest{Component: c.ref.Name, Id: id}, callOpts...)
+func (c *sandboxProviderClient) Recover(ctx context.Context, id string) (sdk.Sandbox, error) {
+	resp, err := c.sandbox.Recover(ctx, &pluginpb.RecoverRequest{Component: c.ref.Name, Id: id}, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Recover", err)
 	}
@@ -163,18 +165,18 @@ func (c *sandboxProviderClient) Recover(ctx context.Context, id string) (Sandbox
 type sandboxClient struct {
 	*conn
 	handle string
-	info   SandboxInfo
+	info   sdk.SandboxInfo
 }
 
-func (s *sandboxClient) Info() SandboxInfo { return s.info }
+func (s *sandboxClient) Info() sdk.SandboxInfo { return s.info }
 
-func (s *sandboxClient) Exec(ctx context.Context, req ExecRequest, out OutputFunc) (ExecResult, error) {
+func (s *sandboxClient) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
 	// Cancelling the call's context cancels the plugin's Exec context.
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := s.sandbox.Exec(ctx2, toExecRequest(s.handle, req), callOpts...)
+	stream, err := s.sandbox.Exec(ctx2, toExecRequest(s.handle, req), wire.CallOpts...)
 	if err != nil {
-		return ExecResult{}, s.fromStatus(ctx, "Exec", err)
+		return sdk.ExecResult{}, s.fromStatus(ctx, "Exec", err)
 	}
 	return s.recvOutput(ctx, "Exec", stream, out)
 }
@@ -182,36 +184,36 @@ func (s *sandboxClient) Exec(ctx context.Context, req ExecRequest, out OutputFun
 // recvOutput passes streamed output lines to out and returns the result.
 func (c *conn) recvOutput(ctx context.Context, op string, stream interface {
 	Recv() (*pluginpb.ExecResponse, error)
-}, out OutputFunc) (ExecResult, error) {
+}, out sdk.OutputFunc) (sdk.ExecResult, error) {
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
-			return ExecResult{}, &PluginError{Op: op, Err: errors.New("stream ended without a result")}
+			return sdk.ExecResult{}, &sdk.PluginError{Op: op, Err: errors.New("stream ended without a result")}
 		}
 		if err != nil {
-			return ExecResult{}, c.fromStatus(ctx, op, err)
+			return sdk.ExecResult{}, c.fromStatus(ctx, op, err)
 		}
 		for _, l := range msg.Lines {
-			out(OutputLine{Stream: Stream(l.Stream), Text: l.Text, Partial: l.Partial})
+			out(sdk.OutputLine{Stream: sdk.Stream(l.Stream), Text: l.Text, Partial: l.Partial})
 		}
 		if r := msg.Result; r != nil {
-			return ExecResult{ExitCode: int(r.ExitCode), TimedOut: r.TimedOut}, nil
+			return sdk.ExecResult{ExitCode: int(r.ExitCode), TimedOut: r.TimedOut}, nil
 		}
 	}
 }
 
 func (s *sandboxClient) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
-	_, err := s.sandbox.CopyIn(ctx, &pluginpb.CopyRequest{Handle: s.handle, Src: hostPath, Dst: sandboxPath}, callOpts...)
+	_, err := s.sandbox.CopyIn(ctx, &pluginpb.CopyRequest{Handle: s.handle, Src: hostPath, Dst: sandboxPath}, wire.CallOpts...)
 	return s.fromStatus(ctx, "CopyIn", err)
 }
 
 func (s *sandboxClient) CopyOut(ctx context.Context, sandboxPath, hostPath string) error {
-	_, err := s.sandbox.CopyOut(ctx, &pluginpb.CopyRequest{Handle: s.handle, Src: sandboxPath, Dst: hostPath}, callOpts...)
+	_, err := s.sandbox.CopyOut(ctx, &pluginpb.CopyRequest{Handle: s.handle, Src: sandboxPath, Dst: hostPath}, wire.CallOpts...)
 	return s.fromStatus(ctx, "CopyOut", err)
 }
 
 func (s *sandboxClient) Close(ctx context.Context) error {
-	_, err := s.sandbox.Close(ctx, &pluginpb.Handle{Handle: s.handle}, callOpts...)
+	_, err := s.sandbox.Close(ctx, &pluginpb.Handle{Handle: s.handle}, wire.CallOpts...)
 	return s.fromStatus(ctx, "Close", err)
 }
 
@@ -220,7 +222,7 @@ type agentProviderClient struct {
 	providerClient
 }
 
-func (c *agentProviderClient) configRequest(cfg Config) (*pluginpb.ConfigRequest, error) {
+func (c *agentProviderClient) configRequest(cfg sdk.Config) (*pluginpb.ConfigRequest, error) {
 	d, err := toConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -228,44 +230,44 @@ func (c *agentProviderClient) configRequest(cfg Config) (*pluginpb.ConfigRequest
 	return &pluginpb.ConfigRequest{Component: c.ref.Name, Config: d}, nil
 }
 
-func (c *agentProviderClient) Describe(ctx context.Context, cfg Config) (AgentDescription, error) {
+func (c *agentProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
 	req, err := c.configRequest(cfg)
 	if err != nil {
-		return AgentDescription{}, &PluginError{Op: "Describe", Err: err}
+		return sdk.AgentDescription{}, &sdk.PluginError{Op: "Describe", Err: err}
 	}
-	resp, err := c.agent.Describe(ctx, req, callOpts...)
+	resp, err := c.agent.Describe(ctx, req, wire.CallOpts...)
 	if err != nil {
-		return AgentDescription{}, c.fromStatus(ctx, "Describe", err)
+		return sdk.AgentDescription{}, c.fromStatus(ctx, "Describe", err)
 	}
 	return fromDescription(resp), nil
 }
 
-func (c *agentProviderClient) BuildCommand(ctx context.Context, req CommandRequest) (Command, error) {
+func (c *agentProviderClient) BuildCommand(ctx context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return Command{}, &PluginError{Op: "BuildCommand", Err: err}
+		return sdk.Command{}, &sdk.PluginError{Op: "BuildCommand", Err: err}
 	}
 	resp, err := c.agent.BuildCommand(ctx, &pluginpb.BuildCommandRequest{
 		Component: c.ref.Name, Config: d, Mode: string(req.Mode), Prompt: []byte(req.Prompt),
 		Iteration: int64(req.Iteration), ResumeSessionId: req.ResumeSessionID, ForkSession: req.ForkSession,
 		SkipPermissions: req.SkipPermissions, RunsAsRoot: req.RunsAsRoot,
-	}, callOpts...)
+	}, wire.CallOpts...)
 	if err != nil {
-		return Command{}, c.fromStatus(ctx, "BuildCommand", err)
+		return sdk.Command{}, c.fromStatus(ctx, "BuildCommand", err)
 	}
-	return Command{
-		Argv: fromBytesList(resp.Argv), Shell: string(resp.Shell), Stdin: resp.Stdin, Env: fromBytesMap(resp.Env),
+	return sdk.Command{
+		Argv: wire.Strings(resp.Argv), Shell: string(resp.Shell), Stdin: resp.Stdin, Env: wire.StringMap(resp.Env),
 	}, nil
 }
 
-func (c *agentProviderClient) RewriteSession(ctx context.Context, req RewriteSessionRequest) ([]byte, error) {
+func (c *agentProviderClient) RewriteSession(ctx context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return nil, &PluginError{Op: "RewriteSession", Err: err}
+		return nil, &sdk.PluginError{Op: "RewriteSession", Err: err}
 	}
 	resp, err := c.agent.RewriteSession(ctx, &pluginpb.RewriteSessionRequest{
 		Component: c.ref.Name, Config: d, Data: req.Data, FromCwd: req.FromCwd, ToCwd: req.ToCwd,
-	}, callOpts...)
+	}, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "RewriteSession", err)
 	}
@@ -274,10 +276,10 @@ func (c *agentProviderClient) RewriteSession(ctx context.Context, req RewriteSes
 
 // ParseStream sends lines in batches while it receives events: both
 // directions flow independently.
-func (c *agentProviderClient) ParseStream(ctx context.Context, cfg Config, lines <-chan []byte, emit func(Event)) error {
+func (c *agentProviderClient) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
 	start, err := c.configRequest(cfg)
 	if err != nil {
-		return &PluginError{Op: "ParseStream", Err: err}
+		return &sdk.PluginError{Op: "ParseStream", Err: err}
 	}
 	ctx2, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -285,7 +287,7 @@ func (c *agentProviderClient) ParseStream(ctx context.Context, cfg Config, lines
 		cancel()
 		wg.Wait()
 	}()
-	stream, err := c.agent.ParseStream(ctx2, callOpts...)
+	stream, err := c.agent.ParseStream(ctx2, wire.CallOpts...)
 	if err != nil {
 		return c.fromStatus(ctx, "ParseStream", err)
 	}
@@ -312,8 +314,8 @@ func (c *agentProviderClient) ParseStream(ctx context.Context, cfg Config, lines
 }
 
 // sendLines sends lines in batches: each message carries the lines ready
-// when the previous one went out, up to about maxBatchBytes; lines longer
-// than MaxLineBytes go as pieces.
+// when the previous one went out, up to about wire.MaxBatchBytes; lines longer
+// than sdk.MaxLineBytes go as pieces.
 func sendLines(ctx context.Context, stream pluginpb.Agent_ParseStreamClient, lines <-chan []byte) {
 	var batch []*pluginpb.OutputLine
 	size := 0
@@ -327,19 +329,19 @@ func sendLines(ctx context.Context, stream pluginpb.Agent_ParseStreamClient, lin
 	}
 	add := func(line []byte) bool {
 		for {
-			piece, partial := line, len(line) > MaxLineBytes
+			piece, partial := line, len(line) > sdk.MaxLineBytes
 			if partial {
-				piece = line[:MaxLineBytes]
+				piece = line[:sdk.MaxLineBytes]
 			}
 			batch = append(batch, &pluginpb.OutputLine{Text: piece, Partial: partial})
 			size += len(piece) + 8
-			if size >= maxBatchBytes && !flush() {
+			if size >= wire.MaxBatchBytes && !flush() {
 				return false
 			}
 			if !partial {
 				return true
 			}
-			line = line[MaxLineBytes:]
+			line = line[sdk.MaxLineBytes:]
 		}
 	}
 	for {
@@ -375,16 +377,16 @@ func sendLines(ctx context.Context, stream pluginpb.Agent_ParseStreamClient, lin
 
 // ExecTTY sends the terminal's input and size changes while it receives
 // the terminal's output. It implements TTYSandbox; a plugin whose sandbox
-// has no terminal answers with an error wrapping ErrNotSupported.
-func (s *sandboxClient) ExecTTY(ctx context.Context, req ExecRequest, tty TTY) (ExecResult, error) {
+// has no terminal answers with an error wrapping sdk.ErrNotSupported.
+func (s *sandboxClient) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty sdk.TTY) (sdk.ExecResult, error) {
 	if req.Stdin != nil {
-		return ExecResult{}, &PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stdin comes from the terminal: ExecRequest.Stdin must be nil")}
+		return sdk.ExecResult{}, &sdk.PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stdin comes from the terminal: ExecRequest.Stdin must be nil")}
 	}
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := s.sandbox.ExecTTY(ctx2, callOpts...)
+	stream, err := s.sandbox.ExecTTY(ctx2, wire.CallOpts...)
 	if err != nil {
-		return ExecResult{}, s.fromStatus(ctx, "ExecTTY", err)
+		return sdk.ExecResult{}, s.fromStatus(ctx, "ExecTTY", err)
 	}
 	// Send and CloseSend must not run concurrently.
 	var mu sync.Mutex
@@ -429,18 +431,18 @@ func (s *sandboxClient) ExecTTY(ctx context.Context, req ExecRequest, tty TTY) (
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
-			return ExecResult{}, &PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stream ended without a result")}
+			return sdk.ExecResult{}, &sdk.PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stream ended without a result")}
 		}
 		if err != nil {
-			return ExecResult{}, s.fromStatus(ctx, "ExecTTY", err)
+			return sdk.ExecResult{}, s.fromStatus(ctx, "ExecTTY", err)
 		}
 		if len(msg.Output) > 0 {
 			if _, err := tty.Output.Write(msg.Output); err != nil {
-				return ExecResult{}, fmt.Errorf("ExecTTY: writing the terminal's output: %w", err)
+				return sdk.ExecResult{}, fmt.Errorf("ExecTTY: writing the terminal's output: %w", err)
 			}
 		}
 		if r := msg.Result; r != nil {
-			return ExecResult{ExitCode: int(r.ExitCode), TimedOut: r.TimedOut}, nil
+			return sdk.ExecResult{ExitCode: int(r.ExitCode), TimedOut: r.TimedOut}, nil
 		}
 	}
 }
