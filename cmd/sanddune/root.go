@@ -40,6 +40,7 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("SANDDUNE_LOG_LEVEL", "warn"), "diagnostic log level on stderr: trace, debug, info, warn, error")
 	root.AddCommand(
 		newVersionCommand(),
+		newInitCommand(g),
 		newPluginsCommand(g),
 		newValidateCommand(g),
 		newFmtCommand(),

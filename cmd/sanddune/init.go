@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/huh"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/cmd/sanddune/internal/templates"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
+)
+
+// configDirName is the directory init writes at the repo root.
+const configDirName = ".sanddune"
+
+// initFlags are init's answers given on the command line; a flag not
+// given is asked for on a terminal.
+type initFlags struct {
+	agent, model, sandbox, template, backlog, imageName string
+	createLabel, buildImage                             bool
+}
+
+func newInitCommand(g *globals) *cobra.Command {
+	f := &initFlags{}
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Write .sanddune/: a config from a template, its prompts, the sandbox image's Dockerfile",
+		Long: `Write .sanddune/ at the root of the repository: sanddune.hcl (a template's pipeline),
+its prompt files, the sandbox image's Dockerfile (Containerfile for podman), .env.example
+with the agent's credential keys, and .gitignore. Refuses when .sanddune/ exists.
+
+On a terminal, init asks for what its flags do not say; without one, a missing flag is an
+error naming it. Templates: ` + strings.Join(templates.TemplateNames(), ", ") + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runInit(cmd, g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.agent, "agent", "", "agent: "+strings.Join(templates.AgentNames(), ", "))
+	fl.StringVar(&f.model, "model", "", "model (default: the agent's, e.g. "+templates.Agents[0].Model+" for "+templates.Agents[0].Name+")")
+	fl.StringVar(&f.sandbox, "sandbox", "", "sandbox: "+strings.Join(templates.Sandboxes, ", "))
+	fl.StringVar(&f.template, "template", "", "template: "+strings.Join(templates.TemplateNames(), ", "))
+	fl.StringVar(&f.backlog, "issue-tracker", "", "backlog manager: "+strings.Join(templates.BacklogManagerNames(), ", "))
+	fl.BoolVar(&f.createLabel, "create-label", false, "github-issues: create the "+templates.Label+" label with gh and list only the issues carrying it")
+	fl.BoolVar(&f.buildImage, "build-image", false, "build the sandbox image now")
+	fl.StringVar(&f.imageName, "image-name", "", "image name (default sanddune:<repo-dir-name>)")
+	return cmd
+}
+
+func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
+	ctx := cmd.Context()
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	root := wd
+	if repo, err := worktree.Open(ctx, wd); err == nil {
+		root = repo.Root
+	}
+	dir := filepath.Join(root, configDirName)
+	if _, err := os.Lstat(dir); err == nil {
+		return refuseExisting(dir)
+	}
+	ask := initAsker{flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
+	o := templates.Options{ImageName: f.imageName}
+	if o.ImageName == "" {
+		o.ImageName = containerkit.DefaultImage(root)
+	}
+	if o.Agent, err = ask.choose("agent", "Agent", f.agent, agentOptions()); err != nil {
+		return err
+	}
+	agent, _ := templates.FindAgent(o.Agent)
+	if o.Model, err = ask.input("model", "Model", f.model, agent.Model); err != nil {
+		return err
+	}
+	if o.Sandbox, err = ask.choose("sandbox", "Sandbox", f.sandbox, plainOptions(templates.Sandboxes)); err != nil {
+		return err
+	}
+	if o.BacklogManager, err = ask.choose("issue-tracker", "Backlog manager", f.backlog, backlogOptions()); err != nil {
+		return err
+	}
+	if o.Template, err = ask.choose("template", "Template", f.template, templateOptions()); err != nil {
+		return err
+	}
+	if o.BacklogManager == "github-issues" {
+		if o.Label, err = ask.confirm("create-label", fmt.Sprintf("Create the GitHub label %q and work only on issues carrying it?", templates.Label), f.createLabel); err != nil {
+			return err
+		}
+	}
+	build, err := ask.confirm("build-image", fmt.Sprintf("Build the image %s now?", o.ImageName), f.buildImage)
+	if err != nil {
+		return err
+	}
+
+	if o.Credentials, err = agentCredentials(ctx, g, root, o.Agent, o.Model); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	files, err := templates.Render(o)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err := writeConfigDir(dir, files); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "Wrote %s (template %s, agent %s, model %s, sandbox %s, backlog manager %s):\n", dir, o.Template, o.Agent, o.Model, o.Sandbox, o.BacklogManager)
+	for _, file := range files {
+		fmt.Fprintf(out, "  %s\n", filepath.Join(configDirName, filepath.FromSlash(file.Path)))
+	}
+	if o.Label {
+		createLabel(ctx, root, out)
+	}
+	if build {
+		if err := buildInitImage(ctx, g, root, o); err != nil {
+			return err
+		}
+	}
+	nextSteps(out, o, build)
+	return nil
+}
+
+func refuseExisting(dir string) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf("%s already exists: init never overwrites it (your Dockerfile and prompts may be customised); remove it first to start again", dir)}
+}
+
+// initAsker answers init's questions from the flags, else on the terminal.
+type initAsker struct {
+	flags interface{ Changed(string) bool }
+	tty   bool
+}
+
+// missing is the error of a question that has no flag and no terminal to
+// ask it on, naming the flag.
+func (a initAsker) missing(flag, example string) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf("--%s is required when stdin is not a terminal (e.g. --%s=%s)", flag, flag, example)}
+}
+
+func (a initAsker) choose(flag, title, value string, opts []huh.Option[string]) (string, error) {
+	names := make([]string, len(opts))
+	for i, o := range opts {
+		names[i] = o.Value
+	}
+	if a.flags.Changed(flag) {
+		for _, n := range names {
+			if n == value {
+				return value, nil
+			}
+		}
+		return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s %q: want one of %s", flag, value, strings.Join(names, ", "))}
+	}
+	if !a.tty {
+		return "", a.missing(flag, names[0])
+	}
+	v := names[0]
+	err := runForm(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v))
+	return v, err
+}
+
+func (a initAsker) input(flag, title, value, def string) (string, error) {
+	if a.flags.Changed(flag) {
+		if strings.TrimSpace(value) == "" {
+			return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s is empty", flag)}
+		}
+		return value, nil
+	}
+	if !a.tty { // the model has a default
+		return def, nil
+	}
+	v := def
+	err := runForm(huh.NewInput().Title(title).Value(&v).Validate(huh.ValidateNotEmpty()))
+	return strings.TrimSpace(v), err
+}
+
+func (a initAsker) confirm(flag, title string, value bool) (bool, error) {
+	if a.flags.Changed(flag) {
+		return value, nil
+	}
+	if !a.tty {
+		return false, a.missing(flag, "true")
+	}
+	v := true
+	err := runForm(huh.NewConfirm().Title(title).Value(&v))
+	return v, err
+}
+
+// runForm asks one question; Ctrl-C cancels init before anything is written.
+func runForm(field huh.Field) error {
+	err := huh.NewForm(huh.NewGroup(field)).WithShowHelp(true).Run()
+	if errors.Is(err, huh.ErrUserAborted) {
+		return &exitError{code: exitCancelled, err: errors.New("init cancelled: nothing was written")}
+	}
+	return err
+}
+
+func plainOptions(names []string) []huh.Option[string] { return huh.NewOptions(names...) }
+
+func agentOptions() []huh.Option[string] {
+	var opts []huh.Option[string]
+	for _, a := range templates.Agents {
+		opts = append(opts, huh.NewOption(fmt.Sprintf("%s (npm %s)", a.Name, a.Package), a.Name))
+	}
+	return opts
+}
+
+func backlogOptions() []huh.Option[string] {
+	var opts []huh.Option[string]
+	for _, b := range templates.BacklogManagers {
+		opts = append(opts, huh.NewOption(b.Name+": "+b.Description, b.Name))
+	}
+	return opts
+}
+
+func templateOptions() []huh.Option[string] {
+	var opts []huh.Option[string]
+	for _, t := range templates.Templates {
+		opts = append(opts, huh.NewOption(t.Name+": "+t.Description, t.Name))
+	}
+	return opts
+}
+
+// agentCredentials asks the agent's plugin what credentials a block with
+// this model needs (its description's RequiredEnv); the plugin also checks
+// the model.
+func agentCredentials(ctx context.Context, g *globals, dir, agent, model string) ([][]string, error) {
+	host := g.newHost(dir)
+	defer host.Close()
+	prov, comp, err := host.Agent(ctx, agent)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", agent, err)
+	}
+	schema, err := prov.ConfigSchema(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s (%s): config schema: %w", agent, comp.Source, err)
+	}
+	attrs := map[string]cty.Value{}
+	for _, a := range schema.Attributes {
+		v := cty.NullVal(a.Type)
+		if a.Default != cty.NilVal {
+			v = a.Default
+		}
+		if a.Name == "model" {
+			v = cty.StringVal(model)
+		}
+		attrs[a.Name] = v
+	}
+	cfg := sdk.Config{Value: cty.ObjectVal(attrs)}
+	ds, err := prov.Configure(ctx, cfg)
+	if err == nil && ds.HasErrors() {
+		var msgs []string
+		for _, d := range ds {
+			msgs = append(msgs, d.Summary+": "+d.Detail)
+		}
+		err = errors.New(strings.Join(msgs, "; "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent %s with model %q: %w", agent, model, err)
+	}
+	desc, err := prov.Describe(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s (%s): describe: %w", agent, comp.Source, err)
+	}
+	return desc.RequiredEnv, nil
+}
+
+// writeConfigDir creates dir (refusing an existing one, even one created
+// since init started) and writes files into it; on failure it removes
+// what it wrote.
+func writeConfigDir(dir string, files []templates.File) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return refuseExisting(dir)
+		}
+		return err
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		err := os.MkdirAll(filepath.Dir(p), 0o755)
+		if err == nil {
+			err = os.WriteFile(p, f.Content, 0o644)
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return fmt.Errorf("write %s: %w (nothing was kept)", p, err)
+		}
+	}
+	return nil
+}
+
+// createLabel creates the GitHub label with the host's gh; a failure is a
+// warning with the command to run, since init's files are written.
+func createLabel(ctx context.Context, root string, out io.Writer) {
+	argv := []string{"gh", "label", "create", templates.Label, "--force",
+		"--description", "Issues for sanddune to work on", "--color", "F9A825"}
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Dir = root
+	if b, err := c.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "Warning: could not create the GitHub label %q (%v: %s); create it with: %s\n",
+			templates.Label, err, strings.TrimSpace(string(b)), strings.Join(quoteArgs(argv), " "))
+		return
+	}
+	fmt.Fprintf(out, "Created the GitHub label %q.\n", templates.Label)
+}
+
+func quoteArgs(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if strings.ContainsAny(a, " \"'") {
+			a = fmt.Sprintf("%q", a)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// buildInitImage builds the image through the sandbox plugin's own
+// build-image command, with its progress.
+func buildInitImage(ctx context.Context, g *globals, root string, o templates.Options) error {
+	host := g.newHost(root)
+	defer host.Close()
+	retry := fmt.Sprintf("sanddune %s build-image --image-name %s", o.Sandbox, o.ImageName)
+	cp, err := commandProvider(ctx, host, o.Sandbox)
+	if err == nil {
+		err = runPluginCommand(ctx, cp, o.Sandbox, "build-image", []string{"--image-name", o.ImageName})
+	}
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code == exitCancelled {
+			return err
+		}
+		msg := err.Error()
+		if msg == "" {
+			msg = "the build failed"
+		}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s; %s/ is written: build the image with `%s`", msg, configDirName, retry)}
+	}
+	return nil
+}
+
+func nextSteps(out io.Writer, o templates.Options, built bool) {
+	fmt.Fprintln(out, "\nNext steps:")
+	n := 0
+	step := func(format string, args ...any) {
+		n++
+		fmt.Fprintf(out, "  %d. "+format+"\n", append([]any{n}, args...)...)
+	}
+	step("cp %s/.env.example %s/.env, and fill in the keys it lists", configDirName, configDirName)
+	if !built {
+		step("sanddune %s build-image --image-name %s", o.Sandbox, o.ImageName)
+	}
+	step("sanddune validate")
+	step("sanddune run")
+}
