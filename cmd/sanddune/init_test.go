@@ -282,3 +282,172 @@ func TestInteractiveInitOnATerminal(t *testing.T) {
 		t.Errorf("the next steps do not say how to build the image:\n%s", s.output())
 	}
 }
+
+// initForDocker runs init for template and backlog with docker and claude,
+// then points the written config at the test image, the fake CLIs (gh, bd
+// and a scripted claude running script) and the fake backlog db: the one
+// edit a test makes to what init wrote.
+func initForDocker(t *testing.T, dir, template, backlog, db, script string) {
+	t.Helper()
+	r := run(t, dir, initFlagsFor(template, "claude", "docker", backlog, "--image-name", testImage())...)
+	if r.code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	agentDir := t.TempDir()
+	writeFile(t, filepath.Join(agentDir, "agent.sh"), script)
+	p := filepath.Join(dir, ".sanddune", "sanddune.hcl")
+	b, _ := os.ReadFile(p)
+	hcl := strings.Replace(string(b), "\n}\n\nagent ", fmt.Sprintf(`
+  env = {
+    PATH              = "/fake:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    FAKE_BACKLOG_DB   = "/backlog/%s"
+    FAKE_AGENT_SCRIPT = "sh /agent/agent.sh"
+  }
+  mount {
+    host_path    = %q
+    sandbox_path = "/fake"
+    readonly     = true
+  }
+  mount {
+    host_path    = %q
+    sandbox_path = "/agent"
+    readonly     = true
+  }
+  mount {
+    host_path    = %q
+    sandbox_path = "/backlog"
+  }
+}
+
+agent `, filepath.Base(db), fakeBin(t), agentDir, filepath.Dir(db)), 1)
+	hcl = strings.Replace(hcl, `model = "claude-opus-4-8"`, "model = \"claude-opus-4-8\"\n  capture_sessions = false", 1)
+	if hcl == string(b) {
+		t.Fatalf("the written config changed shape:\n%s", b)
+	}
+	writeFile(t, p, hcl)
+}
+
+// templateRun is a run's entry in `run --json`.
+type templateRun struct {
+	Name       string
+	Commits    []struct{ SHA string }
+	Iterations []json.RawMessage
+	Steps      []json.RawMessage
+	Error      json.RawMessage
+}
+
+// runTemplate runs the config init wrote, with a fake credential.
+func runTemplate(t *testing.T, dir string) []templateRun {
+	t.Helper()
+	cmd := sandduneCmd(dir, "run", "--json")
+	cmd.Env = append(withoutCredentials(cmd.Env), "ANTHROPIC_API_KEY=fake-test-key")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var doc struct{ Runs []templateRun }
+	if jerr := json.Unmarshal([]byte(stdout.String()), &doc); err != nil || jerr != nil {
+		t.Fatalf("run: %v %v\n%s\n%s", err, jerr, stdout.String(), stderr.String())
+	}
+	if left := containers(t, dir); len(left) > 0 {
+		t.Errorf("containers left: %v", left)
+	}
+	return doc.Runs
+}
+
+const gitCommit = `git -c user.name=agent -c user.email=agent@example.com commit -qm`
+
+// TestSimpleLoopTemplateWorksThroughFakeGitHubIssuesInDocker: the
+// simple-loop template with the github-issues backlog manager, a fake gh in
+// the sandbox and a scripted agent that takes the first issue of the list
+// its prompt shows, commits and closes it, until the list is empty.
+func TestSimpleLoopTemplateWorksThroughFakeGitHubIssuesInDocker(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	dir := gitRepo(t)
+	db := backlogDB(t, t.TempDir(), "sanddune", "add a", "add b")
+	initForDocker(t, dir, "simple-loop", "github-issues", db, `
+n=$(grep -o '"number":[0-9]*' | head -n1 | cut -d: -f2)
+if [ -z "$n" ]; then echo '<promise>COMPLETE</promise>'; exit 0; fi
+echo "issue $n" > "issue-$n.txt" && git add "issue-$n.txt" && `+gitCommit+` "sanddune: issue $n"
+gh issue close "$n" --comment done && echo "closed issue $n"
+`)
+	runs := runTemplate(t, dir)
+	if len(runs) != 1 || string(runs[0].Error) != "null" || len(runs[0].Commits) != 2 || len(runs[0].Iterations) != 3 {
+		t.Fatalf("want one run, 2 commits in 3 iterations: %+v", runs)
+	}
+	if got := gitOut(t, dir, "log", "--format=%s", "-2", "main"); got != "sanddune: issue 2\nsanddune: issue 1" {
+		t.Fatalf("main's last commits: %q", got)
+	}
+	for _, is := range readBacklog(t, db).Issues {
+		if is.State != "closed" {
+			t.Errorf("issue %d is %s", is.Number, is.State)
+		}
+	}
+}
+
+// TestSequentialReviewerTemplateWorksThroughFakeBeadsInDocker: the
+// sequential-reviewer template with beads: the implement step takes the
+// first ready issue (bd ready) and closes it (bd close); the review step
+// sees its commit in its prompt and commits a refinement; both land.
+func TestSequentialReviewerTemplateWorksThroughFakeBeadsInDocker(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	dir := gitRepo(t)
+	db := backlogDB(t, t.TempDir(), "", "add a", "add b")
+	initForDocker(t, dir, "sequential-reviewer", "beads", db, `
+p=$(cat)
+case "$p" in
+*"# Review"*)
+  printf '%s' "$p" | grep -q "sanddune: issue bd-1" || { echo "the review prompt lacks the commit" >&2; exit 1; }
+  echo reviewed > review.txt && git add review.txt && `+gitCommit+` "sanddune: review" ;;
+*)
+  id=$(printf '%s' "$p" | grep -o '"id":"bd-[0-9]*"' | head -n1 | cut -d'"' -f4)
+  echo "$id" > "$id.txt" && git add "$id.txt" && `+gitCommit+` "sanddune: issue $id" && bd close "$id" --reason done ;;
+esac
+echo '<promise>COMPLETE</promise>'
+`)
+	runs := runTemplate(t, dir)
+	if len(runs) != 1 || string(runs[0].Error) != "null" || len(runs[0].Steps) != 2 {
+		t.Fatalf("want one session of 2 steps: %+v", runs)
+	}
+	if got := gitOut(t, dir, "log", "--format=%s", "-2", "main"); got != "sanddune: review\nsanddune: issue bd-1" {
+		t.Fatalf("main's last commits: %q", got)
+	}
+	if s := readBacklog(t, db); s.Issues[0].State != "closed" || s.Issues[1].State != "open" {
+		t.Fatalf("backlog after one session: %+v", s.Issues)
+	}
+}
+
+// TestInitBuildImageBuildsWithProgressThroughDocker: --build-image builds
+// the written Dockerfile through `sanddune docker build-image`, showing the
+// build's progress. Offline (CI) the base image cannot be pulled: init
+// then fails, keeps .sanddune/ and says how to build the image later.
+func TestInitBuildImageBuildsWithProgressThroughDocker(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	dir := gitRepo(t)
+	image := "sanddune-init-test:" + strings.ToLower(filepath.Base(dir))
+	r := run(t, dir, "init", "--template", "blank", "--agent", "pi", "--sandbox", "docker", "--issue-tracker", "beads",
+		"--build-image", "--image-name", image)
+	for _, want := range []string{"Building Docker image " + image, "Step 1/", "FROM node:22-bookworm"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("no %q in the build's progress:\n%s", want, r.stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sanddune", "Dockerfile")); err != nil {
+		t.Fatalf("the Dockerfile is gone: %v", err)
+	}
+	switch r.code {
+	case 0:
+		t.Cleanup(func() { exec.Command("docker", "rmi", "-f", image).Run() })
+		if out, err := exec.Command("docker", "image", "inspect", image).CombinedOutput(); err != nil {
+			t.Fatalf("init succeeded but there is no image %s: %s", image, out)
+		}
+	case 1:
+		if want := "build the image with `sanddune docker build-image --image-name " + image + "`"; !strings.Contains(r.stderr, want) {
+			t.Fatalf("the failure does not say %q:\n%s", want, r.stderr)
+		}
+	default:
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
