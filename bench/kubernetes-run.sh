@@ -49,20 +49,21 @@ setup() {
 
 names() { for i in $(seq "$runs"); do printf 'r%d ' "$i"; done; }
 
-# time_round DIR: runs the 20 runs with -p 20, checks, prints seconds.
+# time_round DIR: runs the 20 runs with -p 20, checks, prints the seconds
+# and how many runs said they were queued (max_concurrent).
 time_round() {
   local dir=$1 start end
   for i in $(seq "$runs"); do git -C "$dir" branch -D "bench/r$i" >/dev/null 2>&1 || true; done
   start=$(date +%s.%N)
   # shellcheck disable=SC2046
-  (cd "$dir" && "$sanddune" run -p "$runs" $(names) >"$work/out.log" 2>&1) || { tail -n 30 "$work/out.log" >&2; exit 1; }
+  (cd "$dir" && "$sanddune" --log-level info run -p "$runs" $(names) >"$work/out.log" 2>&1) || { tail -n 30 "$work/out.log" >&2; exit 1; }
   end=$(date +%s.%N)
   for i in $(seq "$runs"); do
     [ "$(git -C "$dir" rev-list --count "main..bench/r$i")" = 1 ] || { echo "bench: run r$i landed no commit" >&2; exit 1; }
   done
   left=$(pods_left)
   [ "$left" = 0 ] || { echo "bench: $left sandbox pods left after a round" >&2; exit 1; }
-  echo "$end - $start" | bc
+  echo "$(echo "$end - $start" | bc) $(grep -c 'run queued' "$work/out.log" || true)"
 }
 
 # pods_left counts sandbox pods not being deleted (k8s-up.sh's kubeconfig).
@@ -74,11 +75,27 @@ pods_left() {
     python3 -c 'import json,sys; print(sum(1 for p in json.load(sys.stdin)["items"] if "deletionTimestamp" not in p["metadata"]))'
 }
 
-printf '| sandbox | max_concurrent | round | 20 runs wall (s) |\n|---|---|---|---|\n'
+# summary LABEL LIMIT TIMES...: min / median / max of a configuration.
+summary() {
+  local label=$1 limit=$2; shift 2
+  printf '%s\n' "$@" | sort -n | awk -v l="$label" -v c="$limit" '{t[NR]=$1} END {
+    m = (NR % 2) ? t[(NR+1)/2] : (t[NR/2] + t[NR/2+1]) / 2
+    printf "| %s | %s | %d | %.1f | %.1f | %.1f |\n", l, c, NR, t[1], m, t[NR]}' >>"$work/summary"
+}
+
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+printf '| sandbox | max_concurrent | round | 20 runs wall (s) | runs queued |\n|---|---|---|---|---|\n'
+: >"$work/summary"
 local_dir=$(setup local 'sandbox "local" "default" {}')
+times=()
 for r in $(seq "$rounds"); do
-  printf '| local | - | %d | %.1f |\n' "$r" "$(time_round "$local_dir")"
+  read -r t q < <(time_round "$local_dir" || echo fail)
+  [ "$t" != fail ] || exit 1
+  times+=("$t")
+  printf '| local | - | %d | %.1f | %d |\n' "$r" "$t" "$q"
 done
+summary local - "${times[@]}"
 for c in $limits; do
   block="sandbox \"kubernetes\" \"default\" {
   image = \"$image\"
@@ -87,7 +104,17 @@ for c in $limits; do
 ${node:+  node_name = \"$node\"}
 }"
   dir=$(setup "k8s-$c" "$block")
+  times=()
   for r in $(seq "$rounds"); do
-    printf '| kubernetes | %d | %d | %.1f |\n' "$c" "$r" "$(time_round "$dir")"
+    read -r t q < <(time_round "$dir" || echo fail)
+    [ "$t" != fail ] || exit 1
+    times+=("$t")
+    printf '| kubernetes | %d | %d | %.1f | %d |\n' "$c" "$r" "$t" "$q"
   done
+  summary kubernetes "$c" "${times[@]}"
 done
+echo
+printf '| sandbox | max_concurrent | rounds | min (s) | median (s) | max (s) |\n|---|---|---|---|---|---|\n'
+cat "$work/summary"
+echo
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
