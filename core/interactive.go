@@ -35,7 +35,7 @@ type InteractiveOptions struct {
 // commits are reported all the same.
 func Interactive(ctx context.Context, o InteractiveOptions) (*Result, error) {
 	if o.Attach == nil {
-		return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: "run." + o.Name, Summary: "InteractiveOptions.Attach is not set"}}}
+		return nil, errNoAttach(o.Name)
 	}
 	p, err := planRun(ctx, o.RunOptions, &o.Attachment)
 	if err != nil {
@@ -43,4 +43,8 @@ func Interactive(ctx context.Context, o InteractiveOptions) (*Result, error) {
 	}
 	out := Execute(ctx, p)[0]
 	return out.Result, out.Err
+}
+
+func errNoAttach(run string) error {
+	return &RunError{Run: run, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: "run." + run, Summary: "InteractiveOptions.Attach is not set"}}}
 }

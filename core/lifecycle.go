@@ -149,17 +149,54 @@ func (s *Sandbox) Path() string { return s.wt.Path() }
 // are the sandbox's; to continue an earlier run's agent session, set
 // o.ResumeSession (see Result.Resume).
 func (s *Sandbox) Run(ctx context.Context, o RunOptions) (*Result, error) {
-	base := s.wt.opts
-	if o.Name == "" {
-		o.Name = base.Name
+	return s.wt.run(ctx, s.wt.scope(o, s.ref), nil)
+}
+
+// Interactive runs an interactive session (the agent's TUI on the user's
+// terminal, see core.Interactive) in the sandbox; the runs after it see
+// what it left, and its result reports the commits it made.
+func (s *Sandbox) Interactive(ctx context.Context, o InteractiveOptions) (*Result, error) {
+	return s.wt.run(ctx, s.wt.scope(o.RunOptions, s.ref), &o.Attachment)
+}
+
+// Interactive runs an interactive session in a sandbox of its own in the
+// worktree (created for it and removed after it), or on the host in the
+// worktree with o.NoSandbox. A later Run continues from what it left.
+func (w *Worktree) Interactive(ctx context.Context, o InteractiveOptions) (*Result, error) {
+	if o.NoSandbox {
+		return w.run(ctx, w.scope(o.RunOptions, SandboxRef{}), &o.Attachment)
 	}
-	o.Sandbox, o.Repo, o.BaseDir, o.BranchStrategy, o.CopyToWorktree, o.Hooks = s.ref, base.Repo, base.BaseDir, base.BranchStrategy, nil, Hooks{}
-	o.Logging, o.Logger, o.Version, o.Timeouts = base.Logging, base.Logger, base.Version, base.Timeouts
-	p, err := PlanRun(ctx, o)
+	sb, err := w.CreateSandbox(ctx, SandboxOptions{Sandbox: o.Sandbox, Env: o.Env, Hooks: o.Hooks})
 	if err != nil {
 		return nil, err
 	}
-	return s.wt.l.Run(ctx, p.Runs[0].spec)
+	defer sb.Close(ctx)
+	return sb.Interactive(ctx, o)
+}
+
+// scope gives o the worktree's repo, branch strategy, log and timeouts,
+// and ref as its sandbox: a run in an open worktree.
+func (w *Worktree) scope(o RunOptions, ref SandboxRef) RunOptions {
+	base := w.opts
+	if o.Name == "" {
+		o.Name = base.Name
+	}
+	o.Sandbox, o.Repo, o.BaseDir, o.BranchStrategy, o.CopyToWorktree, o.Hooks = ref, base.Repo, base.BaseDir, base.BranchStrategy, nil, Hooks{}
+	o.Logging, o.Logger, o.Version, o.Timeouts = base.Logging, base.Logger, base.Version, base.Timeouts
+	return o
+}
+
+// run plans o (an interactive session when ia is set) and runs it in the
+// worktree's open sandbox, or on the host for a session without one.
+func (w *Worktree) run(ctx context.Context, o RunOptions, ia *Attachment) (*Result, error) {
+	if ia != nil && ia.Attach == nil {
+		return nil, errNoAttach(o.Name)
+	}
+	p, err := planRun(ctx, o, ia)
+	if err != nil {
+		return nil, err
+	}
+	return w.l.Run(ctx, p.Runs[0].spec)
 }
 
 // Close removes the sandbox (after syncing an isolated one's commits

@@ -66,3 +66,50 @@ run "leaky" {
 		}
 	}
 }
+
+// TestSecretsRedactedInSessionSteps: a session step's env and a
+// session's env are redacted in --json (each step's stdout and error) and
+// the terminal, like a run's.
+func TestSecretsRedactedInSessionSteps(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	const sessionSecret, stepSecret = "session-s3cr3t-value", "step-s3cr3t-value"
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "talk" {
+  command = ["sh", "-c", "echo said $SESSION_SECRET"]
+}
+agent "command" "leaky" {
+  command = ["sh", "-c", "echo text $SESSION_SECRET $STEP_SECRET; echo stderr $STEP_SECRET >&2; exit 3"]
+}
+session "pair" {
+  sandbox         = sandbox.local.dev
+  branch_strategy = { type = "branch", branch = "agent/pair" }
+  env             = { SESSION_SECRET = "`+sessionSecret+`" }
+  step "talk" {
+    agent  = agent.command.talk
+    prompt = "x"
+  }
+  step "leak" {
+    agent  = agent.command.leaky
+    prompt = "x"
+    env    = { STEP_SECRET = "`+stepSecret+`" }
+  }
+}
+`)
+	r := run(t, dir, "run", "--json", "pair")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for name, text := range map[string]string{"stdout (--json)": r.stdout, "stderr": r.stderr} {
+		for _, secret := range []string{sessionSecret, stepSecret} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s holds the secret %q:\n%s", name, secret, text)
+			}
+		}
+	}
+	for _, want := range []string{"said [redacted SESSION_SECRET]", "stderr [redacted STEP_SECRET]"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("--json lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -28,6 +28,12 @@ type Spec struct {
 	Base string
 	// RunName names the patch file of uncommitted work.
 	RunName string
+	// Worktree is the host worktree with Branch checked out ("" when
+	// none): SyncOut fast-forwards it, files included.
+	Worktree string
+	// CommitsOnly leaves uncommitted work in the sandbox (no patch): a
+	// later run there continues it.
+	CommitsOnly bool
 }
 
 // OutResult is what SyncOut brought back.
@@ -154,8 +160,10 @@ func SyncOut(ctx context.Context, sb sdk.Sandbox, spec Spec) (OutResult, error) 
 		return res, fmt.Errorf("sync out: removing what an interrupted sync out left: %w", err)
 	}
 	stamp := worktree.Stamp(time.Now())
-	if res.PatchPath, err = savePatch(ctx, s, gitDir, spec, stamp); err != nil {
-		return res, fmt.Errorf("sync out: saving uncommitted changes: %w", err)
+	if !spec.CommitsOnly {
+		if res.PatchPath, err = savePatch(ctx, s, gitDir, spec, stamp); err != nil {
+			return res, fmt.Errorf("sync out: saving uncommitted changes: %w", err)
+		}
 	}
 	count, err := s.git(ctx, nil, "rev-list", "--count", spec.Base+"..HEAD")
 	if err != nil {
@@ -200,7 +208,13 @@ func SyncOut(ctx context.Context, sb sdk.Sandbox, spec Spec) (OutResult, error) 
 	}
 	reflog := "sanddune: sync out of run " + spec.RunName
 	if _, err := worktree.Git(ctx, host, "merge-base", "--is-ancestor", old, head); err == nil {
-		if _, err := worktree.Git(ctx, host, "update-ref", "-m", reflog, ref, head, old); err == nil {
+		if spec.Worktree != "" {
+			// Checked out there: move the branch and the files together
+			// (refused when uncommitted changes there are in the way).
+			if _, err := worktree.Git(ctx, spec.Worktree, "-c", "core.hooksPath=/dev/null", "merge", "--ff-only", "--quiet", head); err == nil {
+				return res, nil
+			}
+		} else if _, err := worktree.Git(ctx, host, "update-ref", "-m", reflog, ref, head, old); err == nil {
 			return res, nil
 		}
 	}

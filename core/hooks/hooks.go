@@ -68,7 +68,7 @@ func (e *Error) Error() string {
 	case e.Err != nil:
 		msg = fmt.Sprintf("%s hook %q: %v", e.Where, e.Command, e.Err)
 	case e.TimedOut:
-		msg = fmt.Sprintf("%s hook %q timed out after %s (set a longer timeout on the hook)", e.Where, e.Command, e.Timeout)
+		msg = fmt.Sprintf("%s hook %q timed out after %s (raise it with the hook's timeout attribute, or timeouts { hooks = ... } for every hook)", e.Where, e.Command, e.Timeout)
 	default:
 		msg = fmt.Sprintf("%s hook %q exited with code %d", e.Where, e.Command, e.ExitCode)
 	}

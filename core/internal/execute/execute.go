@@ -93,10 +93,22 @@ type Spec struct {
 // Secret values (Spec.Redact) are hidden in both.
 func Run(ctx context.Context, s *Spec) (*Result, error) {
 	res, err := run(ctx, s)
+	return redacted(s.Redact, res, err)
+}
+
+// redacted hides rd's secret values in res (its steps' too) and err.
+func redacted(rd *redact.Redactor, res *Result, err error) (*Result, error) {
 	if res != nil {
-		res.Stdout = s.Redact.String(res.Stdout)
+		res.Stdout = rd.String(res.Stdout)
+		for i := range res.Steps {
+			st := &res.Steps[i]
+			if st.Result != nil && st.Result != res {
+				st.Result.Stdout = rd.String(st.Result.Stdout)
+			}
+			st.Err = rd.Error(st.Err)
+		}
 	}
-	return res, s.Redact.Error(err)
+	return res, rd.Error(err)
 }
 
 func run(ctx context.Context, s *Spec) (*Result, error) {
@@ -137,6 +149,9 @@ type runner struct {
 	sb       sdk.Sandbox
 	res      *Result
 	syncedIn bool
+	// sandboxBase is the branch tip a sandbox opened in a kept worktree
+	// starts from ("" = ws.Base); see syncBase.
+	sandboxBase string
 	// refsBefore are the host's branches and tags when the sandbox started.
 	refsBefore map[string]string
 }
@@ -449,7 +464,11 @@ func (r *runner) hookOutput(where, command, line string) {
 }
 
 func (r *runner) syncSpec() gitsync.Spec {
-	return gitsync.Spec{HostRepo: r.Repo.Root, Branch: r.ws.Branch, Base: r.ws.Base, RunName: r.name}
+	s := gitsync.Spec{HostRepo: r.Repo.Root, Branch: r.ws.Branch, Base: r.syncBase(), RunName: r.name}
+	if r.ws.Dir != "" { // an isolated sandbox in a kept worktree (core.CreateWorktree)
+		s.Worktree = r.ws.Dir
+	}
+	return s
 }
 
 // sandboxEnv is the resolved env plus what git needs in a bind-mounted
@@ -479,6 +498,15 @@ func (r *runner) sandboxEnv(ctx context.Context) map[string]string {
 	return out
 }
 
+// syncBase is the commit an isolated sandbox starts from: the run's base,
+// or the branch's tip when earlier steps in the worktree moved it.
+func (r *runner) syncBase() string {
+	if r.sandboxBase != "" {
+		return r.sandboxBase
+	}
+	return r.ws.Base
+}
+
 func (r *runner) labels() map[string]string {
 	l := map[string]string{
 		sdk.LabelSandbox: r.SandboxAddr,
@@ -486,7 +514,7 @@ func (r *runner) labels() map[string]string {
 		sdk.LabelRunName: r.name,
 		sdk.LabelRepo:    r.Repo.Root,
 		sdk.LabelBranch:  r.ws.Branch,
-		sdk.LabelBase:    r.ws.Base,
+		sdk.LabelBase:    r.syncBase(),
 	}
 	if r.Version != "" {
 		l[sdk.LabelVersion] = r.Version

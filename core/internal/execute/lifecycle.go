@@ -3,8 +3,12 @@ package execute
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Lifecycle is a worktree, and at times a sandbox in it, kept open across
@@ -60,6 +64,12 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps, c.Env = s.Sandbox, s.SandboxAddr, s.SandboxCfg, s.Caps, s.Env
 	c.Hooks.HostOnSandboxReady, c.Hooks.SandboxOnSandboxReady = s.Hooks.HostOnSandboxReady, s.Hooks.SandboxOnSandboxReady
 	r.Spec = &c
+	// Earlier steps may have moved the branch: a sandbox starts from its tip.
+	tip, err := worktree.Git(ctx, r.Repo.Root, "rev-parse", "--verify", "refs/heads/"+r.ws.Branch)
+	if err != nil {
+		return &RunError{Run: r.name, Phase: PhaseSandbox, Err: fmt.Errorf("reading the tip of branch %s: %w", r.ws.Branch, err)}
+	}
+	r.sandboxBase = tip
 	if err := r.preflight(ctx); err != nil {
 		return err
 	}
@@ -70,23 +80,30 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 	return nil
 }
 
-// Run runs s's agent, prompt and loop in the open sandbox and returns
-// its result, with the commits it made (for an isolated sandbox, once
-// they are synced out: at CloseSandbox).
+// Run runs s's agent, prompt and loop (or its interactive session) in
+// the open sandbox, or a session on the host in the worktree, and returns
+// its result, with the commits it made (an isolated sandbox's are synced
+// out onto the host branch as the run ends; its uncommitted work stays for
+// the next run, and is saved as a patch at CloseSandbox).
 func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.r
+	onHost := s.Sandbox == nil && s.Interactive != nil // sandbox = "none"
 	switch {
 	case l.closed:
 		return nil, &RunError{Run: s.Name, Phase: PhaseAgent, Err: ErrClosed}
-	case r.sb == nil:
+	case onHost && r.sb != nil:
+		return nil, &RunError{Run: s.Name, Phase: PhaseSandbox, Err: errors.New("the worktree has a sandbox open: close it before a session on the host")}
+	case !onHost && r.sb == nil:
 		return nil, &RunError{Run: s.Name, Phase: PhaseSandbox, Err: errors.New("the worktree has no sandbox: create one first")}
 	}
 	shared, session := r.Spec, r.res
 	defer func() { r.Spec, r.res = shared, session }()
 	c := *s
-	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps = shared.Sandbox, shared.SandboxAddr, shared.SandboxCfg, shared.Caps
+	if !onHost {
+		c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps = shared.Sandbox, shared.SandboxAddr, shared.SandboxCfg, shared.Caps
+	}
 	r.Spec, r.res = &c, &Result{Name: s.Name}
 	start := time.Now()
 	before := r.sandboxHead(ctx)
@@ -95,22 +112,28 @@ func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*Result, error) {
 	res := r.res
 	res.Elapsed = time.Since(start)
 	res.Branch, res.LogFile = r.ws.Branch, session.LogFile
-	if after := r.sandboxHead(ctx); before != "" && after != "" {
+	if r.Caps.Contract == sdk.ContractIsolated && r.sb != nil {
+		// Each run's commits reach the host branch as it ends.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout+r.Timeouts.SyncOut)
+		out, failed, _ := r.syncOut(tctx, r.sb, true)
+		cancel()
+		if res.Commits == nil {
+			res.Commits = out.Commits
+		}
+		if runErr == nil {
+			runErr = failed
+		}
+	} else if after := r.sandboxHead(ctx); before != "" && after != "" {
 		res.Commits, _ = r.Repo.Commits(context.WithoutCancel(ctx), before, after)
 	}
-	session.Iterations = append(session.Iterations, res.Iterations...)
-	session.Steps = append(session.Steps, Outcome{Name: s.Name, Result: res, Err: errOrNil(runErr)})
+	var err error
 	if runErr != nil {
-		return res, runErr
+		err = runErr
 	}
-	return res, nil
-}
-
-func errOrNil(e *RunError) error {
-	if e == nil {
-		return nil
-	}
-	return e
+	res, err = redacted(s.Redact, res, err)
+	session.Iterations = append(session.Iterations, res.Iterations...)
+	session.Steps = append(session.Steps, Outcome{Name: s.Name, Result: res, Err: err})
+	return res, err
 }
 
 // CloseSandbox syncs an isolated sandbox's commits out and removes the
@@ -139,8 +162,7 @@ func (l *Lifecycle) Close(ctx context.Context) (*Result, error) {
 	defer l.mu.Unlock()
 	if !l.closed {
 		l.closed = true
-		l.err = l.r.finish(ctx, nil)
-		l.res = l.r.res
+		l.res, l.err = redacted(l.r.Redact, l.r.res, l.r.finish(ctx, nil))
 	}
 	return l.res, l.err
 }

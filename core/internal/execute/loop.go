@@ -167,35 +167,51 @@ func (r *runner) closeSandbox(tctx context.Context) *RunError {
 	}
 	sb := r.sb
 	r.sb = nil
-	var failed *RunError
-	if r.Caps.Contract == sdk.ContractIsolated && r.syncedIn {
-		ph := r.progress.Phase("Syncing commits out of the sandbox")
-		var out gitsync.OutResult
-		err := within(tctx, "sync_out", r.Timeouts.SyncOut, func(ctx context.Context) (err error) {
-			out, err = gitsync.SyncOut(ctx, sb, r.syncSpec())
-			return err
-		})
-		ph.Done(err)
-		if out.PatchPath != "" {
-			r.res.PatchPath = out.PatchPath
-			r.progress.Warn("uncommitted work in the sandbox saved to %s (apply it with: git apply %s)", out.PatchPath, out.PatchPath)
-		}
-		var rescue *gitsync.RescueError
-		switch {
-		case errors.As(err, &rescue):
-			r.res.Branch, r.res.Commits = rescue.RescueBranch, rescue.Commits
-			failed = &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err}
-		case err != nil:
-			info := sb.Info()
-			r.progress.Warn("sync-out failed; the sandbox %s is left in place so its work is not lost (repo at %s); remove it with sanddune gc once recovered", info.ID, info.RepoPath)
-			return &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err,
-				Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)}
-		}
+	_, failed, keep := r.syncOut(tctx, sb, false)
+	if keep {
+		return failed
 	}
 	if err := sb.Close(tctx); err != nil {
 		r.progress.Warn("closing sandbox %s failed: %v", sb.Info().ID, err)
 	}
 	return failed
+}
+
+// syncOut brings an isolated sandbox's commits onto the host branch and
+// saves its uncommitted work as a patch (unless commitsOnly: a later run
+// in the sandbox continues it). keep is a failure that leaves the work
+// only in the sandbox, which must then stay.
+func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool) (out gitsync.OutResult, failed *RunError, keep bool) {
+	if r.Caps.Contract != sdk.ContractIsolated || !r.syncedIn {
+		return out, nil, false
+	}
+	ph := r.progress.Phase("Syncing commits out of the sandbox")
+	spec := r.syncSpec()
+	spec.CommitsOnly = commitsOnly
+	err := within(tctx, "sync_out", r.Timeouts.SyncOut, func(ctx context.Context) (err error) {
+		out, err = gitsync.SyncOut(ctx, sb, spec)
+		return err
+	})
+	ph.Done(err)
+	if out.PatchPath != "" {
+		r.res.PatchPath = out.PatchPath
+		r.progress.Warn("uncommitted work in the sandbox saved to %s (apply it with: git apply %s)", out.PatchPath, out.PatchPath)
+	}
+	var rescue *gitsync.RescueError
+	switch {
+	case errors.As(err, &rescue):
+		r.res.Branch, r.res.Commits = rescue.RescueBranch, rescue.Commits
+		return out, &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err}, false
+	case err != nil:
+		info := sb.Info()
+		r.progress.Warn("sync-out failed; the sandbox %s is left in place so its work is not lost (repo at %s); remove it with sanddune gc once recovered", info.ID, info.RepoPath)
+		return out, &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err,
+			Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)}, true
+	}
+	if len(out.Commits) > 0 {
+		r.sandboxBase = out.Head // on the host now: a later sync starts here
+	}
+	return out, nil, false
 }
 
 // closeWorktree merges (merge-to-head, when nothing failed), lists the

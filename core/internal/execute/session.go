@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -88,6 +89,9 @@ func RunSession(ctx context.Context, name string, steps []Step) (*Result, error)
 	if res != nil {
 		r.stepCommits(ctx, res, heads)
 	}
+	for _, st := range steps {
+		res, err = redacted(st.Spec.Redact, res, err)
+	}
 	return res, err
 }
 
@@ -99,11 +103,15 @@ func withResume(s *Spec, id string) *Spec {
 
 // sandboxHead is the commit checked out in the sandbox, "" when unknown.
 func (r *runner) sandboxHead(ctx context.Context) string {
-	if r.sb == nil {
-		return ""
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
+	if r.sb == nil { // a session on the host, in the worktree
+		head, err := worktree.Git(ctx, r.hostDir(), "rev-parse", "HEAD")
+		if err != nil {
+			r.log.Debug("could not read the worktree's HEAD", "error", err)
+		}
+		return strings.TrimSpace(head)
+	}
 	var out strings.Builder
 	res, err := r.sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"git", "rev-parse", "HEAD"}, Timeout: probeTimeout}, func(l sdk.OutputLine) {
 		if l.Stream == sdk.Stdout {
