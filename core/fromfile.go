@@ -45,6 +45,7 @@ func optionsOf(f *config.File, r *config.RunBlock, base RunOptions) (RunOptions,
 			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),
 			Hooks: v.Duration("timeouts.hooks", t.Hooks), SyncIn: v.Duration("timeouts.sync_in", t.SyncIn),
 			SyncOut: v.Duration("timeouts.sync_out", t.SyncOut), Merge: v.Duration("timeouts.merge", t.Merge),
+			Copy: v.Duration("timeouts.copy", t.Copy),
 		}
 	}
 	if b.Logging != nil {

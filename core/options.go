@@ -121,7 +121,8 @@ const (
 type Timeouts = execute.Timeouts
 
 // DefaultTimeouts are the timeouts of a run that sets none: worktree 2m,
-// create_sandbox 5m, hooks 60s (each), sync_in 5m, sync_out 5m, merge 2m.
+// create_sandbox 5m, hooks 60s (each), sync_in 5m, sync_out 5m, merge 2m,
+// copy 10m.
 var DefaultTimeouts = execute.DefaultTimeouts
 
 // OutputSpec asks a run for structured output: Tag, and Type

@@ -336,7 +336,7 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 		attr string
 		d    time.Duration
 	}{{"worktree", o.Timeouts.Worktree}, {"create_sandbox", o.Timeouts.CreateSandbox}, {"hooks", o.Timeouts.Hooks},
-		{"sync_in", o.Timeouts.SyncIn}, {"sync_out", o.Timeouts.SyncOut}, {"merge", o.Timeouts.Merge}} {
+		{"sync_in", o.Timeouts.SyncIn}, {"sync_out", o.Timeouts.SyncOut}, {"merge", o.Timeouts.Merge}, {"copy", o.Timeouts.Copy}} {
 		if t.d < 0 {
 			fail("timeouts."+t.attr, "Invalid duration", fmt.Errorf("timeouts.%s must be positive", t.attr))
 		}

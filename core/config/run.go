@@ -107,6 +107,7 @@ type TimeoutsBlock struct {
 	SyncIn        *string   `hcl:"sync_in,optional"`
 	SyncOut       *string   `hcl:"sync_out,optional"`
 	Merge         *string   `hcl:"merge,optional"`
+	Copy          *string   `hcl:"copy,optional"`
 	DeclRange     hcl.Range `hcl:",def_range"`
 }
 

@@ -40,12 +40,18 @@ func TestLifecycleTimeouts(t *testing.T) {
 			o.Hooks.HostOnWorktreeReady = []core.Hook{{Command: "sleep 600"}}
 			o.Timeouts.Hooks = 300 * time.Millisecond
 		}, "timed out after 300ms"},
+		{"copy", func(o *core.RunOptions) {
+			o.BranchStrategy = core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/copy"}
+			o.CopyToWorktree = []string{"big"}
+			o.Timeouts.Copy = time.Nanosecond
+		}, "timed out after 1ns (timeouts { copy = ... } raises it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := newRepo(t)
 			var term buffer
 			o := options(repo, core.SandboxRef{Address: "sandbox.local.test", Plugin: "local",
 				Provider: plugintest.Sandbox(t, local.New()), Config: sdk.Config{Value: cty.EmptyObjectVal}}, commandAgent(t, "cat > /dev/null"), &term)
+			write(t, repo+"/big/file.txt", "not in git")
 			tc.setup(&o)
 			_, err := core.Run(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

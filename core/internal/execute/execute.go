@@ -339,7 +339,11 @@ func (r *runner) setupWorktree(ctx context.Context) *RunError {
 	hostDir := r.hostDir()
 	if len(r.CopyPaths) > 0 && r.Strategy.Worktree {
 		ph := r.progress.Phase("Copying to worktree")
-		skipped, err := worktree.CopyPaths(ctx, r.Repo.Root, ws.Dir, r.CopyPaths)
+		var skipped []string
+		err := within(ctx, "copy", r.Timeouts.Copy, func(ctx context.Context) (err error) {
+			skipped, err = worktree.CopyPaths(ctx, r.Repo.Root, ws.Dir, r.CopyPaths)
+			return err
+		})
 		ph.Done(err)
 		if err != nil {
 			return r.fail(ctx, PhaseCopy, "", 0, err, "check the copy_to_worktree paths")
@@ -437,12 +441,14 @@ func (r *runner) copyIntoSandbox(ctx context.Context) error {
 	ph := r.progress.Phase("Copying to sandbox")
 	sources, skipped, err := worktree.CopySources(r.Repo.Root, r.CopyPaths)
 	if err == nil {
-		for _, s := range sources {
-			if err = r.sb.CopyIn(ctx, s.HostPath, s.Rel); err != nil {
-				err = fmt.Errorf("copying %s into the sandbox: %w", s.Rel, err)
-				break
+		err = within(ctx, "copy", r.Timeouts.Copy, func(ctx context.Context) error {
+			for _, s := range sources {
+				if err := r.sb.CopyIn(ctx, s.HostPath, s.Rel); err != nil {
+					return fmt.Errorf("copying %s into the sandbox: %w", s.Rel, err)
+				}
 			}
-		}
+			return nil
+		})
 	}
 	ph.Done(err)
 	r.skipped(skipped)

@@ -22,13 +22,15 @@ type Timeouts struct {
 	SyncOut time.Duration
 	// Merge: merge-to-head's merge into the target branch.
 	Merge time.Duration
+	// Copy: copy_to_worktree's copy (into the worktree or the sandbox).
+	Copy time.Duration
 }
 
 // MarshalJSON writes each timeout as a duration string ("5m0s").
 func (t Timeouts) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]string{
 		"worktree": t.Worktree.String(), "create_sandbox": t.CreateSandbox.String(), "hooks": t.Hooks.String(),
-		"sync_in": t.SyncIn.String(), "sync_out": t.SyncOut.String(), "merge": t.Merge.String(),
+		"sync_in": t.SyncIn.String(), "sync_out": t.SyncOut.String(), "merge": t.Merge.String(), "copy": t.Copy.String(),
 	})
 }
 
@@ -36,6 +38,7 @@ func (t Timeouts) MarshalJSON() ([]byte, error) {
 var DefaultTimeouts = Timeouts{
 	Worktree: 2 * time.Minute, CreateSandbox: 5 * time.Minute,
 	Hooks: 60 * time.Second, SyncIn: 5 * time.Minute, SyncOut: 5 * time.Minute, Merge: 2 * time.Minute,
+	Copy: 10 * time.Minute,
 }
 
 // WithDefaults returns t with its zero values set to the defaults.
@@ -43,7 +46,7 @@ func (t Timeouts) WithDefaults() Timeouts {
 	d := DefaultTimeouts
 	for _, p := range []struct{ v, def *time.Duration }{
 		{&t.Worktree, &d.Worktree}, {&t.CreateSandbox, &d.CreateSandbox},
-		{&t.Hooks, &d.Hooks}, {&t.SyncIn, &d.SyncIn}, {&t.SyncOut, &d.SyncOut}, {&t.Merge, &d.Merge},
+		{&t.Hooks, &d.Hooks}, {&t.SyncIn, &d.SyncIn}, {&t.SyncOut, &d.SyncOut}, {&t.Merge, &d.Merge}, {&t.Copy, &d.Copy},
 	} {
 		if *p.v == 0 {
 			*p.v = *p.def
