@@ -2,6 +2,12 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# The Go modules: sanddune itself, the plugin SDK and the examples (built
+# against the SDK as a third party would, ADR 0014). `go test ./...` does
+# not descend into a nested module, so each is run on its own.
+MODULES := . sdk examples
+# each runs $(1) in every module, and fails if it failed in any.
+each = status=0; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)) || status=1; done; exit $$status
 
 .PHONY: help install build test test-unit cross proto agents-compat vercel-compat bench e2e-k8s chaos
 
@@ -18,14 +24,13 @@ build: ## build ./bin/sanddune
 test: ## set up Docker/Podman/bubblewrap (as root) and run every test
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/ci-setup.sh; \
 	else echo "make test: not root, so Docker/Podman/bubblewrap are not set up here; their tests skip loudly"; fi
-	$(GO) test -timeout 30m ./...
+	@$(call each,$(GO) test -timeout 30m ./...)
 
 test-unit: ## run the tests without setting anything up (engine tests skip loudly)
-	$(GO) test ./...
+	@$(call each,$(GO) test ./...)
 
 cross: ## check that everything builds for macOS (darwin/arm64, darwin/amd64)
-	GOOS=darwin GOARCH=arm64 $(GO) build ./...
-	GOOS=darwin GOARCH=amd64 $(GO) build ./...
+	@$(call each,GOOS=darwin GOARCH=arm64 $(GO) build ./... && GOOS=darwin GOARCH=amd64 $(GO) build ./...)
 
 proto: ## regenerate the plugin protocol's Go code
 	@bash scripts/genproto.sh
