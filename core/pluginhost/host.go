@@ -148,6 +148,8 @@ func (h *Host) RepoLockFile() string {
 
 // lockFor returns the lock entry pinning a plugin, the repo's first.
 func (h *Host) lockFor(name string) (LockEntry, *Lock, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, l := range h.locks {
 		if e, ok := l.Entries[name]; ok {
 			return e, l, true
@@ -466,7 +468,52 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	p.catalog, err = host.Catalog(ctx, rpc)
 	if err != nil {
 		p.err = fmt.Errorf("plugin %q (%s): listing its components: %w", src.Name, src, err)
+		return
 	}
+	if !src.Builtin() && !src.Trusted && lock.Path == "" {
+		p.err = h.lockFirstUse(src, hex.EncodeToString(secure.Checksum), p.catalog)
+	}
+}
+
+// lockFirstUse pins a binary the user trusted but no lock file names in
+// the repository's lock file, the first time it starts (issue 14), so
+// that teammates who pull the lock file run the same bytes.
+func (h *Host) lockFirstUse(src Source, sum string, catalog []sdk.Info) error {
+	path := h.RepoLockFile()
+	if path == "" {
+		return nil
+	}
+	e := LockEntry{Name: src.Name, Source: h.displayPath(src.Path), Version: catalogVersion(catalog), SHA256: sum}
+	added, err := AddLockEntry(path, e)
+	if err != nil {
+		return fmt.Errorf("plugin %q: pinning it in %s on first use: %w", src.Name, path, err)
+	}
+	if !added {
+		return nil // another sanddune pinned it meanwhile
+	}
+	h.mu.Lock()
+	for _, l := range h.locks {
+		if l.Path == path {
+			l.Entries[e.Name] = e
+		}
+	}
+	h.mu.Unlock()
+	h.opts.Logger.Warn("plugin pinned in the repository's lock file on its first trusted use: commit the lock file",
+		"plugin", src.Name, "lock_file", path, "sha256", sum)
+	return nil
+}
+
+// catalogVersion is the version of a binary's components, "" when they
+// differ (none is the binary's).
+func catalogVersion(catalog []sdk.Info) string {
+	v := ""
+	for i, info := range catalog {
+		if i > 0 && info.Version != v {
+			return ""
+		}
+		v = info.Version
+	}
+	return v
 }
 
 // verify checks an external binary before it starts: one the user has not

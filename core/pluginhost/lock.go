@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -94,6 +95,39 @@ func (l *Lock) Write() error {
 		b.SetAttributeValue("sha256", cty.StringVal(e.SHA256))
 	}
 	return writeAtomic(l.Path, bytes.NewReader(f.Bytes()), 0o644)
+}
+
+// AddLockEntry adds e to the lock file at path unless an entry for its
+// plugin is there already (added is false then). The read and the write
+// happen under an flock(2) on the file's directory, so concurrent sanddune
+// processes lose no entry.
+func AddLockEntry(path string, e LockEntry) (added bool, err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close() // releases the flock
+	for {
+		if err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	l, err := ReadLock(path)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := l.Entries[e.Name]; ok {
+		return false, nil
+	}
+	l.Entries[e.Name] = e
+	return true, l.Write()
 }
 
 // writeAtomic replaces path with what r holds through a temp file and a

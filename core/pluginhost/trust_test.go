@@ -149,6 +149,56 @@ func TestLockRepoTrustsAndPinsThenRefusesTamperedBinary(t *testing.T) {
 	}
 }
 
+// TestTrustedRepoBinaryIsPinnedOnFirstUse: a repository's binary the user
+// trusted (the same bytes, locked in another clone) but no lock file names
+// is pinned in the repository's lock file when it first starts; entries
+// already there stay, an untrusted binary is neither started nor pinned,
+// and the pin then refuses a tampered binary.
+func TestTrustedRepoBinaryIsPinnedOnFirstUse(t *testing.T) {
+	t.Parallel()
+	e := newTrustEnv(t)
+	bin := filepath.Join(e.repo, ".sanddune/plugins", BinaryPrefix+"beta")
+	copyFile(t, fakePlugin, bin, 0o755)
+	untrusted := filepath.Join(e.repo, ".sanddune/plugins", BinaryPrefix+"gamma")
+	copyFile(t, fakePlugin, untrusted, 0o755)
+	appendByte(t, untrusted)
+	sum, _ := FileSHA256(bin)
+	if err := (TrustStore{Path: filepath.Join(e.data, "sanddune", "trusted-plugins")}).Trust(sum, "/elsewhere/"+BinaryPrefix+"beta"); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(e.repo, RepoLockFile)
+	other := LockEntry{Name: "other", Source: "bin/other", SHA256: strings.Repeat("ab", 32)}
+	if err := (&Lock{Path: lockPath, Entries: map[string]LockEntry{"other": other}}).Write(); err != nil {
+		t.Fatal(err)
+	}
+
+	h := e.host(t)
+	if _, _, err := h.Sandbox(context.Background(), "beta"); err != nil {
+		t.Fatal(err)
+	}
+	var ue *UntrustedError
+	if _, _, err := h.Sandbox(context.Background(), "gamma"); !errors.As(err, &ue) {
+		t.Fatalf("untrusted binary: err = %v, want an UntrustedError", err)
+	}
+	want := LockEntry{Name: "beta", Source: filepath.Join(".sanddune", "plugins", BinaryPrefix+"beta"), Version: "9.9.9-fake", SHA256: sum}
+	lock, err := ReadLock(lockPath)
+	if err != nil || len(lock.Entries) != 2 || lock.Entries["beta"] != want || lock.Entries["other"] != other {
+		t.Fatalf("lock file holds %+v (%v), want %+v and %+v", lock.Entries, err, want, other)
+	}
+	for _, r := range h.List(context.Background()) {
+		if r.Source.Name == "beta" && (r.Lock != lockPath || r.Mismatch) {
+			t.Errorf("List after the first use: %+v, want it locked in %s", r, lockPath)
+		}
+	}
+	h.Close()
+
+	appendByte(t, bin)
+	var ce *ChecksumError
+	if _, _, err := e.host(t).Sandbox(context.Background(), "beta"); !errors.As(err, &ce) || ce.Locked != sum {
+		t.Fatalf("tampered after the first use: err = %v, want a ChecksumError pinning %s", err, sum)
+	}
+}
+
 // TestSecureConfigRefusesTamperedTrustedBinary: a binary the user put on
 // SANDDUNE_PLUGIN_PATH needs no trust, but a lock entry still pins it:
 // go-plugin's SecureConfig refuses it and the error names both checksums.
