@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 # The Go modules: sanddune itself, the plugin SDK and the examples (built
-# against the SDK as a third party would, ADR 0014). `go test ./...` does
+# against the SDK as a third party would, ADR 0015). `go test ./...` does
 # not descend into a nested module, so each is run on its own.
 MODULES := . sdk examples
 # each runs $(1) in every module, and fails if it failed in any.
