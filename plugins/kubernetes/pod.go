@@ -100,9 +100,15 @@ func podSpec(meta metav1.ObjectMeta, c config, secret string) *corev1.Pod {
 		ImagePullPolicy: c.PullPolicy,
 		Command:         []string{"sh", "-c", keepAlive},
 		WorkingDir:      c.Workdir,
+		// The workdir emptyDir belongs to root, the pod runs as run_as_user:
+		// git refuses such a repository ("dubious ownership", found on a
+		// real cluster) unless safe.directory, from the environment, names it.
 		Env: []corev1.EnvVar{
 			{Name: "HOME", Value: c.Home},
 			{Name: "TMPDIR", Value: "/tmp"},
+			{Name: "GIT_CONFIG_COUNT", Value: "1"},
+			{Name: "GIT_CONFIG_KEY_0", Value: "safe.directory"},
+			{Name: "GIT_CONFIG_VALUE_0", Value: c.Workdir},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "workdir", MountPath: c.Workdir},
