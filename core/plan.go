@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/missingstudio/sanddune/core/config"
@@ -149,27 +150,36 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		}
 		return ds.AsWarnings()
 	}
-	// Providers: each block once, in file order; a block no run uses is
-	// still checked.
+	// Providers: each block once; a block no run uses is still checked.
+	// The blocks are resolved at once, so their plugin processes start
+	// concurrently; the diagnostics stay in file order.
+	sbs, sbDiags := make([]*planning.Sandbox, len(f.Sandboxes)), make([]Diagnostics, len(f.Sandboxes))
+	ags, agDiags := make([]*planning.Agent, len(f.Agents)), make([]Diagnostics, len(f.Agents))
+	var wg sync.WaitGroup
+	for i, b := range f.Sandboxes {
+		wg.Go(func() { sbs[i], sbDiags[i] = providers.Sandbox(ctx, b) })
+	}
+	for i, b := range f.Agents {
+		wg.Go(func() { ags[i], agDiags[i] = providers.Agent(ctx, b) })
+	}
+	wg.Wait()
 	sandboxes := map[*config.ProviderBlock]SandboxRef{}
 	agents := map[*config.ProviderBlock]AgentRef{}
 	described := map[*config.ProviderBlock]*planning.Sandbox{}
 	descs := map[*config.ProviderBlock]sdk.AgentDescription{}
-	for _, b := range f.Sandboxes {
-		sb, ds := providers.Sandbox(ctx, b)
-		if sb != nil {
+	for i, b := range f.Sandboxes {
+		if sb := sbs[i]; sb != nil {
 			sandboxes[b] = SandboxRef{Address: b.Address, Plugin: b.Plugin, Provider: sb.Provider, Config: sb.Config}
 			described[b] = sb
 		}
-		diags = append(diags, demote(ds, needed[b])...)
+		diags = append(diags, demote(sbDiags[i], needed[b])...)
 	}
-	for _, b := range f.Agents {
-		a, ds := providers.Agent(ctx, b)
-		if a != nil {
+	for i, b := range f.Agents {
+		if a := ags[i]; a != nil {
 			agents[b] = AgentRef{Address: b.Address, Plugin: b.Plugin, Provider: a.Provider, Config: a.Config}
 			descs[b] = a.Desc
 		}
-		diags = append(diags, demote(ds, needed[b])...)
+		diags = append(diags, demote(agDiags[i], needed[b])...)
 	}
 
 	names := map[string]string{}
