@@ -25,23 +25,70 @@ type Repo struct {
 
 // Open finds the git working tree containing dir.
 func Open(ctx context.Context, dir string) (*Repo, error) {
-	abs, err := filepath.Abs(dir)
+	abs, err := checkDir(dir)
 	if err != nil {
 		return nil, err
-	}
-	if fi, err := os.Stat(abs); err != nil {
-		return nil, err
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", abs)
 	}
 	out, err := Git(ctx, abs, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
-	if errors.Is(err, ErrGitMissing) {
-		return nil, err
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%s is not inside a git working tree: %w", abs, err)
+		return nil, notARepo(abs, err)
+	}
+	return parseRepo(abs, strings.Split(out, "\n"))
+}
+
+// OpenCheckout is Open plus Checkout in one git call: the working tree
+// containing dir, its HEAD commit and its branch ("" when detached). A
+// repository without commits is opened, with ErrNoCommits.
+func OpenCheckout(ctx context.Context, dir string) (r *Repo, commit, branch string, err error) {
+	abs, err := checkDir(dir)
+	if err != nil {
+		return nil, "", "", err
+	}
+	out, err := Git(ctx, abs, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "HEAD", "--symbolic-full-name", "HEAD")
+	if err != nil {
+		// Without commits HEAD does not resolve: tell that from no repo.
+		if r, err = Open(ctx, dir); err != nil {
+			return nil, "", "", err
+		}
+		return r, "", "", ErrNoCommits
 	}
 	ls := strings.Split(out, "\n")
+	if len(ls) != 5 {
+		return nil, "", "", fmt.Errorf("%s: unexpected git rev-parse output %q", abs, out)
+	}
+	if r, err = parseRepo(abs, ls[:3]); err != nil {
+		return nil, "", "", err
+	}
+	commit, branch = checkout(ls[3], ls[4])
+	return r, commit, branch, nil
+}
+
+// ErrNoCommits: the repository has no commit checked out.
+var ErrNoCommits = errors.New("HEAD names no commit")
+
+func checkDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", err
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+func notARepo(abs string, err error) error {
+	if errors.Is(err, ErrGitMissing) {
+		return err
+	}
+	return fmt.Errorf("%s is not inside a git working tree: %w", abs, err)
+}
+
+// parseRepo reads the output of rev-parse --show-toplevel
+// --absolute-git-dir --git-common-dir run in abs.
+func parseRepo(abs string, ls []string) (*Repo, error) {
 	if len(ls) != 3 || ls[0] == "" {
 		return nil, fmt.Errorf("%s is not inside a git working tree", abs)
 	}
@@ -50,6 +97,14 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		common = filepath.Join(abs, common)
 	}
 	return &Repo{Root: filepath.Clean(ls[0]), GitDir: filepath.Clean(ls[1]), CommonDir: filepath.Clean(common)}, nil
+}
+
+// checkout reads rev-parse's HEAD and --symbolic-full-name HEAD.
+func checkout(commit, ref string) (string, string) {
+	if ref == "HEAD" {
+		return commit, "" // detached
+	}
+	return commit, strings.TrimPrefix(ref, "refs/heads/")
 }
 
 // Git runs git in the repo root.
@@ -79,9 +134,34 @@ func currentBranch(ctx context.Context, dir string) (string, error) {
 	return strings.TrimPrefix(out, "refs/heads/"), nil
 }
 
-// Head returns the commit checked out in Root.
-func (r *Repo) Head(ctx context.Context) (string, error) {
-	return r.resolve(ctx, "HEAD")
+// Checkout returns the commit checked out in Root and its branch ("" when
+// HEAD is detached), in one git call.
+func (r *Repo) Checkout(ctx context.Context) (commit, branch string, err error) {
+	out, err := Git(ctx, r.Root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+	if err != nil {
+		return "", "", fmt.Errorf("reading HEAD: %w", err)
+	}
+	commit, ref, ok := strings.Cut(out, "\n")
+	if !ok {
+		return "", "", fmt.Errorf("reading HEAD: unexpected git rev-parse output %q", out)
+	}
+	commit, branch = checkout(commit, ref)
+	return commit, branch, nil
+}
+
+// Identity returns user.name and user.email as git commits with them here
+// (the last value of each), in one git call; "" where unset.
+func (r *Repo) Identity(ctx context.Context) (name, email string) {
+	out, _ := Git(ctx, r.Root, "config", "--get-regexp", `^user\.(name|email)$`)
+	for _, l := range strings.Split(out, "\n") {
+		switch k, v, _ := strings.Cut(l, " "); k {
+		case "user.name":
+			name = v
+		case "user.email":
+			email = v
+		}
+	}
+	return name, email
 }
 
 // resolve returns the commit rev names.

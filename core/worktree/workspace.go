@@ -142,16 +142,15 @@ func (w *Workspace) prepareHead(ctx context.Context) error {
 			return err
 		}
 	}
-	cur, err := r.CurrentBranch(ctx)
+	head, cur, err := r.Checkout(ctx)
 	if err != nil {
 		return err
 	}
 	if cur != w.Plan.Branch {
 		return fmt.Errorf("the host repo is on %s, not %s as when the run was planned", orDetached(cur), orDetached(w.Plan.Branch))
 	}
-	w.Dir, w.Branch = r.Root, cur
-	w.Base, err = r.Head(ctx)
-	return err
+	w.Dir, w.Branch, w.Base = r.Root, cur, head
+	return nil
 }
 
 func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {

@@ -38,6 +38,55 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// TestOpenCheckout: one git call tells the repository, its commit and its
+// branch, detached too; a repository without commits is opened with
+// ErrNoCommits, a directory outside any with the not-a-repo error.
+func TestOpenCheckout(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	sub := filepath.Join(r.Root, "sub")
+	os.Mkdir(sub, 0o755)
+	head := git(t, r.Root, "rev-parse", "HEAD")
+	r2, commit, branch, err := OpenCheckout(ctx, sub)
+	if err != nil || *r2 != *r || commit != head || branch != "main" {
+		t.Fatalf("got %+v %q %q %v, want %+v %q main", r2, commit, branch, err, r, head)
+	}
+	if c, b, err := r.Checkout(ctx); c != head || b != "main" || err != nil {
+		t.Fatalf("Checkout: %q %q %v", c, b, err)
+	}
+	git(t, r.Root, "checkout", "--quiet", "--detach")
+	if _, commit, branch, err = OpenCheckout(ctx, r.Root); err != nil || commit != head || branch != "" {
+		t.Fatalf("detached: %q %q %v", commit, branch, err)
+	}
+	if c, b, err := r.Checkout(ctx); c != head || b != "" || err != nil {
+		t.Fatalf("Checkout detached: %q %q %v", c, b, err)
+	}
+	empty := t.TempDir()
+	git(t, empty, "init", "--quiet", "-b", "main")
+	if r3, _, _, err := OpenCheckout(ctx, empty); !errors.Is(err, ErrNoCommits) || r3 == nil || r3.Root != empty {
+		t.Fatalf("no commits: %+v %v", r3, err)
+	}
+	if _, _, _, err := OpenCheckout(ctx, t.TempDir()); err == nil || !strings.Contains(err.Error(), "not inside a git working tree") {
+		t.Fatalf("want not-a-repo error, got %v", err)
+	}
+}
+
+// TestIdentity: the repository's user.name and user.email, the last value
+// of each as git commits with it.
+func TestIdentity(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	git(t, r.Root, "config", "user.name", "First Name")
+	git(t, r.Root, "config", "--add", "user.name", "Last Name")
+	git(t, r.Root, "config", "user.email", "last@example.invalid")
+	if n, e := r.Identity(ctx); n != "Last Name" || e != "last@example.invalid" {
+		t.Fatalf("identity %q %q", n, e)
+	}
+	if want := git(t, r.Root, "config", "user.name"); want != "Last Name" {
+		t.Fatalf("git itself says %q", want)
+	}
+}
+
 func TestOpenWithoutGitSaysGitIsMissing(t *testing.T) {
 	r := newRepo(t)
 	t.Setenv("PATH", t.TempDir())

@@ -484,8 +484,7 @@ func (r *runner) syncSpec() gitsync.Spec {
 func (r *runner) sandboxEnv(ctx context.Context) map[string]string {
 	out := make(map[string]string, len(r.Env)+6)
 	if r.Caps.Contract == sdk.ContractBindMount {
-		name, _ := r.Repo.Git(ctx, "config", "user.name")
-		email, _ := r.Repo.Git(ctx, "config", "user.email")
+		name, email := r.Repo.Identity(ctx)
 		for k, v := range map[string]string{
 			"GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name,
 			"GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_EMAIL": email,

@@ -165,16 +165,13 @@ func (rs Repos) Open(ctx context.Context, dir string) *Repo {
 		return s
 	}
 	var err error
-	if s.Repo, err = worktree.Open(ctx, dir); errors.Is(err, worktree.ErrGitMissing) {
+	switch s.Repo, _, s.HostBranch, err = worktree.OpenCheckout(ctx, dir); {
+	case errors.Is(err, worktree.ErrGitMissing):
 		return fail("repo", "Git is missing", err)
-	} else if err != nil {
-		return fail("repo", "Not a git repository", fmt.Errorf("%w (run sanddune inside a git repository, or set repo)", err))
-	}
-	if _, err := s.Repo.Head(ctx); err != nil {
+	case errors.Is(err, worktree.ErrNoCommits):
 		return fail("repo", "Repository without commits", fmt.Errorf("the repository %s has no commits yet: make a first commit, then run again", s.Repo.Root))
-	}
-	if s.HostBranch, err = s.Repo.CurrentBranch(ctx); err != nil {
-		return fail("repo", "Cannot read the checked-out branch", err)
+	case err != nil:
+		return fail("repo", "Not a git repository", fmt.Errorf("%w (run sanddune inside a git repository, or set repo)", err))
 	}
 	if s.DotEnv, err = env.ReadFile(s.Repo.StateDir(".env")); err != nil {
 		return fail("env", "Invalid .sanddune/.env", fmt.Errorf("%w (fix the syntax of .sanddune/.env)", err))
