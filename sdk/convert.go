@@ -101,7 +101,12 @@ func fromMounts(ms []*pluginpb.Mount) []Mount {
 }
 
 func toSandboxInfo(i SandboxInfo) *pluginpb.SandboxInfo {
-	return &pluginpb.SandboxInfo{Id: i.ID, RepoPath: i.RepoPath, HomePath: i.HomePath}
+	pi := &pluginpb.SandboxInfo{Id: i.ID, RepoPath: i.RepoPath, HomePath: i.HomePath}
+	if i.UID != nil {
+		uid := int32(*i.UID)
+		pi.Uid = &uid
+	}
+	return pi
 }
 
 func toDescription(d AgentDescription) *pluginpb.AgentDescription {

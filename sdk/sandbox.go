@@ -110,6 +110,9 @@ type SandboxInfo struct {
 	RepoPath string
 	// HomePath is the agent's home directory inside the sandbox.
 	HomePath string
+	// UID is the user id commands run as, when the provider knows it (as a
+	// container's user); nil makes the host ask the sandbox (`id -u`).
+	UID *int
 }
 
 // Sandbox is one live sandbox. All methods are safe for concurrent use.

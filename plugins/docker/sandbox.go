@@ -91,7 +91,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, fmt.Errorf("create container: %w", err)
 	}
 	s := &sandbox{cli: cli, id: created.ID, name: name, uid: uid, gid: gid, binds: binds}
-	s.info = sdk.SandboxInfo{ID: created.ID, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir}
+	s.info = sdk.SandboxInfo{ID: created.ID, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, UID: &uid}
 
 	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
 		_ = s.Close(ctx)

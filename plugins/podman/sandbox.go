@@ -78,7 +78,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		id = id[i+1:]
 	}
 	s := &sandbox{cli: c, id: id, name: name, uid: req.HostUID, gid: req.HostGID, binds: binds}
-	s.info = sdk.SandboxInfo{ID: id, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir}
+	s.info = sdk.SandboxInfo{ID: id, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, UID: &s.uid}
 	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
 		_ = s.Close(ctx)
 		return nil, err

@@ -92,7 +92,12 @@ func toMounts(ms []sdk.Mount) []*pluginpb.Mount {
 }
 
 func fromSandboxInfo(i *pluginpb.SandboxInfo) sdk.SandboxInfo {
-	return sdk.SandboxInfo{ID: i.GetId(), RepoPath: i.GetRepoPath(), HomePath: i.GetHomePath()}
+	si := sdk.SandboxInfo{ID: i.GetId(), RepoPath: i.GetRepoPath(), HomePath: i.GetHomePath()}
+	if i.Uid != nil {
+		uid := int(i.GetUid())
+		si.UID = &uid
+	}
+	return si
 }
 
 func fromDescription(d *pluginpb.AgentDescription) sdk.AgentDescription {

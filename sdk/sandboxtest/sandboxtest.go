@@ -305,6 +305,14 @@ func (s *suite) testSandboxInfo(t *testing.T) {
 	if info.HomePath != "" && !path.IsAbs(info.HomePath) {
 		t.Errorf("SandboxInfo.HomePath %q is not absolute", info.HomePath)
 	}
+	// The host trusts a reported UID instead of asking: it must be the
+	// user commands run as.
+	if info.UID != nil {
+		r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"id", "-u"}})
+		if got := strings.Join(r.stdout, ""); got != strconv.Itoa(*info.UID) {
+			t.Errorf("SandboxInfo.UID is %d, but commands run as uid %q", *info.UID, got)
+		}
+	}
 }
 
 func (s *suite) testExitCodes(t *testing.T) {

@@ -530,9 +530,13 @@ func (r *runner) labels() map[string]string {
 	return l
 }
 
-// runsAsRoot asks the sandbox whether commands run as uid 0 (agents such
-// as Claude Code refuse to skip permissions as root without being told).
+// runsAsRoot tells whether commands run as uid 0 in the sandbox (agents
+// such as Claude Code refuse to skip permissions as root without being
+// told): from the sandbox's info, else by asking the sandbox.
 func (r *runner) runsAsRoot(ctx context.Context) bool {
+	if uid := r.sb.Info().UID; uid != nil {
+		return *uid == 0
+	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var uid string

@@ -1331,7 +1331,9 @@ type SandboxInfo struct {
 	RepoPath string                 `protobuf:"bytes,2,opt,name=repo_path,json=repoPath,proto3" json:"repo_path,omitempty"`
 	HomePath string                 `protobuf:"bytes,3,opt,name=home_path,json=homePath,proto3" json:"home_path,omitempty"`
 	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
-	State         []byte `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"` // the host never read it (ADR 0012)
+	State []byte `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"` // the host never read it (ADR 0012)
+	// uid is the user id commands run as, when the provider knows it.
+	Uid           *int32 `protobuf:"varint,5,opt,name=uid,proto3,oneof" json:"uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1393,6 +1395,13 @@ func (x *SandboxInfo) GetState() []byte {
 		return x.State
 	}
 	return nil
+}
+
+func (x *SandboxInfo) GetUid() int32 {
+	if x != nil && x.Uid != nil {
+		return *x.Uid
+	}
+	return 0
 }
 
 type Handle struct {
@@ -3313,12 +3322,14 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +
 	"\x0eCreateResponse\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\x123\n" +
-	"\x04info\x18\x02 \x01(\v2\x1f.sanddune.plugin.v1.SandboxInfoR\x04info\"q\n" +
+	"\x04info\x18\x02 \x01(\v2\x1f.sanddune.plugin.v1.SandboxInfoR\x04info\"\x90\x01\n" +
 	"\vSandboxInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\trepo_path\x18\x02 \x01(\tR\brepoPath\x12\x1b\n" +
 	"\thome_path\x18\x03 \x01(\tR\bhomePath\x12\x18\n" +
-	"\x05state\x18\x04 \x01(\fB\x02\x18\x01R\x05state\" \n" +
+	"\x05state\x18\x04 \x01(\fB\x02\x18\x01R\x05state\x12\x15\n" +
+	"\x03uid\x18\x05 \x01(\x05H\x00R\x03uid\x88\x01\x01B\x06\n" +
+	"\x04_uid\" \n" +
 	"\x06Handle\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\"\xa4\x02\n" +
 	"\vExecRequest\x12\x16\n" +
@@ -3666,6 +3677,7 @@ func file_sanddune_plugin_v1_plugin_proto_init() {
 	if File_sanddune_plugin_v1_plugin_proto != nil {
 		return
 	}
+	file_sanddune_plugin_v1_plugin_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
