@@ -18,6 +18,7 @@ package docker
 
 import (
 	"context"
+	"net/http"
 	"sync"
 
 	"github.com/docker/docker/client"
@@ -48,13 +49,23 @@ func (p *Provider) client() (*client.Client, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cli == nil {
-		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation(), warmConnections)
 		if err != nil {
 			return nil, err
 		}
 		p.cli = cli
 	}
 	return p.cli, nil
+}
+
+// warmConnections keeps as many idle daemon connections as concurrent runs
+// use (net/http keeps 2 per host): runs sharing the client reuse them
+// instead of dialling again.
+func warmConnections(c *client.Client) error {
+	if tr, ok := c.HTTPClient().Transport.(*http.Transport); ok {
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 32, 32
+	}
+	return nil
 }
 
 func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {

@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -26,10 +27,12 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if err != nil {
 		return fmt.Errorf("docker client: %w", err)
 	}
-	if _, err := cli.Ping(ctx); err != nil {
+	ping, err := cli.Ping(ctx)
+	if err != nil {
 		return fmt.Errorf("the Docker daemon at %s is not reachable: start Docker (e.g. `sudo systemctl start docker`, or run `dockerd`) or set DOCKER_HOST: %w",
 			cli.DaemonHost(), err)
 	}
+	cli.NegotiateAPIVersionPing(ping) // no second ping on the first request
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -38,7 +41,16 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		uid = *cfg.UID
 	}
 	image := cfg.image(req.HostRepoPath)
+	// The image and the daemon are asked at once: one round trip.
+	var info system.Info
+	var infoErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		info, infoErr = cli.Info(ctx)
+	}()
 	img, err := cli.ImageInspect(ctx, image)
+	<-done
 	switch {
 	case cerrdefs.IsNotFound(err):
 		fix := "sanddune docker build-image"
@@ -56,9 +68,8 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		}
 	}
 
-	info, err := cli.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("docker info: %w", err)
+	if infoErr != nil {
+		return fmt.Errorf("docker info: %w", infoErr)
 	}
 	if info.InitBinary == "" {
 		fail("the Docker daemon has no init binary (docker-init): install it (Debian: the tini package) or use a daemon that ships it")
