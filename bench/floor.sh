@@ -51,9 +51,6 @@ mkdir -p "$work/home"
 data="$work/data" # lines: scenario side round seconds load
 : >"$data"
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-now() { date +%s%N; }
-
 # ---- configs ----
 # Runs: a (1 iteration, head), b (5, merge-to-head), cN (branch). Each
 # scenario has a file holding only its runs; big.hcl holds 50 runs.
@@ -109,7 +106,6 @@ sd_validate() {
 }
 commits() { git -C "$work/r" rev-list --count "$1"; }
 check() { [ "$1" = "$2" ] || { cat "$work/sd.out" >&2; log "$3: expected $2, got $1"; exit 1; }; }
-record() { echo "$1 $2 $3 $(awk -v ns="$4" 'BEGIN { printf "%.4f", ns / 1e9 }') $(load1)" >>"$data"; }
 
 # side SCENARIO SIDE ROUND: times one side of one scenario.
 side() {
@@ -129,6 +125,8 @@ side() {
       for ((i = 1; i <= n; i++)); do check "$(commits "bench/c$i")" 2 "$sc c$i"; done ;;
     config/floor) t=$(sd small.hcl run a); record config-run small "$r" "$t"; t=$(sd_validate small.hcl) ;;
     config/sd) t=$(sd big.hcl run a); record config-run big "$r" "$t"; t=$(sd_validate big.hcl) ;;
+    memory/floor) memory 1; return ;;
+    memory/sd) memory 20; return ;;
   esac
   record "$sc" "$which" "$r" "$t"
 }
@@ -148,40 +146,19 @@ memory() {
     END { printf "memory%d core %.1f plugins %d max %.1f total %.1f pss %.1f load %s\n", n, core / 1024, np, pmax / 1024, total / 1024, pss / 1024, l }' "$work/mem.out" >>"$work/mem.data"
 }
 
-for ((r = 1; r <= rounds; r++)); do
-  for sc in $scenarios; do
-    log "round $r/$rounds: $sc (load $(load1))"
-    case "$sc" in
-      memory) memory 1; memory 20 ;;
-      *) if ((r % 2)); then side "$sc" floor "$r"; side "$sc" sd "$r"; else side "$sc" sd "$r"; side "$sc" floor "$r"; fi ;;
-    esac
-  done
-done
+bench_rounds "$rounds" "$scenarios" side floor sd
 
 # ---- report ----
 log "raw figures:"; cat "$data" "$work/mem.data" 2>/dev/null >&2 || true
-row() { # SCENARIO BASE-SIDE OTHER-SIDE LABEL GOAL
-  local sc="$1" a="$2" b="$3" label="$4" goal="$5" ta tb ratio loads
-  ta=$(awk -v s="$sc" -v w="$a" '$1 == s && $2 == w { print $4 }' "$data" | stats)
-  tb=$(awk -v s="$sc" -v w="$b" '$1 == s && $2 == w { print $4 }' "$data" | stats)
-  [ -n "$ta" ] || return 0
-  ratio=$(awk -v s="$sc" -v a="$a" -v b="$b" '$1 == s && $2 == a { x[$3] = $4 } $1 == s && $2 == b { y[$3] = $4 }
-    END { for (r in x) if (r in y) print y[r] / x[r] }' "$data" | stats)
-  loads=$(awk -v s="$sc" '$1 == s { print $5 }' "$data" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "–" hi }')
-  set -- $ta; local fa="$1 ($2–$3)"
-  set -- $tb; local fb="$1 ($2–$3)"
-  set -- $ratio
-  echo "| $label | $fa | $fb | **$1** ($2–$3) | $goal | $loads |"
-}
 {
   echo "| scenario | floor / base s, median (min–max) | sanddune s | ratio per round | goal | load (1 min) |"
   echo "|---|---|---|---|---|---|"
-  row one floor sd "one iteration, head" "≤ 1.3"
-  row five floor sd "five iterations, merge-to-head, sessions on" "≤ 1.3"
-  row p4 floor sd "4 concurrent runs (-p 4)" "≤ 1.3"
-  row p20 floor sd "20 concurrent runs (-p 20)" "≤ 1.3"
-  row config floor sd "validate: 50-run file vs 1-run file" "≤ 1.1"
-  row config-run small big "run a: 50-run file vs 1-run file" "≤ 1.1"
+  ratio_row one floor sd "one iteration, head" "≤ 1.3"
+  ratio_row five floor sd "five iterations, merge-to-head, sessions on" "≤ 1.3"
+  ratio_row p4 floor sd "4 concurrent runs (-p 4)" "≤ 1.3"
+  ratio_row p20 floor sd "20 concurrent runs (-p 20)" "≤ 1.3"
+  ratio_row config floor sd "validate: 50-run file vs 1-run file" "≤ 1.1"
+  ratio_row config-run small big "run a: 50-run file vs 1-run file" "≤ 1.1"
   if [ -s "$work/mem.data" ]; then
     echo
     echo "| memory, MiB | core peak RSS | plugin processes | largest plugin peak RSS | sum of peak RSS | sum of largest PSS | goal | load |"

@@ -100,3 +100,47 @@ stats() {
   sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
     printf "%.3f %.3f %.3f\n", m, v[1], v[NR] }'
 }
+
+# ---- interleaved rounds (floor.sh, podman-run.sh) ----
+# Figures go to $data, one a line: "scenario side round seconds load".
+load1() { cut -d' ' -f1 /proc/loadavg; }
+now() { date +%s%N; }
+record() { echo "$1 $2 $3 $(awk -v ns="$4" 'BEGIN { printf "%.4f", ns / 1e9 }') $(load1)" >>"$data"; }
+
+# bench_rounds ROUNDS "SCENARIOS" SIDE_FN SIDE...: every round runs, for
+# each scenario, SIDE_FN SCENARIO SIDE ROUND for every side back to back,
+# in reverse order every other round, so all sides see the same load.
+bench_rounds() {
+  local rounds="$1" scenarios="$2" fn="$3" r sc i
+  shift 3
+  local sides=("$@") order
+  for ((r = 1; r <= rounds; r++)); do
+    for sc in $scenarios; do
+      log "round $r/$rounds: $sc (load $(load1))"
+      order=("${sides[@]}")
+      if ((r % 2 == 0)); then
+        order=()
+        for ((i = ${#sides[@]} - 1; i >= 0; i--)); do order+=("${sides[i]}"); done
+      fi
+      for s in "${order[@]}"; do "$fn" "$sc" "$s" "$r"; done
+    done
+  done
+}
+
+# ratio_row SCENARIO BASE-SIDE OTHER-SIDE LABEL [GOAL]: a report row, the
+# two sides' seconds and their ratio per round (other / base), each as
+# median (min–max), and the load range; nothing when the scenario did not
+# run.
+ratio_row() {
+  local sc="$1" a="$2" b="$3" label="$4" goal="${5:-}" ta tb ratio loads
+  awk -v s="$sc" -v a="$a" -v b="$b" '$1 == s && ($2 == a || $2 == b) { n++ } END { exit !n }' "$data" || return 0
+  ta=$(awk -v s="$sc" -v w="$a" '$1 == s && $2 == w { print $4 }' "$data" | stats)
+  tb=$(awk -v s="$sc" -v w="$b" '$1 == s && $2 == w { print $4 }' "$data" | stats)
+  ratio=$(awk -v s="$sc" -v a="$a" -v b="$b" '$1 == s && $2 == a { x[$3] = $4 } $1 == s && $2 == b { y[$3] = $4 }
+    END { for (r in x) if (r in y) print y[r] / x[r] }' "$data" | stats)
+  loads=$(awk -v s="$sc" '$1 == s { print $5 }' "$data" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "–" hi }')
+  set -- $ta; local fa="$1 ($2–$3)"
+  set -- $tb; local fb="$1 ($2–$3)"
+  set -- $ratio
+  echo "| $label | $fa | $fb | **$1** ($2–$3) |${goal:+ $goal |} $loads |"
+}

@@ -48,8 +48,6 @@ ensure_image "$sanddune"
 mkdir -p "$work/home"
 data="$work/data" # lines: scenario side round seconds load
 : >"$data"
-load1() { cut -d' ' -f1 /proc/loadavg; }
-now() { date +%s%N; }
 
 # ---- podman: this host's settings, the same images ----
 SANDDUNE_TEST_IMAGE_TAGS="sanddune-base:bookworm" "$root/scripts/test-image.sh" --engine podman sanddune-test-base:bookworm >&2
@@ -126,7 +124,6 @@ sd() {
 }
 commits() { git -C "$work/r" rev-list --count "$1"; }
 check() { [ "$1" = "$2" ] || { cat "$work/sd.out" >&2; log "$3: expected $2, got $1"; exit 1; }; }
-record() { echo "$1 $2 $3 $(awk -v ns="$4" 'BEGIN { printf "%.4f", ns / 1e9 }') $(load1)" >>"$data"; }
 
 # side SCENARIO SIDE ROUND: SIDE is ENGINE-floor or ENGINE-sd.
 side() {
@@ -141,40 +138,19 @@ side() {
   record "$sc" "$which" "$r" "$t"
 }
 
-sides=(podman-floor podman-sd docker-floor docker-sd)
-for ((r = 1; r <= rounds; r++)); do
-  for sc in $scenarios; do
-    log "round $r/$rounds: $sc (load $(load1))"
-    order=("${sides[@]}")
-    ((r % 2)) || order=(docker-sd docker-floor podman-sd podman-floor)
-    for s in "${order[@]}"; do side "$sc" "$s" "$r"; done
-  done
-done
+bench_rounds "$rounds" "$scenarios" side podman-floor podman-sd docker-floor docker-sd
 
 # ---- report ----
 log "raw figures:"; cat "$data" >&2
-row() { # SCENARIO BASE-SIDE OTHER-SIDE LABEL
-  local sc="$1" a="$2" b="$3" label="$4" ta tb ratio loads
-  ta=$(awk -v s="$sc" -v w="$a" '$1 == s && $2 == w { print $4 }' "$data" | stats)
-  tb=$(awk -v s="$sc" -v w="$b" '$1 == s && $2 == w { print $4 }' "$data" | stats)
-  [ -n "$ta" ] || return 0
-  ratio=$(awk -v s="$sc" -v a="$a" -v b="$b" '$1 == s && $2 == a { x[$3] = $4 } $1 == s && $2 == b { y[$3] = $4 }
-    END { for (r in x) if (r in y) print y[r] / x[r] }' "$data" | stats)
-  loads=$(awk -v s="$sc" '$1 == s { print $5 }' "$data" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "–" hi }')
-  set -- $ta; local fa="$1 ($2–$3)"
-  set -- $tb; local fb="$1 ($2–$3)"
-  set -- $ratio
-  echo "| $label | $fa | $fb | **$1** ($2–$3) | $loads |"
-}
 {
   echo "| scenario: what / against what | base s, median (min–max) | measured s | ratio per round | load (1 min) |"
   echo "|---|---|---|---|---|"
   for sc in $scenarios; do
     case "$sc" in one) n="one iteration, head" ;; five) n="five iterations, merge-to-head" ;; esac
-    row "$sc" podman-floor podman-sd "$n: sanddune on podman / podman floor"
-    row "$sc" docker-floor docker-sd "$n: sanddune on docker / docker floor"
-    row "$sc" docker-floor podman-floor "$n: podman floor / docker floor"
-    row "$sc" docker-sd podman-sd "$n: sanddune on podman / on docker"
+    ratio_row "$sc" podman-floor podman-sd "$n: sanddune on podman / podman floor"
+    ratio_row "$sc" docker-floor docker-sd "$n: sanddune on docker / docker floor"
+    ratio_row "$sc" docker-floor podman-floor "$n: podman floor / docker floor"
+    ratio_row "$sc" docker-sd podman-sd "$n: sanddune on podman / on docker"
   done
   echo
   echo "$rounds rounds, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}'), $(podman --version), podman settings: $(echo ${settings:-none}), sanddune $("$sanddune" version 2>/dev/null | head -1)."
