@@ -197,8 +197,12 @@ func (k *keeper) alive() bool {
 }
 
 // stop kills the keeper (and with it the PID namespace) and waits for it.
+// A keeper that already ended is not signalled: its group id may since
+// name someone else's processes.
 func (k *keeper) stop() {
-	_ = procgroup.Kill(k.cmd.Process.Pid)
+	if k.alive() {
+		_ = procgroup.Kill(k.cmd.Process.Pid)
+	}
 	<-k.done
 	for _, f := range []*os.File{k.ownerNS, k.userNS, k.pidNS} {
 		if f != nil {
@@ -207,9 +211,10 @@ func (k *keeper) stop() {
 	}
 }
 
-// killTree SIGKILLs an Exec: bwrap's process group, then every process
-// whose environment holds marker (detached descendants), until none is
-// left.
+// killTree SIGKILLs an Exec: bwrap's process group (recorded when it
+// started), then every process whose environment holds marker, the Exec's
+// random NAME=value, as an exact entry (detached descendants), until none
+// is left. Nothing is killed for its working directory or owner.
 func killTree(pgid int, marker string) {
 	_ = procgroup.Kill(pgid)
 	want := []byte(marker)

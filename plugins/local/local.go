@@ -9,9 +9,12 @@
 // kills the whole process group, and so does the end of the command:
 // background jobs do not outlive the Exec that started them. Every process
 // carries SANDDUNE_LOCAL_SANDBOX=<dir> in its environment: Close, Recover
-// and RemoveResource kill the processes of this user that carry it or
-// work under the directory (daemons that left the group with setsid, an
-// agent whose sanddune was killed), then Close removes the directory. For `sanddune gc`,
+// and RemoveResource kill the processes that carry exactly that entry, and
+// their descendants (daemons that left the group with setsid, an agent
+// whose sanddune was killed), then Close removes the directory. A process
+// is never killed for working under the directory: one that clears its
+// environment and detaches from every marked ancestor is beyond reach
+// (bubblewrap's PID namespace is not). For `sanddune gc`,
 // ListResources lists the directories by their labels file, Recover
 // reattaches to one (so the host can sync its work out; closing that handle
 // leaves the directory) and RemoveResource removes it.

@@ -4,23 +4,24 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// killSandboxProcesses kills every process of this user that belongs to
-// the sandbox at root: it carries the sandbox's marker in its environment
-// (so a daemon that left the command's process group with setsid is still
-// found) or works in the sandbox directory. It rescans until none is left,
-// so that a process forking meanwhile is caught too.
+// killSandboxProcesses kills every process that provably belongs to the
+// sandbox at root: it carries the sandbox's marker as an entry of its
+// environment (so a daemon that left the command's process group with
+// setsid is still found), or descends from one that does. Nothing is
+// killed for where it works or whose it is: an unrelated process in the
+// sandbox directory lives on. This process and its ancestors are never
+// killed. It rescans until none is left, so that a process forking
+// meanwhile is caught too.
 func killSandboxProcesses(root string) error {
-	marker := []byte(markerEnv + "=" + root + "\x00")
-	uid := os.Getuid()
+	marker := []byte(markerEnv + "=" + root)
 	for round := 0; ; round++ {
-		pids := sandboxProcesses(root, marker, uid)
+		pids := sandboxProcesses(readProcs(), marker)
 		if len(pids) == 0 {
 			return nil
 		}
@@ -34,40 +35,90 @@ func killSandboxProcesses(root string) error {
 	}
 }
 
-// sandboxProcesses lists the live (not zombie) processes of uid that carry
-// marker in their environment or whose working directory is under root.
-func sandboxProcesses(root string, marker []byte, uid int) []int {
+// proc is one live process of the /proc scan.
+type proc struct {
+	ppid int
+	env  []byte // NUL-separated; empty when unreadable
+}
+
+// readProcs scans /proc for the live (not zombie) processes.
+func readProcs() map[int]proc {
 	entries, _ := os.ReadDir("/proc")
-	self := os.Getpid()
-	var out []int
+	procs := make(map[int]proc, len(entries))
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+		if err != nil {
 			continue
 		}
-		dir := filepath.Join("/proc", e.Name())
-		var st syscall.Stat_t
-		if syscall.Stat(dir, &st) != nil || int(st.Uid) != uid || zombie(dir) {
+		ppid, ok := parentOf("/proc/" + e.Name())
+		if !ok {
 			continue
 		}
-		env, _ := os.ReadFile(filepath.Join(dir, "environ"))
-		cwd, _ := os.Readlink(filepath.Join(dir, "cwd"))
-		if bytes.Contains(append(env, 0), marker) || cwd == root || strings.HasPrefix(cwd, root+"/") {
+		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+		procs[pid] = proc{ppid: ppid, env: env}
+	}
+	return procs
+}
+
+// sandboxProcesses picks from procs those whose environment has the
+// entry marker, and their descendants, leaving out this process and its
+// ancestors.
+func sandboxProcesses(procs map[int]proc, marker []byte) []int {
+	spared := map[int]bool{}
+	for pid := os.Getpid(); pid > 0 && !spared[pid]; pid = procs[pid].ppid {
+		spared[pid] = true
+	}
+	member := map[int]bool{} // memo of the parent-chain walk
+	var walk func(pid, depth int) bool
+	walk = func(pid, depth int) bool {
+		if in, seen := member[pid]; seen {
+			return in
+		}
+		p, ok := procs[pid]
+		if !ok || pid <= 1 || spared[pid] || depth > len(procs) {
+			return false
+		}
+		in := hasEntry(p.env, marker) || walk(p.ppid, depth+1)
+		member[pid] = in
+		return in
+	}
+	var out []int
+	for pid := range procs {
+		if walk(pid, 0) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// zombie reports whether the process at /proc/<pid> has exited and waits
-// to be reaped.
-func zombie(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
-		return true
+// hasEntry reports whether the NUL-separated env holds exactly entry.
+func hasEntry(env, entry []byte) bool {
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if bytes.Equal(kv, entry) {
+			return true
+		}
 	}
+	return false
+}
+
+// parentOf returns the parent pid of the process at /proc/<pid>; ok is
+// false when it is gone or a zombie waiting to be reaped.
+func parentOf(dir string) (ppid int, ok bool) {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the parenthesised command: state, ppid, ...
 	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, err == nil
 }
 
 func joinPIDs(pids []int) string {

@@ -15,15 +15,20 @@ import (
 )
 
 // detach starts, from inside sb, a process that leaves the command's
-// process group (setsid) and outlives it; script may change how it looks
-// (cd elsewhere, clear its env). It returns the process's pid.
-func detach(t *testing.T, sb sdk.Sandbox, prefix string) int {
+// process group and outlives it: daemon is a command line that starts
+// the shell script $PIDSLEEP somehow (cd elsewhere, setsid, clear its env),
+// which writes its pid and sleeps. It returns that pid.
+func detach(t *testing.T, sb sdk.Sandbox, daemon string) int {
 	t.Helper()
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := filepath.Join(dir, "pidsleep")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+pidFile+".new && mv "+pidFile+".new "+pidFile+"; exec sleep 300\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// The command waits for the pid: its end kills its process group.
-	cmd := "(" + prefix + " setsid sh -c 'echo $$ > " + pidFile + ".new && mv " + pidFile + ".new " + pidFile + "; exec sleep 300' >/dev/null 2>&1 &)" +
-		"; while [ ! -s " + pidFile + " ]; do sleep 0.01; done"
-	if res, _ := kittest.Exec(t, sb, sdk.ExecRequest{Shell: cmd}); res.ExitCode != 0 {
+	cmd := "(" + daemon + " >/dev/null 2>&1 &); while [ ! -s " + pidFile + " ]; do sleep 0.01; done"
+	if res, _ := kittest.Exec(t, sb, sdk.ExecRequest{Shell: cmd, Env: map[string]string{"PIDSLEEP": script}}); res.ExitCode != 0 {
 		t.Fatalf("%s: exit %d", cmd, res.ExitCode)
 	}
 	b, _ := os.ReadFile(pidFile)
@@ -38,17 +43,22 @@ func detach(t *testing.T, sb sdk.Sandbox, prefix string) int {
 	return pid
 }
 
+// alive reports whether pid runs (exists and is not a zombie).
 func alive(pid int) bool {
-	return syscall.Kill(pid, 0) == nil && !zombie("/proc/"+strconv.Itoa(pid))
+	_, ok := parentOf("/proc/" + strconv.Itoa(pid))
+	return ok
 }
 
 // TestDetachedProcessesDieWithTheSandbox: a daemon an agent started with
-// setsid does not survive the sandbox's Close, even one that cleared its
-// environment (found by its working directory).
+// setsid does not survive the sandbox's Close, nor does a child of such a
+// daemon that cleared its environment (it descends from a marked process).
 func TestDetachedProcessesDieWithTheSandbox(t *testing.T) {
 	t.Parallel()
 	sb := newTestSandbox(t, nil)
-	pids := []int{detach(t, sb, "cd / &&"), detach(t, sb, "exec env -i PATH=/usr/bin:/bin")}
+	pids := []int{
+		detach(t, sb, `cd / && setsid "$PIDSLEEP"`),
+		detach(t, sb, `setsid sh -c 'env -i "$PIDSLEEP" & wait'`),
+	}
 	if err := sb.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +80,7 @@ func TestGCKillsWhatADeadRunLeftRunning(t *testing.T) {
 		func(id string) error { return p.RemoveResource(context.Background(), id) },
 	} {
 		sb := newTestSandbox(t, nil)
-		pid := detach(t, sb, "")
+		pid := detach(t, sb, `setsid "$PIDSLEEP"`)
 		bystander := exec.Command("sleep", "300")
 		if err := bystander.Start(); err != nil {
 			t.Fatal(err)
@@ -84,6 +94,41 @@ func TestGCKillsWhatADeadRunLeftRunning(t *testing.T) {
 		}
 		if !alive(bystander.Process.Pid) {
 			t.Errorf("gc killed an unrelated process")
+		}
+	}
+}
+
+// TestCloseSparesUnrelatedProcessesInTheSandboxDir: a process that merely
+// works in the sandbox directory (a shell someone opened there, a daemon
+// that was started from there) but neither descends from the sandbox nor
+// carries its marker survives Close and gc: the provider runs as you,
+// often as root, and must never kill by place.
+func TestCloseSparesUnrelatedProcessesInTheSandboxDir(t *testing.T) {
+	t.Parallel()
+	p := New().(*Provider)
+	for _, end := range []func(sb sdk.Sandbox) error{
+		func(sb sdk.Sandbox) error { return sb.Close(context.Background()) },
+		func(sb sdk.Sandbox) error { _, err := p.Recover(context.Background(), sb.Info().ID); return err },
+		func(sb sdk.Sandbox) error { return p.RemoveResource(context.Background(), sb.Info().ID) },
+	} {
+		sb := newTestSandbox(t, nil)
+		bystander := exec.Command("sleep", "300")
+		bystander.Dir = sb.Info().RepoPath
+		// An env that names the sandbox, but not as the marker entry.
+		bystander.Env = []string{"NOT_" + markerEnv + "=" + sb.Info().ID, "X=" + markerEnv + "=" + sb.Info().ID}
+		if err := bystander.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+		pid := detach(t, sb, `setsid "$PIDSLEEP"`)
+		if err := end(sb); err != nil {
+			t.Fatal(err)
+		}
+		if !alive(bystander.Process.Pid) {
+			t.Errorf("a process working in the sandbox dir but not of the sandbox was killed")
+		}
+		if alive(pid) {
+			t.Errorf("the sandbox's own daemon %d survived", pid)
 		}
 	}
 }
