@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/missingstudio/sanddune/cmd/sanddune/internal/interrupts"
 	"github.com/missingstudio/sanddune/core"
 )
 
@@ -48,6 +49,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == serveCommand {
+		interrupts.Release()
 		os.Exit(servePlugin(os.Args[2]))
 	}
 	root, g := newRootCommand()

@@ -5,27 +5,31 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
+
+	"github.com/missingstudio/sanddune/cmd/sanddune/internal/interrupts"
 )
 
-// interruptSignals end a run cleanly: Ctrl-C, kill's default, and the
-// terminal closing.
-var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
-
-// interruptible returns a context cancelled by the first interrupt signal:
-// runs then kill their agents, sync their work out and remove their
-// sandboxes. A second signal does not abandon that teardown (a sync out
-// cut short leaves commits in the sandbox): it says so, and a third exits
-// 130 at once, leaving the rest to `sanddune gc`. interrupted reports
-// whether a signal came; stop ends the handling.
+// interruptible returns a context cancelled by the first interrupt signal
+// (Ctrl-C, kill's default, the terminal closing; caught since the process
+// started, see package interrupts): runs then kill their agents, sync
+// their work out and remove their sandboxes. A second signal does not
+// abandon that teardown (a sync out cut short leaves commits in the
+// sandbox): it says so, and a third exits 130 at once, leaving the rest to
+// `sanddune gc`. interrupted reports whether a signal came; stop ends the
+// handling.
 func interruptible(parent context.Context, stderr io.Writer) (ctx context.Context, interrupted func() bool, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
-	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, interruptSignals...)
-	done := make(chan struct{})
+	ch := interrupts.Caught()
 	var count atomic.Int32
+	// A signal that came before this point cancels before anything runs.
+	select {
+	case <-ch:
+		count.Add(1)
+		cancel()
+	default:
+	}
+	done := make(chan struct{})
 	go func() {
 		for {
 			select {
@@ -46,7 +50,7 @@ func interruptible(parent context.Context, stderr io.Writer) (ctx context.Contex
 		}
 	}()
 	return ctx, func() bool { return count.Load() > 0 }, func() {
-		signal.Stop(ch)
+		interrupts.Stop()
 		close(done)
 		cancel()
 	}

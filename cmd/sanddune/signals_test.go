@@ -159,3 +159,47 @@ func TestHangupAndDoubleInterruptKeepTheWork(t *testing.T) {
 		})
 	}
 }
+
+// TestSignalAtStartIsCancelled: SIGINT, SIGTERM or SIGHUP right after the
+// signals are caught, long before the gRPC, docker and kubernetes packages
+// have initialised (GODEBUG=inittrace=1 shows the moment), ends a run with
+// exit 130 "cancelled" and nothing left, never the runtime's 143 or 129.
+func TestSignalAtStartIsCancelled(t *testing.T) {
+	const caught = "init github.com/missingstudio/sanddune/cmd/sanddune/internal/interrupts "
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		dir := gitRepo(t)
+		tmp := t.TempDir()
+		writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), localRunConfig(""))
+		cmd := sandduneCmd(dir, "run")
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "GODEBUG=inittrace=1")
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			out.WriteString(line + "\n")
+			switch {
+			case strings.HasPrefix(line, caught) && !sent:
+				cmd.Process.Signal(sig)
+				sent = true
+			case !sent && (strings.HasPrefix(line, "init github.com/missingstudio/sanddune/") || strings.HasPrefix(line, "init google.golang.org/grpc ")):
+				t.Errorf("%s initialised before the signals were caught", strings.Fields(line)[1])
+			}
+		}
+		if !sent {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%v: the signals are not caught at start\n%s", sig, out.String())
+		}
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(out.String(), "cancelled") {
+			t.Fatalf("%v at start: %v, want exit 130 and cancelled\n%s", sig, err, out.String())
+		}
+		assertNothingLeft(t, dir, tmp)
+	}
+}

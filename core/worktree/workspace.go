@@ -193,7 +193,7 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	if err := w.lock("branch " + b); err != nil {
 		return err
 	}
-	if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil {
+	if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil && ctx.Err() == nil {
 		w.log.Warn("git worktree prune failed", "error", err)
 	}
 	wts, err := r.worktrees(ctx)
