@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -80,6 +81,7 @@ type process struct {
 	killed  chan struct{} // closed once the plugin is killed
 	src     Source
 	cmd     *exec.Cmd
+	marker  string // NAME=random in the environment of the plugin and its children
 	client  *plugin.Client
 	stderrs []*stderrLog
 	rpc     plugin.ClientProtocol
@@ -417,7 +419,8 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	// runs while plugins are still alive to clean up; Pdeathsig kills the
 	// plugin if sanddune itself dies.
 	cmd.SysProcAttr = procgroup.Attr()
-	cmd.Env = os.Environ()
+	p.marker = markerEnv + "=" + randomHex()
+	cmd.Env = append(os.Environ(), p.marker)
 	if dir, err := h.socketDir(); err == nil && len(dir)+len("/plugin")+10 < maxSocketPath {
 		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+dir)
 	} // else go-plugin's default, $TMPDIR/plugin<n>: gc cannot tell those from other programs'
@@ -445,7 +448,8 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	if err != nil {
 		// Once the client has seen the process exit, or Kill has
 		// returned, go-plugin has passed on all of its stderr.
-		killGroup(cmd)
+		// Children holding the output pipes would keep Kill waiting.
+		p.killLeftovers()
 		if !p.client.Exited() {
 			p.client.Kill()
 		}
@@ -615,7 +619,7 @@ func (h *Host) Close() {
 			<-p.ready
 			if p.client != nil {
 				p.client.Kill()
-				killGroup(p.cmd)
+				p.killLeftovers()
 				p.closeStderr()
 			}
 			close(p.killed)
@@ -651,10 +655,20 @@ func (h *Host) socketDir() (string, error) {
 // IsShutdown reports whether err says a plugin process went away.
 func IsShutdown(err error) bool { return errors.Is(err, sdk.ErrPluginShutdown) }
 
-// killGroup kills what is left of a plugin's process group (the children of
-// a wrapper script, say) once the plugin itself is gone or failed to start.
-func killGroup(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		_ = procgroup.Kill(cmd.Process.Pid)
-	}
+// markerEnv marks the environment of a plugin process, and so of every
+// process it starts, with a value of its own.
+const markerEnv = "SANDDUNE_PLUGIN_PROCESS"
+
+// killLeftovers kills what is left of a plugin's processes (the children
+// of a wrapper script, say) once the plugin itself is gone or failed to
+// start: whatever carries its marker, or descends from what does. Its
+// process group is not signalled: the plugin may have been reaped long
+// ago (one that died mid-run) and its group id since taken by someone
+// else's processes.
+func (p *process) killLeftovers() { _ = procgroup.KillMarked(p.marker) }
+
+func randomHex() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

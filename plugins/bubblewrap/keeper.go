@@ -213,30 +213,10 @@ func (k *keeper) stop() {
 
 // killTree SIGKILLs an Exec: bwrap's process group (recorded when it
 // started), then every process whose environment holds marker, the Exec's
-// random NAME=value, as an exact entry (detached descendants), until none
-// is left. Nothing is killed for its working directory or owner.
+// random NAME=value, as an exact entry, and their descendants (what
+// detached from the group). Nothing is killed for its working directory
+// or owner.
 func killTree(pgid int, marker string) {
 	_ = procgroup.Kill(pgid)
-	want := []byte(marker)
-	for round := 0; round < 10; round++ {
-		found := false
-		dirs, _ := filepath.Glob("/proc/[0-9]*")
-		for _, d := range dirs {
-			env, err := os.ReadFile(filepath.Join(d, "environ"))
-			if err != nil || !bytes.Contains(env, want) {
-				continue
-			}
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if bytes.Equal(kv, want) {
-					if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
-						found = true
-					}
-					break
-				}
-			}
-		}
-		if !found {
-			return
-		}
-	}
+	_ = procgroup.KillMarked(marker)
 }

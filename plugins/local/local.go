@@ -31,6 +31,7 @@ import (
 	"fmt"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -126,7 +127,7 @@ func (*Provider) ListResources(context.Context) ([]sdk.Resource, error) {
 // ListResources (its run's sanddune is dead) and removes its directory.
 func (*Provider) RemoveResource(_ context.Context, id string) error {
 	if dir, err := dirs.Open(id); err == nil {
-		if err := killSandboxProcesses(dir); err != nil {
+		if err := procgroup.KillMarked(marker(dir)); err != nil {
 			return fmt.Errorf("local sandbox: %w", err)
 		}
 	}
@@ -143,7 +144,7 @@ func (*Provider) RemoveResource(_ context.Context, id string) error {
 func (*Provider) Recover(_ context.Context, id string) (sdk.Sandbox, error) {
 	dir, err := dirs.Open(id)
 	if err == nil {
-		err = killSandboxProcesses(dir)
+		err = procgroup.KillMarked(marker(dir))
 	}
 	if err == nil {
 		var s *sandbox

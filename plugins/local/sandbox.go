@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -65,6 +66,9 @@ func openSandbox(root string, env map[string]string) (*sandbox, error) {
 // group (setsid, double fork) and kill them.
 const markerEnv = "SANDDUNE_LOCAL_SANDBOX"
 
+// marker is the environment entry of the sandbox at root.
+func marker(root string) string { return markerEnv + "=" + root }
+
 // baseEnv is a minimal environment: the host's PATH and locale, HOME and
 // TMPDIR inside the sandbox, and the sandbox's marker.
 func baseEnv(root string) map[string]string {
@@ -89,7 +93,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	if s.recovered {
 		return nil
 	}
-	if err := killSandboxProcesses(s.root); err != nil {
+	if err := procgroup.KillMarked(marker(s.root)); err != nil {
 		return fmt.Errorf("local sandbox: %w", err)
 	}
 	if err := sandboxkit.RemoveAll(s.root); err != nil {

@@ -1,4 +1,4 @@
-package local
+package procgroup
 
 import (
 	"bytes"
@@ -10,23 +10,30 @@ import (
 	"time"
 )
 
-// killSandboxProcesses kills every process that provably belongs to the
-// sandbox at root: it carries the sandbox's marker as an entry of its
-// environment (so a daemon that left the command's process group with
-// setsid is still found), or descends from one that does. Nothing is
-// killed for where it works or whose it is: an unrelated process in the
-// sandbox directory lives on. This process and its ancestors are never
-// killed. It rescans until none is left, so that a process forking
-// meanwhile is caught too.
-func killSandboxProcesses(root string) error {
-	marker := []byte(markerEnv + "=" + root)
+// KillMarked SIGKILLs every process that provably belongs to a command
+// tree: it carries entry (NAME=value; give each tree its own random
+// value) exactly as an entry of its environment, or descends from one that
+// does. It finds what left the tree's process group (setsid, double
+// fork), and never kills a process for where it works or whose it is.
+// This process and its ancestors are spared. It rescans until none is
+// left, twice, so that a process forking or exec'ing meanwhile is caught too.
+func KillMarked(entry string) error {
+	marker := []byte(entry)
+	empty := 0
 	for round := 0; ; round++ {
-		pids := sandboxProcesses(readProcs(), marker)
+		pids := marked(readProcs(), marker)
 		if len(pids) == 0 {
-			return nil
+			// A second look: a process amid an exec may not show its
+			// environment.
+			if empty++; empty == 2 {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
+		empty = 0
 		if round == 50 {
-			return errors.New("processes of the sandbox keep appearing: " + joinPIDs(pids))
+			return errors.New("processes keep appearing: " + joinPIDs(pids))
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -50,7 +57,7 @@ func readProcs() map[int]proc {
 		if err != nil {
 			continue
 		}
-		ppid, ok := parentOf("/proc/" + e.Name())
+		ppid, ok := parent(pid)
 		if !ok {
 			continue
 		}
@@ -60,10 +67,9 @@ func readProcs() map[int]proc {
 	return procs
 }
 
-// sandboxProcesses picks from procs those whose environment has the
-// entry marker, and their descendants, leaving out this process and its
-// ancestors.
-func sandboxProcesses(procs map[int]proc, marker []byte) []int {
+// marked picks from procs those whose environment has the entry marker,
+// and their descendants, leaving out this process and its ancestors.
+func marked(procs map[int]proc, marker []byte) []int {
 	spared := map[int]bool{}
 	for pid := os.Getpid(); pid > 0 && !spared[pid]; pid = procs[pid].ppid {
 		spared[pid] = true
@@ -101,10 +107,10 @@ func hasEntry(env, entry []byte) bool {
 	return false
 }
 
-// parentOf returns the parent pid of the process at /proc/<pid>; ok is
-// false when it is gone or a zombie waiting to be reaped.
-func parentOf(dir string) (ppid int, ok bool) {
-	b, err := os.ReadFile(dir + "/stat")
+// parent returns the parent of process pid; ok is false when it is gone
+// or a zombie waiting to be reaped.
+func parent(pid int) (ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
 	}

@@ -1,6 +1,9 @@
+//go:build linux
+
 package local
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -45,8 +48,9 @@ func detach(t *testing.T, sb sdk.Sandbox, daemon string) int {
 
 // alive reports whether pid runs (exists and is not a zombie).
 func alive(pid int) bool {
-	_, ok := parentOf("/proc/" + strconv.Itoa(pid))
-	return ok
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := bytes.LastIndexByte(b, ')')
+	return err == nil && i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // TestDetachedProcessesDieWithTheSandbox: a daemon an agent started with

@@ -1,0 +1,55 @@
+package procgroup
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestKillMarkedKillsTheTreeAndNothingElse: a process carrying the exact
+// entry dies, and so does its child that cleared its environment; a
+// process whose environment merely contains the entry's text (another
+// name, another value) lives.
+func TestKillMarkedKillsTheTreeAndNothingElse(t *testing.T) {
+	entry := "SANDDUNE_TEST_TREE=" + strconv.Itoa(os.Getpid())
+	start := func(env ...string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", "env -i sleep 300 & exec sleep 300")
+		cmd.Env = append(env, "PATH=/usr/bin:/bin")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	tree := start(entry)
+	bystanders := []*exec.Cmd{start("X" + entry), start(entry + "0"), start("Y=" + entry)}
+	for len(children(tree.Process.Pid)) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	child := children(tree.Process.Pid)[0]
+	if err := KillMarked(entry); err != nil {
+		t.Fatal(err)
+	}
+	tree.Wait()
+	if _, ok := parent(child); ok {
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
+		t.Errorf("the marked process's unmarked child %d survived: %s", child, stat)
+	}
+	for _, b := range bystanders {
+		if _, ok := parent(b.Process.Pid); !ok {
+			t.Errorf("bystander with env %q was killed", b.Env[0])
+		}
+	}
+}
+
+func children(pid int) []int {
+	var out []int
+	for p, pr := range readProcs() {
+		if pr.ppid == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
