@@ -102,6 +102,9 @@ type RunPlan struct {
 func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 	f := cfg.File
 	p := &planner{ctx: ctx, repos: planning.Repos{}}
+	if r, ok := cfg.Plugins.(redactor); ok {
+		p.redact = r.Redact // plugin logs hide the runs' secrets too
+	}
 	providers := planning.Providers{File: f, Plugins: cfg.Plugins}
 	plan := &RunPlan{parallel: max(cfg.Parallel, 1)}
 	selected := map[string]bool{}
@@ -317,7 +320,13 @@ func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error
 type planner struct {
 	ctx   context.Context
 	repos planning.Repos
+	// redact, when set, learns each run's secrets (redactor).
+	redact func(*redact.Redactor)
 }
+
+// redactor is a sink that hides the secrets of the runs planned: the
+// plugin host, for what its plugins log.
+type redactor interface{ Redact(*redact.Redactor) }
 
 var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
@@ -488,6 +497,9 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 		fail("env", "Invalid env", err)
 	}
 	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, desc.RequiredEnv, o.ShowEnv))
+	if p.redact != nil {
+		p.redact(s.Redact)
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}

@@ -74,6 +74,7 @@ type Host struct {
 	// sockets is where the plugins make their Unix sockets: a directory of
 	// this process (core/tempdir), removed by Close, or by gc after a kill.
 	sockets string
+	secrets secrets
 }
 
 type process struct {
@@ -429,7 +430,7 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	// plugin is killed; don't wait for them forever.
 	cmd.WaitDelay = 2 * time.Second
 	p.cmd = cmd
-	logger := h.opts.Logger.Named("plugin." + src.Name)
+	logger := redactingLogger{h.opts.Logger.Named("plugin." + src.Name), &h.secrets}
 	raw, synced := newStderrLog(logger), newStderrLog(logger)
 	p.stderrs = []*stderrLog{raw, synced}
 	p.client = plugin.NewClient(&plugin.ClientConfig{
@@ -455,6 +456,9 @@ func (p *process) launch(ctx context.Context, h *Host) {
 		}
 		p.client = nil
 		tail := p.closeStderr()
+		for i := range tail {
+			tail[i] = h.secrets.string(tail[i])
+		}
 		switch m := pluginVersionRE.FindStringSubmatch(err.Error()); {
 		case errors.Is(err, plugin.ErrChecksumsDoNotMatch) && lock.Path == "":
 			p.err = fmt.Errorf("plugin %q not started: %s changed while it was being started (run it again)", src.Name, src.Path)
