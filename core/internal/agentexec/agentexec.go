@@ -37,7 +37,10 @@ const (
 	parseGrace = 30 * time.Second
 )
 
-var errStopped = errors.New("stopped by sanddune")
+var (
+	errStopped    = errors.New("stopped by sanddune")
+	errParserGone = errors.New("the agent plugin stopped parsing the output")
+)
 
 // MaxOutputBytes bounds the output an iteration keeps.
 const MaxOutputBytes = 64 << 10
@@ -147,6 +150,11 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	go func() {
 		defer close(parsed)
 		parseErr = a.Agent.ParseStream(parseCtx, a.Config, lines, func(e sdk.Event) { a.event(s, n, e) })
+		if parseErr != nil {
+			// The agent plugin died or failed: nothing watches the agent
+			// any more, so it is stopped rather than left running.
+			stopExec(errParserGone)
+		}
 	}()
 	go relay(queue, lines, budget, parsed)
 
@@ -183,6 +191,8 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	switch {
 	case ctx.Err() != nil:
 		return out, context.Cause(ctx)
+	case parseErr != nil && errors.Is(context.Cause(execCtx), errParserGone) && execErr != nil:
+		return out, fmt.Errorf("the agent plugin failed to parse the output, so the agent was stopped: %w", parseErr)
 	case stopReason(s.stop.Load()) == stoppedIdle:
 		return out, &IdleTimeoutError{Timeout: a.IdleTimeout}
 	case execErr != nil && stopReason(s.stop.Load()) != stoppedCompletion:
