@@ -2,7 +2,8 @@ package core
 
 import (
 	"context"
-	"sync"
+
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
@@ -40,9 +41,27 @@ type PlannedRun struct {
 	Output *PlannedOutput `json:"output"`
 	// Steps are a session's steps (each planned like a run), nil for a run.
 	Steps []*PlannedRun `json:"steps"`
+	// Block is the run block's label ("" for a run built in Go); Key the
+	// for_each key of an instance, "" otherwise.
+	Block string `json:"block"`
+	Key   string `json:"key"`
+	// DependsOn are the runs this one waits for (depends_on and the runs
+	// its attributes reference); Pipeline the pipeline block listing it.
+	DependsOn []string `json:"depends_on"`
+	Pipeline  string   `json:"pipeline"`
+	// ForEach is the for_each expression of a run whose instances are
+	// known at run time only.
+	ForEach string `json:"for_each"`
+	// AtRunTime says the run is planned again once the runs it depends on
+	// are done: values shown as "pending" come from their results.
+	AtRunTime bool `json:"planned_at_run_time"`
+	// MergeBranches are the branches merged into the run's branch before
+	// its agent starts.
+	MergeBranches []string `json:"merge_branches"`
 
 	spec  *execute.Spec
 	steps []execute.Step
+	key   cty.Value
 }
 
 // PlannedOutput is a run's structured output in the plan: its tag, its
@@ -65,7 +84,7 @@ func plannedRun(s *execute.Spec) *PlannedRun {
 		IdleTimeout: s.IdleTimeout.String(), CompletionTimeout: s.CompletionTimeout.String(),
 		CopyToWorktree: s.CopyPaths, EnvKeys: env.Keys(s.Env),
 		Hooks:         len(s.Hooks.HostOnWorktreeReady) + len(s.Hooks.HostOnSandboxReady) + len(s.Hooks.SandboxOnSandboxReady),
-		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, Output: out, spec: s,
+		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, Output: out, MergeBranches: s.MergeBranches, spec: s,
 	}
 }
 
@@ -74,30 +93,19 @@ func plannedRun(s *execute.Spec) *PlannedRun {
 // the result's with "error".
 type Outcome = execute.Outcome
 
-// Execute runs a plan's runs, Config.Parallel at once, and returns their
-// outcomes in plan order.
+// Execute runs a plan's runs and returns their outcomes in plan order:
+// each run once the runs it depends on have succeeded (a run whose
+// dependency failed is skipped: Outcome.Skipped says why), at most
+// Config.Parallel at once, and at most a pipeline's max_parallel of its
+// runs. A for_each run has one outcome per instance.
 func Execute(ctx context.Context, p *RunPlan) []Outcome {
-	out := make([]Outcome, len(p.Runs))
-	sem := make(chan struct{}, max(p.parallel, 1))
-	var wg sync.WaitGroup
-	for i, r := range p.Runs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			var res *Result
-			var err error
-			if r.steps != nil {
-				res, err = execute.RunSession(ctx, r.Name, r.steps)
-			} else {
-				res, err = execute.Run(ctx, r.spec)
-			}
-			out[i] = Outcome{Name: r.Name, Result: res, Err: err}
-		}()
+	nodes := p.nodes
+	if nodes == nil { // planned in Go: independent runs
+		for _, r := range p.Runs {
+			nodes = append(nodes, &node{label: r.Name, addr: "run." + r.Name, runs: []*PlannedRun{r}})
+		}
 	}
-	wg.Wait()
-	return out
+	return schedule(ctx, nodes, p.parallel)
 }
 
 // Run plans and executes one run built in Go. On success it returns the

@@ -83,6 +83,9 @@ type RunOptions struct {
 	Logger hclog.Logger
 	// Version is sanddune's version, set as a label on provider resources.
 	Version string
+	// mergeArgs makes BRANCHES and CONFLICTS prompt built-ins (a run
+	// block with merge_branches).
+	mergeArgs bool
 }
 
 // SandboxRef is a sandbox provider block: its address for messages (e.g.

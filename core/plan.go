@@ -70,8 +70,10 @@ type Config struct {
 	// (overrides logging blocks when set), Logging.Terminal, OnEvent,
 	// ExpressionTimeout, Logger and Version.
 	Run RunOptions
-	// Parallel is how many runs Execute runs at once (default 1). Above 1,
-	// Plan refuses two selected runs that would work on one branch.
+	// Parallel is how many runs Execute runs at once; 0 means 1, or the
+	// largest max_parallel of the pipelines the selected runs are in.
+	// When runs may overlap, Plan refuses two that nothing orders and that
+	// would work on one branch.
 	Parallel int
 }
 
@@ -90,10 +92,13 @@ type Selection struct {
 
 // RunPlan is a checked set of runs, ready for Execute.
 type RunPlan struct {
+	// Runs are the planned runs, dependencies first within a pipeline. A
+	// run planned at run time (AtRunTime) shows its plan-time values.
 	Runs []*PlannedRun
 	// Diagnostics are the plan's warnings, and its errors when Plan failed.
 	Diagnostics Diagnostics
 	parallel    int
+	nodes       []*node
 }
 
 // Plan checks the runs of a config file and plans the selected ones. It
@@ -106,9 +111,15 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		p.redact = r.Redact // plugin logs hide the runs' secrets too
 	}
 	providers := planning.Providers{File: f, Plugins: cfg.Plugins}
-	plan := &RunPlan{parallel: max(cfg.Parallel, 1)}
+	plan := &RunPlan{}
 	selected := map[string]bool{}
 	for _, name := range sel.Runs {
+		if pl := f.Pipeline(name); pl != nil && sel.Interactive == nil {
+			for _, ref := range pl.Runs {
+				selected[ref.Label] = true
+			}
+			continue
+		}
 		if f.Run(name) == nil && (f.Session(name) == nil || sel.Interactive != nil) {
 			var have []string
 			for _, r := range f.Runs {
@@ -117,6 +128,9 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 			if sel.Interactive == nil {
 				for _, s := range f.Sessions {
 					have = append(have, s.Label)
+				}
+				for _, p := range f.Pipelines {
+					have = append(have, p.Label+" (pipeline)")
 				}
 			}
 			return plan, Diagnostics{{Severity: Error, Summary: fmt.Sprintf("No run %q", name),
@@ -185,6 +199,16 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		diags = append(diags, demote(agDiags[i], needed[b])...)
 	}
 
+	graph, gds := planning.BuildGraph(f)
+	for _, d := range gds {
+		label, isRun := strings.CutPrefix(d.Block, "run.")
+		diags = append(diags, demote(Diagnostics{d}, !isRun || len(selected) == 0 || selected[label])...)
+	}
+	if len(selected) > 0 {
+		diags = append(diags, graph.CheckSelection(func(l string) bool { return selected[l] })...)
+	}
+	var expandMu sync.Mutex // plans at run time share the planner
+	nodes := map[string]*node{}
 	names := map[string]string{}
 	for _, r := range f.Runs {
 		wanted := len(selected) == 0 || selected[r.Label]
@@ -205,19 +229,19 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 			sb, sbOK, sbCaps = SandboxRef{Address: planning.NoSandbox}, true, planning.NoSandboxCaps
 		}
 		ag, agOK := agents[r.Agent]
-		var spec *execute.Spec
+		n := &node{label: r.Label, addr: addr, pipeline: graph.Pipeline[r.Label], forEach: r.Pipeline.ForEach != nil}
+		var runs []*PlannedRun
 		if !ds.HasErrors() && sbOK && agOK {
-			o, more := optionsOf(f, r, cfg.Run)
+			var ia *Attachment
+			if wanted {
+				ia = sel.Interactive
+			}
+			bp := &blockPlanner{p: p, f: f, r: r, base: cfg.Run, sb: sb, ag: ag, caps: sbCaps, sbDesc: sbDesc, desc: descs[r.Agent], ia: ia}
+			var more Diagnostics
+			runs, more = bp.instances()
 			ds = append(ds, more...)
-			o.Sandbox, o.Agent = sb, ag
-			if !ds.HasErrors() {
-				var more Diagnostics
-				var ia *Attachment
-				if wanted {
-					ia = sel.Interactive
-				}
-				spec, more = p.run(addr, o, sbCaps, sbDesc, descs[r.Agent], ia)
-				ds = append(ds, more...)
+			if !r.Pipeline.Static() {
+				n.expand = bp.expand(&expandMu)
 			}
 		}
 		for i := range ds {
@@ -227,8 +251,37 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 			}
 		}
 		diags = append(diags, demote(ds, wanted)...)
-		if wanted && spec != nil && !ds.HasErrors() {
-			plan.Runs = append(plan.Runs, plannedRun(spec))
+		if !wanted || ds.HasErrors() || runs == nil {
+			continue
+		}
+		var needs []string
+		for _, need := range graph.Needs[r.Label] {
+			needs = append(needs, "run."+need.Label)
+		}
+		for _, pr := range runs {
+			pr.DependsOn = needs
+			if n.pipeline != nil {
+				pr.Pipeline = n.pipeline.Label
+			}
+			if n.expand != nil {
+				pr.AtRunTime = true
+				if r.Pipeline.ForEachDynamic {
+					pr.ForEach = f.ExprText(r.Pipeline.ForEach)
+				}
+			}
+		}
+		if n.expand == nil {
+			n.runs = runs
+		}
+		nodes[r.Label] = n
+		plan.nodes = append(plan.nodes, n)
+		plan.Runs = append(plan.Runs, runs...)
+	}
+	for _, n := range plan.nodes {
+		for _, need := range graph.Needs[n.label] {
+			if nn := nodes[need.Label]; nn != nil {
+				n.needs = append(n.needs, nn)
+			}
 		}
 	}
 	for _, ss := range f.Sessions {
@@ -248,18 +301,14 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		diags = append(diags, demote(ds, wanted)...)
 		if wanted && pr != nil && !ds.HasErrors() {
 			plan.Runs = append(plan.Runs, pr)
+			plan.nodes = append(plan.nodes, &node{label: ss.Label, addr: "session." + ss.Label, runs: []*PlannedRun{pr}})
 		}
 	}
-	if plan.parallel > 1 {
-		specs := make([]*execute.Spec, len(plan.Runs))
-		for i, r := range plan.Runs {
-			specs[i] = r.spec
-		}
-		diags = append(diags, planning.CheckParallel(specs)...)
-	}
+	plan.parallel = parallelism(cfg.Parallel, plan.nodes)
+	diags = append(diags, checkParallel(f, graph, plan)...)
 	plan.Diagnostics = diags
 	if diags.HasErrors() {
-		plan.Runs = nil
+		plan.Runs, plan.nodes = nil, nil
 		return plan, diags.Errors()
 	}
 	return plan, nil
@@ -450,7 +499,7 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 	if o.PromptFile != "" {
 		promptAttr = "prompt_file"
 	}
-	src := prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs}
+	src := prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.mergeArgs}
 	if ia != nil && ia.Ask != nil {
 		// Checked here without asking; asked once everything else holds.
 		src.Ask = func(string) (string, error) { return "", nil }

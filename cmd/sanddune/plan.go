@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/core/config"
 )
 
 // printPlan prints what each planned run would do (run --dry-run).
@@ -29,6 +30,20 @@ func printPlan(w io.Writer, p *core.RunPlan, asJSON bool) error {
 			kind = "session"
 		}
 		fmt.Fprintf(w, "%s %s\n", kind, r.Name)
+		if r.Pipeline != "" {
+			fmt.Fprintf(w, "  pipeline:  %s\n", r.Pipeline)
+		}
+		if len(r.DependsOn) > 0 {
+			fmt.Fprintf(w, "  after:     %s\n", strings.Join(r.DependsOn, ", "))
+		}
+		if r.ForEach != "" {
+			fmt.Fprintf(w, "  for_each:  %s (one run per element, known once the runs above are done)\n", r.ForEach)
+		} else if r.AtRunTime {
+			fmt.Fprintf(w, "  values:    planned again once the runs above are done (%q stands for what they return)\n", config.Placeholder)
+		}
+		if len(r.MergeBranches) > 0 {
+			fmt.Fprintf(w, "  merges:    %s, before the agent starts\n", strings.Join(r.MergeBranches, ", "))
+		}
 		fmt.Fprintf(w, "  repo:      %s\n", r.Repo)
 		fmt.Fprintf(w, "  sandbox:   %s (%s)\n", r.Sandbox, r.Contract)
 		fmt.Fprintf(w, "  agent:     %s\n", r.Agent)

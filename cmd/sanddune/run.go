@@ -43,7 +43,7 @@ where uncommitted work is preserved.`,
 	cmd.Flags().StringVar(&f.log, "log", "", "where progress goes: file (default; .sanddune/logs) or stdout; overrides the runs' logging blocks")
 	cmd.Flags().StringVar(&f.events, "events", "", "write every agent event as a JSON line to this file")
 	cmd.Flags().StringVar(&f.configFlags.repo, "repo", "", "host git repository (default: the repo containing the working directory); overrides the runs' repo")
-	cmd.Flags().IntVarP(&f.parallel, "parallel", "p", 1, "how many runs to run at once")
+	cmd.Flags().IntVarP(&f.parallel, "parallel", "p", 0, "how many runs to run at once (default 1, or the largest max_parallel of the selected pipelines)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "check the config and print the plan (what each run would do) without running anything; JSON with --json")
 	return cmd
 }
@@ -52,7 +52,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	if f.log != "" && f.log != string(core.LogFile) && f.log != string(core.LogStdout) {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--log %q: want file or stdout", f.log)}
 	}
-	if f.parallel < 1 {
+	if cmd.Flags().Changed("parallel") && f.parallel < 1 {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--parallel must be at least 1")}
 	}
 	// An interrupt (main's interruptible) cancels ctx: the runs kill their
@@ -111,6 +111,10 @@ func printJSON(cmd *cobra.Command, outs []core.Outcome) {
 func printSummary(term *runlog.Terminal, outs []core.Outcome) {
 	for _, o := range outs {
 		r := o.Result
+		if o.Skipped != "" {
+			term.Eprintln(fmt.Sprintf("- %s: skipped: %s", o.Name, o.Skipped))
+			continue
+		}
 		if o.Err != nil {
 			term.Eprintln(fmt.Sprintf("✗ %s: %v", o.Name, o.Err))
 			continue

@@ -14,6 +14,7 @@ import (
 
 func newValidateCommand(g *globals) *cobra.Command {
 	f := &configFlags{}
+	var graph bool
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check a config file without running anything",
@@ -32,10 +33,15 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 			}
 			defer p.host.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)\n", f.path, len(p.file.Runs), len(p.file.Sandboxes), len(p.file.Agents))
+			if graph {
+				nodes, _ := core.Graph(p.file) // its problems were the plan's
+				return printGraph(cmd.OutOrStdout(), nodes, false, false)
+			}
 			return nil
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&graph, "graph", false, "print the runs' dependency graph when valid (see sanddune graph)")
 	return cmd
 }
 

@@ -36,11 +36,15 @@ type File struct {
 	// Runs are in file order, and so are Sessions.
 	Runs     []*RunBlock
 	Sessions []*SessionBlock
+	// Pipelines are the pipeline blocks, in file order.
+	Pipelines []*PipelineBlock
 	// RequiredPlugins is the required_plugins block, in no order.
 	RequiredPlugins []*RequiredPlugin
 
 	parser  *hclparse.Parser
 	evalCtx *hcl.EvalContext
+	// runLabels and sessionLabels are the blocks' labels, for references.
+	runLabels, sessionLabels map[string]hcl.Range
 }
 
 // Variable is a declared input variable with its final value.
@@ -121,8 +125,23 @@ func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnos
 	labels := map[string]hcl.Range{}
 	f.Runs, moreDiags = f.decodeRuns(byType["run"], labels)
 	diags = append(diags, moreDiags...)
+	f.runLabels = map[string]hcl.Range{}
+	for k, v := range labels {
+		f.runLabels[k] = v
+	}
 	f.Sessions, moreDiags = f.decodeSessions(byType["session"], labels)
 	diags = append(diags, moreDiags...)
+	f.sessionLabels = map[string]hcl.Range{}
+	for k, v := range labels {
+		if _, run := f.runLabels[k]; !run {
+			f.sessionLabels[k] = v
+		}
+	}
+	f.Pipelines, moreDiags = f.decodePipelines(byType["pipeline"], labels)
+	diags = append(diags, moreDiags...)
+	for _, r := range f.Runs {
+		f.decodeRunBody(r)
+	}
 	return f, diags
 }
 
@@ -134,6 +153,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "agent", LabelNames: []string{"plugin", "name"}},
 		{Type: "run", LabelNames: []string{"name"}},
 		{Type: "session", LabelNames: []string{"name"}},
+		{Type: "pipeline", LabelNames: []string{"name"}},
 	},
 }
 

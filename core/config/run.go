@@ -26,10 +26,13 @@ type RunBlock struct {
 	Body      RunBody
 	// Diags are the block's own problems (decoding, references).
 	Diags hcl.Diagnostics
+	// Pipeline is what the block says about its place in a pipeline.
+	Pipeline Pipeline
 
 	DeclRange  hcl.Range
 	LabelRange hcl.Range
 	attrs      hcl.Attributes
+	body       hcl.Body
 }
 
 // RunBody is the schema of a run block, decoded with gohcl. Values are as
@@ -58,6 +61,12 @@ type RunBody struct {
 	Logging           *LoggingBlock     `hcl:"logging,block"`
 	Timeouts          *TimeoutsBlock    `hcl:"timeouts,block"`
 	Output            *OutputBlock      `hcl:"output,block"`
+
+	// Pipelines (core/config/pipeline.go): evaluated by the planner.
+	DependsOn       *hcl.Attribute `hcl:"depends_on,optional"`
+	ForEach         *hcl.Attribute `hcl:"for_each,optional"`
+	MergeBranches   *hcl.Attribute `hcl:"merge_branches,optional"`
+	OnMergeConflict *string        `hcl:"on_merge_conflict,optional"`
 }
 
 // OutputBlock is `output { tag = "plan", schema = file("plan.schema.json") }`
@@ -222,18 +231,27 @@ func (f *File) decodeRuns(blocks []*hcl.Block, labels map[string]hcl.Range) ([]*
 			continue
 		}
 		labels[label] = b.DefRange
-		r := &RunBlock{Label: label, DeclRange: b.DefRange, LabelRange: b.LabelRanges[0]}
+		r := &RunBlock{Label: label, DeclRange: b.DefRange, LabelRange: b.LabelRanges[0], body: b.Body}
 		content, _, _ := b.Body.PartialContent(runSchema)
 		r.attrs = content.Attributes
-		r.Diags = gohcl.DecodeBody(b.Body, f.evalCtx, &r.Body)
-		outputBlock(r.Body.Output, content)
-		if r.NoSandbox = isNone(r.Body.Sandbox); !r.NoSandbox {
-			r.Sandbox = r.reference(r.Body.Sandbox, sdk.KindSandbox, f.Sandboxes)
-		}
-		r.Agent = r.reference(r.Body.Agent, sdk.KindAgent, f.Agents)
 		out = append(out, r)
 	}
 	return out, diags
+}
+
+// decodeRunBody decodes a run block once every block label is known: its
+// pipeline attributes, then its body, with placeholders where a value
+// is known at run time only.
+func (f *File) decodeRunBody(r *RunBlock) {
+	r.Pipeline.Diags = f.pipelineAttrs(r)
+	r.Diags = append(hcl.Diagnostics{}, r.Pipeline.Diags...)
+	r.Diags = append(r.Diags, gohcl.DecodeBody(placeholderBody{r.body}, f.placeholderContext(r), &r.Body)...)
+	content, _, _ := r.body.PartialContent(runSchema)
+	outputBlock(r.Body.Output, content)
+	if r.NoSandbox = isNone(r.Body.Sandbox); !r.NoSandbox {
+		r.Sandbox = r.reference(r.Body.Sandbox, sdk.KindSandbox, f.Sandboxes)
+	}
+	r.Agent = r.reference(r.Body.Agent, sdk.KindAgent, f.Agents)
 }
 
 // isNone reports `sandbox = "none"`.

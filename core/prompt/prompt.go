@@ -28,16 +28,20 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/missingstudio/sanddune/core/internal/textfile"
 )
 
-// Built-in prompt arguments.
+// Built-in prompt arguments. Branches and Conflicts are those of a run
+// with merge_branches (Source.MergeArgs).
 const (
 	SourceBranch = "SOURCE_BRANCH"
 	TargetBranch = "TARGET_BRANCH"
+	Branches     = "BRANCHES"
+	Conflicts    = "CONFLICTS"
 )
 
 // EnvPrefix prefixes the environment variables carrying argument values
@@ -60,6 +64,9 @@ type Source struct {
 	// (an interactive session asks the user at the terminal); it is called
 	// once per missing key, in the order the keys appear.
 	Ask func(key string) (string, error)
+	// MergeArgs makes BRANCHES and CONFLICTS built-ins (a run with
+	// merge_branches): filled at run time, not settable in Args.
+	MergeArgs bool
 }
 
 // Error is a prompt problem detected before the run starts.
@@ -128,10 +135,14 @@ func Load(src Source) (*Template, error) {
 		}
 		return nil, &Error{File: path, Msg: "cannot read it: " + err.Error()}
 	}
-	return parse(path, string(data), src.Args, src.Ask)
+	builtins := []string{SourceBranch, TargetBranch}
+	if src.MergeArgs {
+		builtins = append(builtins, Branches, Conflicts)
+	}
+	return parse(path, string(data), src.Args, src.Ask, builtins)
 }
 
-func parse(file, text string, args map[string]string, ask func(string) (string, error)) (*Template, error) {
+func parse(file, text string, args map[string]string, ask func(string) (string, error), builtins []string) (*Template, error) {
 	t := &Template{File: file, args: args}
 	last := 0
 	for _, m := range shellRE.FindAllStringSubmatchIndex(text, -1) {
@@ -145,7 +156,7 @@ func parse(file, text string, args map[string]string, ask func(string) (string, 
 		t.segs = append(t.segs, segment{text: text[last:]})
 	}
 
-	for _, b := range []string{SourceBranch, TargetBranch} {
+	for _, b := range builtins {
 		if _, ok := args[b]; ok {
 			return nil, &Error{File: file, Msg: fmt.Sprintf("%q is a built-in prompt argument and cannot be set in prompt_args", b)}
 		}
@@ -159,7 +170,7 @@ func parse(file, text string, args map[string]string, ask func(string) (string, 
 				continue
 			}
 			used[key] = true
-			if _, ok := t.args[key]; ok || key == SourceBranch || key == TargetBranch {
+			if _, ok := t.args[key]; ok || slices.Contains(builtins, key) {
 				continue
 			}
 			if ask == nil {
@@ -198,7 +209,7 @@ func (t *Template) Inline() bool { return t.File == "" }
 // in, contains s; shell expressions (run later, in the sandbox) are not
 // searched.
 func (t *Template) Mentions(s string) bool {
-	for _, p := range t.Fill("", "").parts {
+	for _, p := range t.Fill("", "", nil).parts {
 		if !p.shell && strings.Contains(p.text, s) {
 			return true
 		}
@@ -206,8 +217,9 @@ func (t *Template) Mentions(s string) bool {
 	return false
 }
 
-// Fill substitutes the arguments and the built-ins into the template.
-func (t *Template) Fill(sourceBranch, targetBranch string) *Prompt {
+// Fill substitutes the arguments and the built-ins into the template;
+// more are further built-ins (BRANCHES, CONFLICTS).
+func (t *Template) Fill(sourceBranch, targetBranch string, more map[string]string) *Prompt {
 	if t.Inline() {
 		return &Prompt{parts: []part{{text: t.inline}}}
 	}
@@ -217,6 +229,7 @@ func (t *Template) Fill(sourceBranch, targetBranch string) *Prompt {
 	}
 	vals[SourceBranch] = sourceBranch
 	vals[TargetBranch] = targetBranch
+	maps.Copy(vals, more)
 
 	p := &Prompt{}
 	for _, s := range t.segs {

@@ -60,7 +60,7 @@ func TestInlinePromptIsLiteral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := tpl.Fill("src", "dst")
+	p := tpl.Fill("src", "dst", nil)
 	if len(p.Expressions()) != 0 {
 		t.Fatal("inline prompt must have no shell expressions")
 	}
@@ -82,7 +82,7 @@ func TestSubstitution(t *testing.T) {
 	if len(tpl.Warnings) != 0 {
 		t.Fatalf("warnings: %v", tpl.Warnings)
 	}
-	got, err := tpl.Fill("sanddune/x/1", "main").Render(context.Background(), nil, RenderOptions{})
+	got, err := tpl.Fill("sanddune/x/1", "main", nil).Render(context.Background(), nil, RenderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestRenderShellExpressionsFake(t *testing.T) {
 	}
 	f := &shellFake{dir: t.TempDir()}
 	var expanded atomic.Int32
-	got, err := tpl.Fill("feat/a", "main").Render(context.Background(), f, RenderOptions{Expanded: func(string, int) { expanded.Add(1) }})
+	got, err := tpl.Fill("feat/a", "main", nil).Render(context.Background(), f, RenderOptions{Expanded: func(string, int) { expanded.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestRenderRunsInParallelFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &shellFake{dir: t.TempDir()}
-	if _, err := tpl.Fill("a", "b").Render(context.Background(), f, RenderOptions{}); err != nil {
+	if _, err := tpl.Fill("a", "b", nil).Render(context.Background(), f, RenderOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if f.peak.Load() < 2 {
@@ -237,7 +237,7 @@ func TestHostileArgumentIsInertFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &shellFake{dir: dir}
-	got, err := tpl.Fill("a", "b").Render(context.Background(), f, RenderOptions{})
+	got, err := tpl.Fill("a", "b", nil).Render(context.Background(), f, RenderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestExpressionOutputIsNotRescannedFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	got, err := tpl.Fill("a", "b").Render(context.Background(), &shellFake{dir: dir}, RenderOptions{})
+	got, err := tpl.Fill("a", "b", nil).Render(context.Background(), &shellFake{dir: dir}, RenderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestExpressionFailureShowsExpressionAndStderrFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tpl.Fill("a", "b").Render(context.Background(), &shellFake{dir: t.TempDir()}, RenderOptions{})
+	_, err = tpl.Fill("a", "b", nil).Render(context.Background(), &shellFake{dir: t.TempDir()}, RenderOptions{})
 	var ee *ExpressionError
 	if !errors.As(err, &ee) || ee.ExitCode != 3 || !strings.Contains(err.Error(), "echo boom >&2; exit 3") || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("err = %v", err)
@@ -288,7 +288,7 @@ func TestExpressionTimeoutFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tpl.Fill("a", "b").Render(context.Background(), &shellFake{dir: t.TempDir()}, RenderOptions{Timeout: 50 * time.Millisecond})
+	_, err = tpl.Fill("a", "b", nil).Render(context.Background(), &shellFake{dir: t.TempDir()}, RenderOptions{Timeout: 50 * time.Millisecond})
 	var ee *ExpressionError
 	if !errors.As(err, &ee) || !ee.TimedOut || !strings.Contains(err.Error(), "sleep 5") {
 		t.Fatalf("err = %v", err)
@@ -328,7 +328,7 @@ func TestMissingKeyAsked(t *testing.T) {
 	if want := []string{"B", "A"}; !slices.Equal(asked, want) {
 		t.Errorf("asked for %q, want %q", asked, want)
 	}
-	got, err := tpl.Fill("src", "dst").Render(context.Background(), nil, RenderOptions{})
+	got, err := tpl.Fill("src", "dst", nil).Render(context.Background(), nil, RenderOptions{})
 	if err != nil || got != "b! g a! b! src" {
 		t.Errorf("rendered %q, %v", got, err)
 	}

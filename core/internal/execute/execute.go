@@ -75,6 +75,11 @@ type Spec struct {
 	ForkSession       bool
 	// Timeouts bound the lifecycle steps (defaults applied).
 	Timeouts Timeouts
+	// MergeBranches are merged into the run's branch on the host before
+	// its sandbox starts (merge.go); OnMergeConflict says what a conflict
+	// does.
+	MergeBranches   []string
+	OnMergeConflict OnConflict
 	// Interactive makes the run an interactive session instead of the
 	// iterations; nil for an unattended run.
 	Interactive *Interactive
@@ -149,9 +154,11 @@ type runner struct {
 	sb       sdk.Sandbox
 	res      *Result
 	syncedIn bool
-	// sandboxBase is the branch tip a sandbox opened in a kept worktree
-	// starts from ("" = ws.Base); see syncBase.
+	// sandboxBase is the branch tip a sandbox opened in a kept worktree,
+	// or after merge_branches, starts from ("" = ws.Base); see syncBase.
 	sandboxBase string
+	// conflicts are the merge_branches that did not merge.
+	conflicts []worktree.Conflict
 	// refsBefore are the host's branches and tags when the sandbox started.
 	refsBefore map[string]string
 }
@@ -232,6 +239,9 @@ func (r *runner) run(ctx context.Context, body func(context.Context) *RunError) 
 	var runErr *RunError
 	defer func() { err = r.finish(ctx, runErr) }()
 	if runErr = r.setupWorktree(ctx); runErr != nil {
+		return r.res, runErr
+	}
+	if runErr = r.mergeBranches(ctx); runErr != nil {
 		return r.res, runErr
 	}
 	if runErr = r.setupSandbox(ctx); runErr != nil {

@@ -28,7 +28,7 @@ func (r *runner) session(ctx context.Context) *RunError {
 	if target == "" {
 		target = r.ws.TargetBranch
 	}
-	p := r.Prompt.Fill(r.ws.Branch, target)
+	p := r.Prompt.Fill(r.ws.Branch, target, r.mergeArgs())
 	if r.sb == nil && len(p.Expressions()) > 0 {
 		return r.fail(ctx, PhasePrompt, "", 1, errors.New("the prompt's !`command` expressions need a sandbox to run in"),
 			"drop them from the prompt file, or use a sandbox provider")

@@ -20,7 +20,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 	if target == "" {
 		target = r.ws.TargetBranch
 	}
-	p := r.Prompt.Fill(r.ws.Branch, target)
+	p := r.Prompt.Fill(r.ws.Branch, target, r.mergeArgs())
 	ar := &agentexec.Runner{
 		Agent: r.Agent, Config: r.AgentCfg, Sandbox: r.sb,
 		Signals: r.Signals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,

@@ -122,7 +122,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes the result's JSON (an empty result's when there is
-// none) with "error": null on success, else an object (errorJSON).
+// none) with "error": null on success, else an object (errorJSON), and
+// "skipped": why the run did not start, null when it did.
 func (o Outcome) MarshalJSON() ([]byte, error) {
 	r := o.Result
 	if r == nil {
@@ -137,7 +138,11 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	b = append(b[:len(b)-1], `,"error":`...)
-	return append(append(b, e...), '}'), nil
+	b = append(b, e...)
+	if s, err := marshal(nullable(o.Skipped)); err == nil {
+		b = append(append(b, `,"skipped":`...), s...)
+	}
+	return append(b, '}'), nil
 }
 
 // Error kinds in --json.

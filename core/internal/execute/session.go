@@ -26,6 +26,9 @@ type Outcome struct {
 	Name   string
 	Result *Result
 	Err    error
+	// Skipped says why a run did not start: a run it depends on did not
+	// succeed. Result and Err are nil then.
+	Skipped string
 }
 
 // RunSession runs steps in order in one worktree and one sandbox, both

@@ -1,0 +1,545 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/planning"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// node is one run block (or session) of a plan's graph: the runs it
+// stands for and the nodes it needs.
+type node struct {
+	label    string
+	addr     string // run.<label>, session.<label>
+	needs    []*node
+	pipeline *config.PipelineBlock
+	// forEach says the node's runs are for_each instances (run.<label> is
+	// then a list or a map of results).
+	forEach bool
+	// runs are the node's planned runs. A node planned at run time
+	// (expand set) has none.
+	runs []*PlannedRun
+	// expand plans the node's runs once the runs it needs are done,
+	// given their results as run.<label> values.
+	expand func(ctx context.Context, results map[string]cty.Value) ([]*PlannedRun, error)
+}
+
+// blockPlanner plans a run block's instances, at plan time and at run
+// time.
+type blockPlanner struct {
+	p      *planner
+	f      *config.File
+	r      *config.RunBlock
+	base   RunOptions
+	sb     SandboxRef
+	ag     AgentRef
+	caps   sdk.SandboxCapabilities
+	sbDesc sdk.SandboxDescription
+	desc   sdk.AgentDescription
+	ia     *Attachment
+	// results are the run.<label> values when planning at run time; nil
+	// at plan time.
+	results map[string]cty.Value
+}
+
+// instance plans one instance of the block from its decoded body: each
+// is nil without for_each.
+func (bp *blockPlanner) instance(body config.RunBody, each *config.Each) (*PlannedRun, Diagnostics) {
+	r := *bp.r
+	r.Body = body
+	if each != nil && body.Name == nil {
+		name := r.Label + "-" + worktree.SanitizeName(each.KeyString())
+		r.Body.Name = &name
+	}
+	addr := "run." + r.Label
+	o, ds := optionsOf(bp.f, &r, bp.base)
+	o.Sandbox, o.Agent = bp.sb, bp.ag
+	o.mergeArgs = r.Pipeline.MergeBranches != nil
+	var spec *execute.Spec
+	if !ds.HasErrors() {
+		var more Diagnostics
+		spec, more = bp.p.run(addr, o, bp.caps, bp.sbDesc, bp.desc, bp.ia)
+		ds = append(ds, more...)
+	}
+	if spec != nil && !ds.HasErrors() {
+		ds = append(ds, bp.mergeBranches(&r, spec, each)...)
+	}
+	for i := range ds {
+		if ds[i].Subject == nil && ds[i].Block == addr {
+			rng := bp.r.AttrRange(ds[i].Attribute)
+			ds[i].Subject = &rng
+		}
+	}
+	if spec == nil || ds.HasErrors() {
+		return nil, ds
+	}
+	pr := plannedRun(spec)
+	pr.Block = r.Label
+	if each != nil {
+		pr.Key = each.KeyString()
+		pr.key = each.Key
+	}
+	return pr, ds
+}
+
+// mergeBranches evaluates merge_branches into spec: known at plan time
+// when static (the placeholder decoding leaves it unevaluated otherwise).
+func (bp *blockPlanner) mergeBranches(r *config.RunBlock, spec *execute.Spec, each *config.Each) Diagnostics {
+	expr := r.Pipeline.MergeBranches
+	if expr == nil {
+		if r.Body.OnMergeConflict != nil {
+			return Diagnostics{{Severity: Error, Block: "run." + r.Label, Attribute: "on_merge_conflict", Summary: "on_merge_conflict without merge_branches",
+				Detail: "on_merge_conflict says what a conflict of merge_branches does; set merge_branches too, or drop it."}}
+		}
+		return nil
+	}
+	bad := func(attr, summary, format string, args ...any) Diagnostics {
+		return Diagnostics{{Severity: Error, Block: "run." + r.Label, Attribute: attr, Summary: summary, Detail: fmt.Sprintf(format, args...)}}
+	}
+	switch spec.Strategy.Type {
+	case worktree.StrategyMergeToHead, worktree.StrategyBranch:
+	default:
+		return bad("branch_strategy", "merge_branches needs a worktree",
+			`merge_branches merges into the run's own branch, before its agent starts: use branch_strategy "merge-to-head" or "branch", not %q.`, spec.Strategy.Type)
+	}
+	spec.OnMergeConflict = execute.ConflictToAgent
+	if c := r.Body.OnMergeConflict; c != nil {
+		switch execute.OnConflict(*c) {
+		case execute.ConflictToAgent, execute.ConflictStop:
+			spec.OnMergeConflict = execute.OnConflict(*c)
+		default:
+			return bad("on_merge_conflict", "Invalid on_merge_conflict", `on_merge_conflict is "agent" (the agent merges what conflicted) or "stop" (the run stops, every branch kept), got %q.`, *c)
+		}
+	}
+	if bp.r.Pipeline.Dynamic["merge_branches"] && bp.results == nil {
+		return nil // at run time
+	}
+	v, hd := bp.f.EvalExpr(expr, bp.results, each)
+	if hd.HasErrors() {
+		return planning.FromHCL("run."+r.Label, hd)
+	}
+	var branches []string
+	if v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType() || v.Type().IsSetType()) {
+		return bad("merge_branches", "Invalid merge_branches", "merge_branches is a list of branch names, such as [for r in run.implement : r.branch].")
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() || e.Type() != cty.String {
+			return bad("merge_branches", "Invalid merge_branches", "merge_branches is a list of branch names (strings).")
+		}
+		b := e.AsString()
+		if err := worktree.CheckBranchName(b); err != nil {
+			return bad("merge_branches", "Invalid branch in merge_branches", "%v.", err)
+		}
+		branches = append(branches, b)
+	}
+	spec.MergeBranches = branches
+	return nil
+}
+
+// results, when set, are the run.<label> values of a run-time planning.
+func (bp *blockPlanner) withResults(results map[string]cty.Value) *blockPlanner {
+	c := *bp
+	c.results = results
+	return &c
+}
+
+// instances plans every instance of the block at plan time: one, or one
+// per element of a static for_each (each with its own values); a
+// for_each known at run time only is planned once, as a placeholder.
+func (bp *blockPlanner) instances() ([]*PlannedRun, Diagnostics) {
+	r := bp.r
+	if r.Pipeline.ForEach == nil || r.Pipeline.ForEachDynamic {
+		pr, ds := bp.instance(r.Body, nil)
+		if pr == nil {
+			return nil, ds
+		}
+		return []*PlannedRun{pr}, ds
+	}
+	eaches, ds := bp.forEach(nil)
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	var out []*PlannedRun
+	seen := map[string]bool{}
+	for i := range eaches {
+		body, hd := bp.f.PlanBody(r, &eaches[i])
+		more := planning.FromHCL("run."+r.Label, hd)
+		if !more.HasErrors() {
+			var pr *PlannedRun
+			pr, more = bp.instance(body, &eaches[i])
+			if pr != nil {
+				out = append(out, pr)
+			}
+		}
+		for _, d := range more { // each problem once, not once per instance
+			key := d.Attribute + "\x00" + d.Summary + "\x00" + d.Detail
+			if !seen[key] {
+				seen[key] = true
+				ds = append(ds, d)
+			}
+		}
+	}
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	return out, append(ds, checkInstances(r.Label, out)...)
+}
+
+// forEach evaluates for_each into its instances.
+func (bp *blockPlanner) forEach(results map[string]cty.Value) ([]config.Each, Diagnostics) {
+	addr := "run." + bp.r.Label
+	v, hd := bp.f.EvalExpr(bp.r.Pipeline.ForEach, results, nil)
+	if hd.HasErrors() {
+		return nil, planning.FromHCL(addr, hd)
+	}
+	eaches, err := config.ForEachInstances(v)
+	if err != nil {
+		rng := bp.r.AttrRange("for_each")
+		return nil, Diagnostics{{Severity: Error, Block: addr, Attribute: "for_each", Summary: "Invalid for_each", Detail: err.Error() + ".", Subject: &rng}}
+	}
+	return eaches, nil
+}
+
+// checkInstances refuses instances of one for_each that share a name or
+// a branch: they run at the same time.
+func checkInstances(label string, runs []*PlannedRun) Diagnostics {
+	var diags Diagnostics
+	names := map[string]string{}
+	for _, r := range runs {
+		if other, dup := names[r.Name]; dup {
+			diags = append(diags, Diagnostic{Severity: Error, Block: "run." + label, Attribute: "name", Summary: "Duplicate run name",
+				Detail: fmt.Sprintf("the for_each instances %s and %s are both named %q: use each.key or each.value in name.", other, r.Key, r.Name)})
+		}
+		names[r.Name] = r.Key
+	}
+	specs := make([]*execute.Spec, len(runs))
+	for i, r := range runs {
+		specs[i] = r.spec
+	}
+	return append(diags, planning.CheckParallel(specs, func(int, int) bool { return true }, func(int) string { return "run." + label })...)
+}
+
+// expand plans the block's instances at run time with the results of the
+// runs it needs. A problem is the run's error (PhaseConfig).
+func (bp *blockPlanner) expand(mu *sync.Mutex) func(context.Context, map[string]cty.Value) ([]*PlannedRun, error) {
+	return func(ctx context.Context, results map[string]cty.Value) ([]*PlannedRun, error) {
+		mu.Lock() // the planner's repository state is shared
+		defer mu.Unlock()
+		r := bp.r
+		b := bp.withResults(results)
+		fail := func(ds Diagnostics) ([]*PlannedRun, error) {
+			return nil, &RunError{Run: r.Name(), Phase: PhaseConfig, Err: ds.Errors(),
+				Hint: "the values came from the runs it depends on (see their results); fix the config or their output, and run again"}
+		}
+		eaches := []*config.Each{nil}
+		if r.Pipeline.ForEach != nil {
+			es, ds := b.forEach(results)
+			if ds.HasErrors() {
+				return fail(ds)
+			}
+			eaches = eaches[:0]
+			for i := range es {
+				eaches = append(eaches, &es[i])
+			}
+		}
+		var out []*PlannedRun
+		var ds Diagnostics
+		for _, each := range eaches {
+			body, hd := b.f.Eval(r, results, each)
+			more := planning.FromHCL("run."+r.Label, hd)
+			if !more.HasErrors() {
+				var pr *PlannedRun
+				pr, more = b.instance(body, each)
+				if pr != nil {
+					out = append(out, pr)
+				}
+			}
+			ds = append(ds, more.Errors()...)
+		}
+		if len(eaches) > 0 && r.Pipeline.ForEach != nil {
+			ds = append(ds, checkInstances(r.Label, out)...)
+		}
+		if ds.HasErrors() {
+			return fail(ds)
+		}
+		return out, nil
+	}
+}
+
+// resultValue is a run's result as run.<label> sees it.
+func resultValue(o Outcome) cty.Value {
+	r := o.Result
+	if r == nil {
+		r = &Result{Name: o.Name}
+	}
+	commits := make([]cty.Value, len(r.Commits))
+	for i, c := range r.Commits {
+		commits[i] = cty.ObjectVal(map[string]cty.Value{"sha": cty.StringVal(c.SHA)})
+	}
+	list := cty.ListValEmpty(cty.Object(map[string]cty.Type{"sha": cty.String}))
+	if len(commits) > 0 {
+		list = cty.ListVal(commits)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"name":              cty.StringVal(r.Name),
+		"branch":            cty.StringVal(r.Branch),
+		"commits":           list,
+		"completion_signal": cty.StringVal(r.CompletionSignal),
+		"stdout":            cty.StringVal(r.Stdout),
+	})
+}
+
+// nodeValue is run.<label>: the result, or for a for_each run its
+// instances' results, a list (for_each over a list) or a map by key.
+func nodeValue(n *node, runs []*PlannedRun, outs []Outcome) cty.Value {
+	if !n.forEach {
+		if len(outs) == 0 {
+			return cty.NullVal(cty.DynamicPseudoType)
+		}
+		return resultValue(outs[0])
+	}
+	byKey := map[string]cty.Value{}
+	var list []cty.Value
+	numeric := true
+	for i, o := range outs {
+		v := resultValue(o)
+		list = append(list, v)
+		if i < len(runs) {
+			byKey[runs[i].Key] = v
+			numeric = numeric && runs[i].key.Type() == cty.Number
+		}
+	}
+	if numeric {
+		if len(list) == 0 {
+			return cty.EmptyTupleVal
+		}
+		return cty.TupleVal(list)
+	}
+	return cty.ObjectVal(byKey)
+}
+
+// schedule runs the nodes: each once the nodes it needs have succeeded,
+// at most global runs at once and at most its pipeline's max_parallel of
+// one pipeline. A node whose need failed or was skipped is skipped. The
+// outcomes are in node order, instances in key order.
+func schedule(ctx context.Context, nodes []*node, global int) []Outcome {
+	type state struct {
+		done   chan struct{}
+		outs   []Outcome
+		failed bool
+		value  cty.Value
+	}
+	states := map[*node]*state{}
+	for _, n := range nodes {
+		states[n] = &state{done: make(chan struct{})}
+	}
+	sem := make(chan struct{}, max(global, 1))
+	groups := map[*config.PipelineBlock]chan struct{}{}
+	for _, n := range nodes {
+		if p := n.pipeline; p != nil && groups[p] == nil {
+			size := p.MaxParallel
+			if size == 0 {
+				size = config.DefaultMaxParallel
+			}
+			groups[p] = make(chan struct{}, size)
+		}
+	}
+	runOne := func(pr *PlannedRun, group chan struct{}) Outcome {
+		if group != nil {
+			select {
+			case group <- struct{}{}:
+				defer func() { <-group }()
+			case <-ctx.Done():
+			}
+		}
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+		}
+		var res *Result
+		var err error
+		if pr.steps != nil {
+			res, err = execute.RunSession(ctx, pr.Name, pr.steps)
+		} else {
+			res, err = execute.Run(ctx, pr.spec)
+		}
+		return Outcome{Name: pr.Name, Result: res, Err: err}
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := states[n]
+			defer close(st.done)
+			results := map[string]cty.Value{}
+			var blocked []string
+			for _, need := range n.needs {
+				ns := states[need]
+				<-ns.done
+				if ns.failed {
+					blocked = append(blocked, need.addr)
+				}
+				results[need.label] = ns.value
+			}
+			runs := n.runs
+			if len(blocked) > 0 {
+				st.failed = true
+				reason := fmt.Sprintf("%s did not succeed", strings.Join(blocked, " and "))
+				if len(runs) == 0 {
+					st.outs = []Outcome{{Name: n.label, Skipped: reason}}
+				}
+				for _, pr := range runs {
+					st.outs = append(st.outs, Outcome{Name: pr.Name, Skipped: reason})
+				}
+				return
+			}
+			if n.expand != nil {
+				var err error
+				if runs, err = n.expand(ctx, results); err != nil {
+					st.failed, st.outs = true, []Outcome{{Name: n.label, Err: err}}
+					return
+				}
+			}
+			outs := make([]Outcome, len(runs))
+			var iwg sync.WaitGroup
+			for i, pr := range runs {
+				iwg.Add(1)
+				go func() {
+					defer iwg.Done()
+					outs[i] = runOne(pr, groups[n.pipeline])
+				}()
+			}
+			iwg.Wait()
+			for _, o := range outs {
+				if o.Err != nil {
+					st.failed = true
+				}
+			}
+			st.outs, st.value = outs, nodeValue(n, runs, outs)
+		}()
+	}
+	wg.Wait()
+	var out []Outcome
+	for _, n := range nodes {
+		out = append(out, states[n].outs...)
+	}
+	return out
+}
+
+// parallelism is how many runs run at once: -p, else 1, or the largest
+// max_parallel of the pipelines among nodes.
+func parallelism(flag int, nodes []*node) int {
+	if flag > 0 {
+		return flag
+	}
+	n := 1
+	for _, nd := range nodes {
+		if p := nd.pipeline; p != nil {
+			n = max(n, maxParallel(p))
+		}
+	}
+	return n
+}
+
+func maxParallel(p *config.PipelineBlock) int {
+	if p.MaxParallel == 0 {
+		return config.DefaultMaxParallel
+	}
+	return p.MaxParallel
+}
+
+// checkParallel refuses two planned runs of different blocks that may
+// run at once on one branch: nothing orders them and the parallelism
+// lets them overlap. (Instances of one for_each are checked with their
+// block.) A run whose branch is known at run time only is checked then.
+func checkParallel(f *config.File, g *planning.Graph, p *RunPlan) Diagnostics {
+	type use struct {
+		n  *node
+		pr *PlannedRun
+	}
+	var uses []use
+	for _, n := range p.nodes {
+		if n.expand != nil {
+			if r := f.Run(n.label); r == nil || r.Pipeline.ForEachDynamic || r.Pipeline.Dynamic["branch_strategy"] {
+				continue
+			}
+		}
+		runs := n.runs
+		if n.expand != nil {
+			for _, pr := range p.Runs {
+				if pr.Block == n.label {
+					runs = append(runs, pr)
+				}
+			}
+		}
+		for _, pr := range runs {
+			uses = append(uses, use{n, pr})
+		}
+	}
+	specs := make([]*execute.Spec, len(uses))
+	for i, u := range uses {
+		specs[i] = u.pr.spec
+	}
+	ancestors := map[string]map[string]bool{}
+	for _, n := range p.nodes {
+		ancestors[n.label] = g.Ancestors(n.label)
+	}
+	overlap := func(i, j int) bool {
+		a, b := uses[i].n, uses[j].n
+		if a == b || ancestors[a.label][b.label] || ancestors[b.label][a.label] {
+			return false
+		}
+		width := p.parallel
+		if a.pipeline != nil && a.pipeline == b.pipeline {
+			width = min(width, maxParallel(a.pipeline))
+		}
+		return width > 1
+	}
+	return planning.CheckParallel(specs, overlap, func(i int) string { return uses[i].n.addr })
+}
+
+// GraphNode is one run block in the graph of a config file (sanddune
+// graph): what it needs, its pipeline, and its for_each and
+// merge_branches as written.
+type GraphNode struct {
+	Run           string   `json:"run"`
+	Needs         []string `json:"needs"`
+	Pipeline      string   `json:"pipeline"`
+	ForEach       string   `json:"for_each"`
+	MergeBranches string   `json:"merge_branches"`
+}
+
+// Graph is the DAG of a config file's run blocks, dependencies first,
+// with the problems of its pipelines and dependencies (cycles, unknown
+// runs) as diagnostics. It starts no plugin.
+func Graph(f *config.File) ([]GraphNode, Diagnostics) {
+	g, diags := planning.BuildGraph(f)
+	for _, r := range f.Runs {
+		diags = append(diags, planning.FromHCL("run."+r.Label, r.Pipeline.Diags)...)
+	}
+	var out []GraphNode
+	for _, label := range g.Order {
+		r := f.Run(label)
+		n := GraphNode{Run: label, ForEach: f.ExprText(r.Pipeline.ForEach), MergeBranches: f.ExprText(r.Pipeline.MergeBranches), Needs: []string{}}
+		for _, need := range g.Needs[label] {
+			n.Needs = append(n.Needs, need.Label)
+		}
+		if p := g.Pipeline[label]; p != nil {
+			n.Pipeline = p.Label
+		}
+		out = append(out, n)
+	}
+	return out, diags
+}
