@@ -11,17 +11,8 @@ import (
 // it is canonically formatted and valid.
 func TestREADMEConfigExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)## Configuration\n.*?```hcl\n(.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("no hcl block under ## Configuration in README.md")
-	}
-	dir := gitRepo(t)
-	cfg := filepath.Join(dir, ".sanddune", "sanddune.hcl")
-	writeFile(t, cfg, string(m[1]))
+	dir, cfg, example := readmeExample(t, "## Configuration")
+	writeFile(t, cfg, example)
 	writeFile(t, filepath.Join(dir, ".sanddune", "prompt.md"), "Fix issue {{ISSUE_NUMBER}} on {{SOURCE_BRANCH}}.\n")
 	if r := run(t, dir, "fmt", "--check", cfg); r.code != 0 {
 		t.Errorf("the README example is not canonically formatted (sanddune fmt):\n%s%s", r.stdout, r.stderr)
@@ -37,25 +28,32 @@ func TestREADMEConfigExample(t *testing.T) {
 // is canonically formatted and valid (with a sandbox and an agent).
 func TestREADMEPipelineExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)### Pipelines.*?```hcl\n(.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("no hcl block under ### Pipelines in README.md")
-	}
-	dir := gitRepo(t)
-	cfg := filepath.Join(dir, ".sanddune", "sanddune.hcl")
-	writeFile(t, cfg, string(m[1]))
+	dir, cfg, example := readmeExample(t, "### Pipelines: runs that depend on runs")
+	writeFile(t, cfg, example)
 	if r := run(t, dir, "fmt", "--check", cfg); r.code != 0 {
 		t.Errorf("the README example is not canonically formatted (sanddune fmt):\n%s%s", r.stdout, r.stderr)
 	}
-	writeFile(t, cfg, "sandbox \"local\" \"dev\" {}\nagent \"command\" \"a\" { command = [\"true\"] }\n"+string(m[1]))
+	writeFile(t, cfg, "sandbox \"local\" \"dev\" {}\nagent \"command\" \"a\" { command = [\"true\"] }\n"+example)
 	writeFile(t, filepath.Join(dir, ".sanddune", "plan.md"), "Plan.\n")
 	writeFile(t, filepath.Join(dir, ".sanddune", "implement.md"), "Implement {{ITEM}}.\n")
 	writeFile(t, filepath.Join(dir, ".sanddune", "merge.md"), "Merge {{BRANCHES}}; conflicts: {{CONFLICTS}}.\n")
 	if r := run(t, dir, "validate"); r.code != 0 {
 		t.Errorf("the README example does not validate:\n%s%s", r.stdout, r.stderr)
 	}
+}
+
+// readmeExample is the first hcl block under heading in README.md, and a
+// repo with a config path to write it to.
+func readmeExample(t *testing.T, heading string) (dir, cfg, example string) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)" + regexp.QuoteMeta(heading) + "\n.*?```hcl\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatalf("no hcl block under %s in README.md", heading)
+	}
+	dir = gitRepo(t)
+	return dir, filepath.Join(dir, ".sanddune", "sanddune.hcl"), string(m[1])
 }
