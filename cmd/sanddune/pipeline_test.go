@@ -296,3 +296,44 @@ run "implement" {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestPipelineRuntimeBranchCollision: instances of a for_each over a
+// result that would share a branch fail before any of them starts, with
+// an error naming the run, the instances and the branch; the run that
+// produced the result keeps its work.
+func TestPipelineRuntimeBranchCollision(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "planner" {
+  command = `+commitsAgent("plan", 2)+`
+}
+agent "command" "ok" {
+  command = ["sh", "-c", "cat > /dev/null; echo '<promise>COMPLETE</promise>'"]
+}
+run "plan" {
+  agent  = agent.command.planner
+  prompt = "plan"
+}
+run "implement" {
+  for_each        = run.plan.commits
+  agent           = agent.command.ok
+  prompt          = "implement"
+  branch_strategy = { type = "branch", branch = "agent/same" }
+}
+`)
+	doc, r := runPipeline(t, dir, "run", "--json")
+	if r.code != 1 || len(doc.Runs) != 2 || doc.Runs[1].Error == nil {
+		t.Fatalf("exit %d, want implement to fail\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	msg := *doc.Runs[1].Error
+	if !strings.Contains(msg, `run "implement"`) || !strings.Contains(msg, `"implement-0" and "implement-1" both work on branch agent/same`) {
+		t.Fatalf("error: %s", msg)
+	}
+	if len(doc.Runs[0].Commits) != 2 || doc.Runs[0].Error != nil {
+		t.Fatalf("plan: %+v", doc.Runs[0])
+	}
+	if err := exec.Command("git", "-C", dir, "rev-parse", "--verify", "-q", "agent/same").Run(); err == nil {
+		t.Fatal("an instance started: agent/same exists")
+	}
+}
