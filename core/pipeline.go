@@ -11,6 +11,7 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
+	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -226,11 +227,24 @@ func checkInstances(label string, runs []*PlannedRun) Diagnostics {
 	for i, r := range runs {
 		specs[i] = r.spec
 	}
-	return append(diags, planning.CheckParallel(specs, func(int, int) bool { return true }, func(int) string { return "run." + label })...)
+	seen := map[string]string{}
+	for _, r := range runs {
+		key := planning.BranchKey(r.spec)
+		if key == "" {
+			continue
+		}
+		if other, dup := seen[key]; dup {
+			diags = append(diags, Diagnostic{Severity: Error, Block: "run." + label, Attribute: "branch_strategy", Summary: "Branch collision",
+				Detail: fmt.Sprintf("the for_each instances %q and %q both work on %s, and instances run at the same time: give each its own branch (from each.key or each.value).", other, r.Name, r.Branch)})
+			continue
+		}
+		seen[key] = r.Name
+	}
+	return diags
 }
 
 // expand plans the block's instances at run time with the results of the
-// runs it needs. A problem is the run's error (PhaseConfig).
+// runs it needs. A problem is the run's error (PhasePlan).
 func (bp *blockPlanner) expand(mu *sync.Mutex) func(context.Context, map[string]cty.Value) ([]*PlannedRun, error) {
 	return func(ctx context.Context, results map[string]cty.Value) ([]*PlannedRun, error) {
 		mu.Lock() // the planner's repository state is shared
@@ -238,7 +252,7 @@ func (bp *blockPlanner) expand(mu *sync.Mutex) func(context.Context, map[string]
 		r := bp.r
 		b := bp.withResults(results)
 		fail := func(ds Diagnostics) ([]*PlannedRun, error) {
-			return nil, &RunError{Run: r.Name(), Phase: PhaseConfig, Err: ds.Errors(),
+			return nil, &RunError{Run: r.Name(), Phase: PhasePlan, Err: ds.Errors(),
 				Hint: "the values came from the runs it depends on (see their results); fix the config or their output, and run again"}
 		}
 		eaches := []*config.Each{nil}
@@ -276,7 +290,9 @@ func (bp *blockPlanner) expand(mu *sync.Mutex) func(context.Context, map[string]
 	}
 }
 
-// resultValue is a run's result as run.<label> sees it.
+// resultValue is a run's result as run.<label> sees it: name, branch,
+// commits, completion_signal, stdout and output (its structured output,
+// null without one).
 func resultValue(o Outcome) cty.Value {
 	r := o.Result
 	if r == nil {
@@ -290,7 +306,12 @@ func resultValue(o Outcome) cty.Value {
 	if len(commits) > 0 {
 		list = cty.ListVal(commits)
 	}
+	out, err := output.Cty(r.Output)
+	if err != nil { // a value the extraction decoded: not expected
+		out = cty.NullVal(cty.DynamicPseudoType)
+	}
 	return cty.ObjectVal(map[string]cty.Value{
+		"output":            out,
 		"name":              cty.StringVal(r.Name),
 		"branch":            cty.StringVal(r.Branch),
 		"commits":           list,

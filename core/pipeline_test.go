@@ -101,7 +101,7 @@ run "b" {
   for_each        = ["x", "y"]
   prompt          = "x"
   branch_strategy = { type = "branch", branch = "same" }
-}`, "Runs cannot run in parallel", 6, nil},
+}`, "Branch collision", 6, nil},
 		{"unselected dependency", `run "a" { prompt = "x" }
 run "b" {
   prompt     = "x"

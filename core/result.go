@@ -38,6 +38,7 @@ type Phase = execute.Phase
 // The phases of a run.
 const (
 	PhaseConfig    = execute.PhaseConfig
+	PhasePlan      = execute.PhasePlan
 	PhasePreflight = execute.PhasePreflight
 	PhaseWorktree  = execute.PhaseWorktree
 	PhaseCopy      = execute.PhaseCopy

@@ -14,7 +14,7 @@ type pipelineJSON struct {
 		Name    string
 		Branch  *string
 		Commits []struct{ SHA string }
-		Error   *string
+		Error   *struct{ Message string }
 		Skipped *string
 	}
 }
@@ -35,22 +35,22 @@ func commitsAgent(prefix string, n int) string {
 	return `["sh", "-c", "` + script + `"]`
 }
 
-// TestPipelinePlansFansOutAndMerges is the parallel planner with a
-// scripted agent in local sandboxes: the plan run's result lists 3 items
-// (its commits), for_each runs implement on 3 branches at once, and the
-// merge run merges the 3 branches into the host branch before its agent
-// starts, with {{BRANCHES}} in its prompt.
+// TestPipelinePlansFansOutAndMerges is the parallel planner with
+// scripted agents in local sandboxes: the plan run's structured output
+// lists 3 issues, for_each runs implement on each issue's branch, at
+// once, and the merge run merges the 3 branches into the host branch
+// before its agent starts, with {{BRANCHES}} in its prompt.
 func TestPipelinePlansFansOutAndMerges(t *testing.T) {
 	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/merge.md"), "merge these:\n{{BRANCHES}}\nconflicts: {{CONFLICTS}}\n")
-	writeFile(t, filepath.Join(dir, ".sanddune/implement.md"), "implement {{SHA}} on {{SOURCE_BRANCH}}\n")
+	writeFile(t, filepath.Join(dir, ".sanddune/implement.md"), "implement {{ID}} {{TITLE}} on {{SOURCE_BRANCH}}\n")
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "planner" {
-  command = `+commitsAgent("plan", 3)+`
+  command = ["sh", "-c", "cat > /dev/null; echo '<plan>{\"issues\": [{\"id\": \"1\", \"title\": \"one\", \"branch\": \"agent/issue-1\"}, {\"id\": \"2\", \"title\": \"two\", \"branch\": \"agent/issue-2\"}, {\"id\": \"3\", \"title\": \"three\", \"branch\": \"agent/issue-3\"}]}</plan>'"]
 }
 agent "command" "implementer" {
-  command = ["sh", "-c", "read -r verb sha on branch; echo \"$verb $sha $on $branch\" > $sha.txt; git add -A; git -c user.name=agent -c user.email=agent@example.com commit -qm implement; echo '<promise>COMPLETE</promise>'"]
+  command = ["sh", "-c", "read -r verb id title on branch; echo \"$verb $id $title $on $branch\" > issue-$id.txt; git add -A; git -c user.name=agent -c user.email=agent@example.com commit -qm \"issue $id\"; echo '<promise>COMPLETE</promise>'"]
 }
 agent "command" "merger" {
   command = ["sh", "-c", "cat > merge-prompt.txt; git add -A; git -c user.name=agent -c user.email=agent@example.com commit -qm merged; echo '<promise>COMPLETE</promise>'"]
@@ -58,15 +58,19 @@ agent "command" "merger" {
 
 run "plan" {
   agent  = agent.command.planner
-  prompt = "plan"
+  prompt = "plan the issues; answer <plan>{\"issues\": [...]}</plan>"
+  output {
+    tag    = "plan"
+    schema = { type = "object", required = ["issues"], properties = { issues = { type = "array" } } }
+  }
 }
 
 run "implement" {
-  for_each        = run.plan.commits
+  for_each        = run.plan.output.issues
   agent           = agent.command.implementer
   prompt_file     = "implement.md"
-  prompt_args     = { SHA = each.value.sha }
-  branch_strategy = { type = "branch", branch = "agent/item-${each.key}" }
+  prompt_args     = { ID = each.value.id, TITLE = each.value.title }
+  branch_strategy = { type = "branch", branch = each.value.branch }
 }
 
 run "merge" {
@@ -95,15 +99,12 @@ pipeline "planner" {
 	if got := strings.Join(names, " "); got != "plan implement-0 implement-1 implement-2 merge" {
 		t.Fatalf("runs %q", got)
 	}
-	// Each implementer got its own item (a commit of the plan run) and
-	// branch, and the branches are merged into main.
-	plans := doc.Runs[0].Commits
-	if len(plans) != 3 {
-		t.Fatalf("plan made %d commits", len(plans))
-	}
-	for i, c := range plans {
-		b := "agent/item-" + itoa(i)
-		if got, want := gitOut(t, dir, "show", b+":"+c.SHA+".txt"), "implement "+c.SHA+" on "+b; got != want {
+	// Each implementer got its own issue and branch, and the branches are
+	// merged into main.
+	for i, title := range []string{"one", "two", "three"} {
+		id := itoa(i + 1)
+		b := "agent/issue-" + id
+		if got, want := gitOut(t, dir, "show", b+":issue-"+id+".txt"), "implement "+id+" "+title+" on "+b; got != want {
 			t.Fatalf("%s got prompt %q, want %q", b, got, want)
 		}
 		if err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", b, "main").Run(); err != nil {
@@ -111,7 +112,7 @@ pipeline "planner" {
 		}
 	}
 	prompt := gitOut(t, dir, "show", "main:merge-prompt.txt")
-	if want := "merge these:\n- agent/item-0\n- agent/item-1\n- agent/item-2\nconflicts: none"; prompt != want {
+	if want := "merge these:\n- agent/issue-1\n- agent/issue-2\n- agent/issue-3\nconflicts: none"; prompt != want {
 		t.Fatalf("merge prompt %q, want %q", prompt, want)
 	}
 }
@@ -212,7 +213,7 @@ run "merge" {
 	if r.code != 1 || len(doc.Runs) != 1 || doc.Runs[0].Error == nil {
 		t.Fatalf("exit %d, want a failed run\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if msg := *doc.Runs[0].Error; !strings.Contains(msg, "b (same.txt) did not merge cleanly into integration") {
+	if msg := doc.Runs[0].Error.Message; !strings.Contains(msg, "b (same.txt) did not merge cleanly into integration") {
 		t.Fatalf("error does not name the conflict: %s", msg)
 	}
 	if gitOut(t, dir, "rev-parse", "a") != tipA || gitOut(t, dir, "rev-parse", "b") != tipB {
@@ -292,7 +293,7 @@ run "implement" {
 }
 `)
 	r := run(t, dir, "validate")
-	if r.code != 1 || !strings.Contains(r.stderr, "sanddune.hcl:6:21: Error: Runs cannot run in parallel") || !strings.Contains(r.stderr, `"implement-api" and "implement-web" both work on branch agent/same`) {
+	if r.code != 1 || !strings.Contains(r.stderr, "sanddune.hcl:6:21: Error: Branch collision") || !strings.Contains(r.stderr, `the for_each instances "implement-api" and "implement-web" both work on agent/same`) {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
@@ -326,8 +327,8 @@ run "implement" {
 	if r.code != 1 || len(doc.Runs) != 2 || doc.Runs[1].Error == nil {
 		t.Fatalf("exit %d, want implement to fail\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	msg := *doc.Runs[1].Error
-	if !strings.Contains(msg, `run "implement"`) || !strings.Contains(msg, `"implement-0" and "implement-1" both work on branch agent/same`) {
+	msg := doc.Runs[1].Error.Message
+	if !strings.Contains(msg, `run "implement"`) || !strings.Contains(msg, `run "implement": plan failed: run.implement.branch_strategy: Branch collision: the for_each instances "implement-0" and "implement-1" both work on agent/same`) {
 		t.Fatalf("error: %s", msg)
 	}
 	if len(doc.Runs[0].Commits) != 2 || doc.Runs[0].Error != nil {

@@ -34,8 +34,8 @@ func TestREADMEPipelineExample(t *testing.T) {
 		t.Errorf("the README example is not canonically formatted (sanddune fmt):\n%s%s", r.stdout, r.stderr)
 	}
 	writeFile(t, cfg, "sandbox \"local\" \"dev\" {}\nagent \"command\" \"a\" { command = [\"true\"] }\n"+example)
-	writeFile(t, filepath.Join(dir, ".sanddune", "plan.md"), "Plan.\n")
-	writeFile(t, filepath.Join(dir, ".sanddune", "implement.md"), "Implement {{ITEM}}.\n")
+	writeFile(t, filepath.Join(dir, ".sanddune", "plan.md"), "Plan; answer <plan>{...}</plan>.\n")
+	writeFile(t, filepath.Join(dir, ".sanddune", "implement.md"), "Implement {{ID}}.\n")
 	writeFile(t, filepath.Join(dir, ".sanddune", "merge.md"), "Merge {{BRANCHES}}; conflicts: {{CONFLICTS}}.\n")
 	if r := run(t, dir, "validate"); r.code != 0 {
 		t.Errorf("the README example does not validate:\n%s%s", r.stdout, r.stderr)

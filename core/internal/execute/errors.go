@@ -13,6 +13,7 @@ type Phase string
 
 const (
 	PhaseConfig    Phase = "config"    // the plan: options, prompt, env, strategy, before anything starts
+	PhasePlan      Phase = "plan"      // a run planned at run time, from the results of the runs it needs
 	PhasePreflight Phase = "preflight" // the sandbox provider's checks
 	PhaseWorktree  Phase = "worktree"  // locks, worktree and branch creation
 	PhaseCopy      Phase = "copy"      // copy_to_worktree
