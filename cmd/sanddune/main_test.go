@@ -31,12 +31,13 @@ func TestMain(m *testing.M) {
 	}
 	sanddune = filepath.Join(dir, "bin", "sanddune")
 	pluginDir = filepath.Join(dir, "plugins")
-	for _, b := range [][2]string{
-		{sanddune, "."},
-		{filepath.Join(pluginDir, "sanddune-plugin-tmpdir"), "../../examples/tmpdir-sandbox"},
+	// The example is a module of its own (examples/go.mod): built from there.
+	for _, b := range [][3]string{
+		{sanddune, ".", "."},
+		{filepath.Join(pluginDir, "sanddune-plugin-tmpdir"), "../../examples", "./tmpdir-sandbox"},
 	} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			panic("go build " + b[1] + ": " + err.Error() + "\n" + string(out))
+		if out, err := exec.Command("go", "build", "-C", b[1], "-o", b[0], b[2]).CombinedOutput(); err != nil {
+			panic("go build " + b[1] + "/" + b[2] + ": " + err.Error() + "\n" + string(out))
 		}
 	}
 	code := m.Run()
