@@ -337,9 +337,9 @@ type templateRun struct {
 }
 
 // runTemplate runs the config init wrote, with a fake credential.
-func runTemplate(t *testing.T, dir string) []templateRun {
+func runTemplate(t *testing.T, dir string, args ...string) []templateRun {
 	t.Helper()
-	cmd := sandduneCmd(dir, "run", "--json")
+	cmd := sandduneCmd(dir, append([]string{"run", "--json"}, args...)...)
 	cmd.Env = append(withoutCredentials(cmd.Env), "ANTHROPIC_API_KEY=fake-test-key")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -449,5 +449,64 @@ func TestInitBuildImageBuildsWithProgressThroughDocker(t *testing.T) {
 		}
 	default:
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestParallelPlannerTemplatePlansImplementsAndMergesInDocker is issue 10's
+// first "done when": init --template parallel-planner with github-issues,
+// then a scripted agent plans 3 issues (structured output), implements
+// each on its own branch in parallel, and the merge run merges the 3
+// branches and closes the issues through the fake gh.
+func TestParallelPlannerTemplatePlansImplementsAndMergesInDocker(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	dir := gitRepo(t)
+	db := backlogDB(t, t.TempDir(), "sanddune", "add a", "add b", "add c")
+	initForDocker(t, dir, "parallel-planner", "github-issues", db, `
+p=$(cat)
+case "$p" in
+*"<issues-json>"*)
+  printf '<plan>{"issues": ['
+  sep=
+  for n in $(printf '%s' "$p" | grep -o '"number":[0-9]*' | cut -d: -f2); do
+    printf '%s{"id": "%s", "title": "issue %s", "branch": "sanddune/issue-%s"}' "$sep" "$n" "$n" "$n"; sep=,
+  done
+  echo ']}</plan>' ;;
+*"You work on issue"*)
+  id=$(printf '%s' "$p" | sed -n 's/^You work on issue \([0-9]*\).*/\1/p')
+  echo "$id" > "issue-$id.txt" && git add "issue-$id.txt" && `+gitCommit+` "sanddune: issue $id"
+  echo '<promise>COMPLETE</promise>' ;;
+*"# Merge"*)
+  for b in $(printf '%s' "$p" | sed -n 's/^- sanddune\/issue-\([0-9]*\)$/\1/p'); do gh issue close "$b" --comment merged; done
+  echo '<promise>COMPLETE</promise>' ;;
+*) echo "unexpected prompt: $p" >&2; exit 1 ;;
+esac
+`)
+	runs := runTemplate(t, dir, "planner")
+	var implemented int
+	for _, r := range runs {
+		if string(r.Error) != "null" {
+			t.Errorf("run %s failed: %s", r.Name, r.Error)
+		}
+		if strings.HasPrefix(r.Name, "implement") {
+			implemented++
+		}
+	}
+	if implemented != 3 {
+		t.Fatalf("want 3 implement runs: %+v", runs)
+	}
+	for n := 1; n <= 3; n++ {
+		branch := fmt.Sprintf("sanddune/issue-%d", n)
+		if got := gitOut(t, dir, "log", "-1", "--format=%s", branch); got != fmt.Sprintf("sanddune: issue %d", n) {
+			t.Errorf("%s: last commit %q", branch, got)
+		}
+		if got := gitOut(t, dir, "show", fmt.Sprintf("main:issue-%d.txt", n)); got != fmt.Sprint(n) {
+			t.Errorf("main:issue-%d.txt = %q: the branch is not merged", n, got)
+		}
+	}
+	for _, is := range readBacklog(t, db).Issues {
+		if is.State != "closed" {
+			t.Errorf("issue %d is %s after the merge", is.Number, is.State)
+		}
 	}
 }

@@ -31,6 +31,8 @@ var Templates = []Template{
 	{"blank", "Bare scaffold: one run and a prompt to write yourself"},
 	{"simple-loop", "Picks issues one by one, implements and closes them, in a loop"},
 	{"sequential-reviewer", "Implements an issue, then reviews it, in one session"},
+	{"parallel-planner", "Plans independent issues, implements each on its own branch in parallel, then merges"},
+	{"parallel-planner-with-review", "The same, with a review of each branch before the merge"},
 }
 
 // Agent is an agent plugin init can install in the image.
