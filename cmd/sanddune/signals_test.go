@@ -203,3 +203,82 @@ func TestSignalAtStartIsCancelled(t *testing.T) {
 		assertNothingLeft(t, dir, tmp)
 	}
 }
+
+// TestPipelineInterruptKeepsEveryRunsWork: Ctrl-C during a pipeline stops
+// both runs in flight, each keeping its commit on its branch, and starts
+// none of the runs that wait for them: exit 130, nothing left behind.
+func TestPipelineInterruptKeepsEveryRunsWork(t *testing.T) {
+	dir := gitRepo(t)
+	tmp := t.TempDir()
+	commitAndWait := `echo $1 > $1.txt && git add $1.txt && git -c user.name=a -c user.email=a@example.com commit -qm $1 && echo started; exec sleep 1000`
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["sh", "-c", "`+commitAndWait+`", "sh", "a"]
+}
+agent "command" "b" {
+  command = ["sh", "-c", "`+commitAndWait+`", "sh", "b"]
+}
+agent "command" "after" {
+  command = ["sh", "-c", "echo after > after.txt"]
+}
+run "a" {
+  agent           = agent.command.a
+  prompt          = "x"
+  branch_strategy = { type = "branch", branch = "agent/a" }
+  logging {
+    type = "stdout"
+  }
+}
+run "b" {
+  agent           = agent.command.b
+  prompt          = "x"
+  branch_strategy = { type = "branch", branch = "agent/b" }
+  logging {
+    type = "stdout"
+  }
+}
+run "after" {
+  agent           = agent.command.after
+  prompt          = "x"
+  depends_on      = [run.a, run.b]
+  branch_strategy = { type = "branch", branch = "agent/after" }
+}
+pipeline "both" {
+  runs         = [run.a, run.b, run.after]
+  max_parallel = 2
+}
+`)
+	cmd := sandduneCmd(dir, "run", "both")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for started := 0; started < 2 && sc.Scan(); {
+		if strings.Contains(sc.Text(), "started") {
+			started++
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	for _, r := range []string{"a", "b"} {
+		if got := gitOut(t, dir, "show", "agent/"+r+":"+r+".txt"); got != r {
+			t.Errorf("run %s lost its commit: %q", r, got)
+		}
+	}
+	if exec.Command("git", "-C", dir, "rev-parse", "--verify", "-q", "agent/after").Run() == nil {
+		t.Errorf("run after started although the runs it waits for were interrupted\n%s", stderr.String())
+	}
+	assertNothingLeft(t, dir, tmp)
+}
