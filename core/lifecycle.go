@@ -111,12 +111,18 @@ func (w *Worktree) CreateSandbox(ctx context.Context, o SandboxOptions) (*Sandbo
 // removed after it). o's repo, branch strategy and copies are the
 // worktree's.
 func (w *Worktree) Run(ctx context.Context, o RunOptions) (*Result, error) {
+	return w.inOwnSandbox(ctx, o, nil)
+}
+
+// inOwnSandbox runs o (an interactive session when ia is set) in a
+// sandbox created for it and removed after it.
+func (w *Worktree) inOwnSandbox(ctx context.Context, o RunOptions, ia *Attachment) (*Result, error) {
 	sb, err := w.CreateSandbox(ctx, SandboxOptions{Sandbox: o.Sandbox, Env: o.Env, Hooks: o.Hooks})
 	if err != nil {
 		return nil, err
 	}
 	defer sb.Close(ctx)
-	return sb.Run(ctx, o)
+	return w.run(ctx, w.scope(o, sb.ref), ia)
 }
 
 // Close closes the worktree (and a sandbox still open in it): merge for
@@ -166,12 +172,7 @@ func (w *Worktree) Interactive(ctx context.Context, o InteractiveOptions) (*Resu
 	if o.NoSandbox {
 		return w.run(ctx, w.scope(o.RunOptions, SandboxRef{}), &o.Attachment)
 	}
-	sb, err := w.CreateSandbox(ctx, SandboxOptions{Sandbox: o.Sandbox, Env: o.Env, Hooks: o.Hooks})
-	if err != nil {
-		return nil, err
-	}
-	defer sb.Close(ctx)
-	return sb.Interactive(ctx, o)
+	return w.inOwnSandbox(ctx, o.RunOptions, &o.Attachment)
 }
 
 // scope gives o the worktree's repo, branch strategy, log and timeouts,

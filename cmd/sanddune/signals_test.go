@@ -106,7 +106,14 @@ func TestEarlyInterruptIsCancelled(t *testing.T) {
 func startRun(t *testing.T, dir, tmp, script string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), localRunConfig(script))
-	cmd := sandduneCmd(dir, "run")
+	return startUntil(t, tmp, 1, dir, "run")
+}
+
+// startUntil starts sanddune args in dir with TMPDIR tmp and waits until
+// its output has said "started" n times (n agents are at work).
+func startUntil(t *testing.T, tmp string, n int, dir string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := sandduneCmd(dir, args...)
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -115,7 +122,10 @@ func startRun(t *testing.T, dir, tmp, script string) (*exec.Cmd, *bytes.Buffer) 
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	for started := 0; started < n && sc.Scan(); {
+		if strings.Contains(sc.Text(), "started") {
+			started++
+		}
 	}
 	go func() {
 		for sc.Scan() {
@@ -210,28 +220,25 @@ func TestSignalAtStartIsCancelled(t *testing.T) {
 func TestPipelineInterruptKeepsEveryRunsWork(t *testing.T) {
 	dir := gitRepo(t)
 	tmp := t.TempDir()
-	commitAndWait := `echo $1 > $1.txt && git add $1.txt && git -c user.name=a -c user.email=a@example.com commit -qm $1 && echo started; exec sleep 1000`
+	// The agent commits <prompt>.txt, says "started" and waits.
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
-agent "command" "a" {
-  command = ["sh", "-c", "`+commitAndWait+`", "sh", "a"]
-}
-agent "command" "b" {
-  command = ["sh", "-c", "`+commitAndWait+`", "sh", "b"]
+agent "command" "work" {
+  command = ["sh", "-c", "f=$(cat) && echo $f > $f.txt && git add $f.txt && git -c user.name=a -c user.email=a@example.com commit -qm $f && echo started; exec sleep 1000"]
 }
 agent "command" "after" {
   command = ["sh", "-c", "echo after > after.txt"]
 }
 run "a" {
-  agent           = agent.command.a
-  prompt          = "x"
+  agent           = agent.command.work
+  prompt          = "a"
   branch_strategy = { type = "branch", branch = "agent/a" }
   logging {
     type = "stdout"
   }
 }
 run "b" {
-  agent           = agent.command.b
-  prompt          = "x"
+  agent           = agent.command.work
+  prompt          = "b"
   branch_strategy = { type = "branch", branch = "agent/b" }
   logging {
     type = "stdout"
@@ -248,24 +255,7 @@ pipeline "both" {
   max_parallel = 2
 }
 `)
-	cmd := sandduneCmd(dir, "run", "both")
-	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for started := 0; started < 2 && sc.Scan(); {
-		if strings.Contains(sc.Text(), "started") {
-			started++
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	cmd, stderr := startUntil(t, tmp, 2, dir, "run", "both")
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	var ee *exec.ExitError

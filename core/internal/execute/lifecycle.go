@@ -64,12 +64,17 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps, c.Env = s.Sandbox, s.SandboxAddr, s.SandboxCfg, s.Caps, s.Env
 	c.Hooks.HostOnSandboxReady, c.Hooks.SandboxOnSandboxReady = s.Hooks.HostOnSandboxReady, s.Hooks.SandboxOnSandboxReady
 	r.Spec = &c
-	// Earlier steps may have moved the branch: a sandbox starts from its tip.
-	tip, err := worktree.Git(ctx, r.Repo.Root, "rev-parse", "--verify", "refs/heads/"+r.ws.Branch)
-	if err != nil {
-		return &RunError{Run: r.name, Phase: PhaseSandbox, Err: fmt.Errorf("reading the tip of branch %s: %w", r.ws.Branch, err)}
+	// Earlier steps may have moved the branch: an isolated sandbox starts
+	// from its tip (a bind-mounted one sees the worktree as it is).
+	r.sandboxBase = ""
+	if c.Caps.Contract == sdk.ContractIsolated {
+		tip, err := worktree.Git(ctx, r.Repo.Root, "rev-parse", "--verify", "refs/heads/"+r.ws.Branch)
+		if err != nil {
+			return &RunError{Run: r.name, Phase: PhaseSandbox, Err: fmt.Errorf("reading the tip of branch %s: %w", r.ws.Branch, err),
+				Hint: "check the branch with git log " + r.ws.Branch + "; the worktree is at " + r.hostDir()}
+		}
+		r.sandboxBase = tip
 	}
-	r.sandboxBase = tip
 	if err := r.preflight(ctx); err != nil {
 		return err
 	}
