@@ -90,6 +90,29 @@ func TestExecStress(t *testing.T) {
 // Exec starts bwrap again instead of failing.
 func TestExecWhileHostMountsChange(t *testing.T) {
 	requireBwrap(t)
+	churnHostMounts(t)
+	sb, _ := create(t, cfgOf(nil), nil)
+	n := 1000
+	checkNoFailures(t, n, execMany(sb, n, 4, sdk.ExecRequest{Argv: []string{"true"}}))
+}
+
+// The same race hits the keeper every Create starts: Create starts it
+// again instead of failing ("bwrap keeper did not start its command").
+func TestCreateWhileHostMountsChange(t *testing.T) {
+	requireBwrap(t)
+	churnHostMounts(t)
+	for range 100 {
+		k, err := startKeeper("bwrap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.stop()
+	}
+}
+
+// churnHostMounts mounts and unmounts tmpfs under a shared host mount of
+// its own until the test ends.
+func churnHostMounts(t *testing.T) {
 	base, err := os.MkdirTemp("/var/tmp", "sanddune-mounts-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })
@@ -98,16 +121,14 @@ func TestExecWhileHostMountsChange(t *testing.T) {
 	}
 	t.Cleanup(func() { must(t, syscall.Unmount(base, syscall.MNT_DETACH)) })
 	must(t, syscall.Mount("", base, "", syscall.MS_SHARED, ""))
-	sb, _ := create(t, cfgOf(nil), nil)
 
 	stop := make(chan struct{})
 	var churn sync.WaitGroup
+	t.Cleanup(func() { close(stop); churn.Wait() })
 	for i := range 2 {
 		dir := filepath.Join(base, fmt.Sprint(i))
 		must(t, os.Mkdir(dir, 0o755))
-		churn.Add(1)
-		go func() {
-			defer churn.Done()
+		churn.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -124,13 +145,8 @@ func TestExecWhileHostMountsChange(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-		}()
+		})
 	}
-	n := 1000
-	failed := execMany(sb, n, 4, sdk.ExecRequest{Argv: []string{"true"}})
-	close(stop)
-	churn.Wait()
-	checkNoFailures(t, n, failed)
 }
 
 // Hide entries follow the host: a hidden path that disappears after

@@ -38,7 +38,22 @@ type keeper struct {
 	ownerNS, userNS, pidNS *os.File
 }
 
-func startKeeper(bwrap string) (*keeper, error) {
+// startKeeper starts a keeper, again when bwrap fails during its setup:
+// like an Exec's (see setupAttempts), it races with host mount changes,
+// and the keeper's command is ours, so starting it again is safe.
+func startKeeper(bwrap string) (k *keeper, err error) {
+	for range setupAttempts {
+		if k, err = startKeeperOnce(bwrap); !errors.Is(err, errKeeperDied) {
+			break
+		}
+	}
+	return k, err
+}
+
+// errKeeperDied is a keeper's bwrap ending before it ran the command.
+var errKeeperDied = errors.New("bwrap keeper did not start its command")
+
+func startKeeperOnce(bwrap string) (*keeper, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -67,16 +82,18 @@ func startKeeper(bwrap string) (*keeper, error) {
 	go func() { decoded <- json.NewDecoder(r).Decode(&info) }()
 	select {
 	case err = <-decoded:
+		if err != nil || info.ChildPID <= 0 {
+			err = errKeeperDied
+		}
 	case <-time.After(keeperStartTimeout):
-		err = errors.New("timed out")
+		err = errors.New("bwrap did not report its pid in time")
 	}
-	if err != nil || info.ChildPID <= 0 {
-		k.stop()
-		return nil, fmt.Errorf("bwrap did not start (%v): %s", err, strings.TrimSpace(stderr.String()))
+	if err == nil {
+		err = k.openNamespaces(info.ChildPID)
 	}
-	if err := k.openNamespaces(info.ChildPID); err != nil {
+	if err != nil {
 		k.stop()
-		return nil, err
+		return nil, fmt.Errorf("%w (%v): %s", err, k.cmd.ProcessState, strings.TrimSpace(stderr.String()))
 	}
 	return k, nil
 }
@@ -103,8 +120,11 @@ func (k *keeper) run(started chan<- error) {
 func (k *keeper) openNamespaces(initPID int) error {
 	cmdPID := 0
 	for deadline := time.Now().Add(keeperStartTimeout); cmdPID == 0; time.Sleep(time.Millisecond) {
-		if !k.alive() || time.Now().After(deadline) {
-			return errors.New("bwrap keeper did not start its command")
+		if !k.alive() {
+			return errKeeperDied
+		}
+		if time.Now().After(deadline) {
+			return errors.New("bwrap keeper did not start its command in time")
 		}
 		for _, c := range childPIDs(initPID) {
 			if comm, _ := os.ReadFile(filepath.Join("/proc", c, "comm")); strings.TrimSpace(string(comm)) == "sleep" {
