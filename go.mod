@@ -16,6 +16,7 @@ require (
 	github.com/mattn/go-isatty v0.0.20
 	github.com/missingstudio/sanddune/sdk v0.0.0-00010101000000-000000000000
 	github.com/moby/patternmatcher v0.6.1
+	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/spf13/cobra v1.10.2
 	github.com/zclconf/go-cty v1.20.0

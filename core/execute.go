@@ -7,6 +7,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/schedule"
 	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -102,10 +103,19 @@ func Execute(ctx context.Context, p *RunPlan) []Outcome {
 	nodes := p.nodes
 	if nodes == nil { // planned in Go: independent runs
 		for _, r := range p.Runs {
-			nodes = append(nodes, &node{label: r.Name, addr: "run." + r.Name, runs: []*PlannedRun{r}})
+			nodes = append(nodes, &node{Label: r.Name, Addr: "run." + r.Name, Runs: []*PlannedRun{r}})
 		}
 	}
-	return schedule(ctx, nodes, p.parallel)
+	return schedule.Execute(ctx, nodes, p.parallel, schedule.Runs[*PlannedRun]{
+		Name: func(pr *PlannedRun) string { return pr.Name },
+		Key:  func(pr *PlannedRun) (string, cty.Value) { return pr.Key, pr.key },
+		Run: func(ctx context.Context, pr *PlannedRun) (*Result, error) {
+			if pr.steps != nil {
+				return execute.RunSession(ctx, pr.Name, pr.steps)
+			}
+			return execute.Run(ctx, pr.spec)
+		},
+	})
 }
 
 // Run plans and executes one run built in Go. On success it returns the

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/zclconf/go-cty/cty"
@@ -11,28 +10,13 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
-	"github.com/missingstudio/sanddune/core/output"
+	"github.com/missingstudio/sanddune/core/internal/schedule"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// node is one run block (or session) of a plan's graph: the runs it
-// stands for and the nodes it needs.
-type node struct {
-	label    string
-	addr     string // run.<label>, session.<label>
-	needs    []*node
-	pipeline *config.PipelineBlock
-	// forEach says the node's runs are for_each instances (run.<label> is
-	// then a list or a map of results).
-	forEach bool
-	// runs are the node's planned runs. A node planned at run time
-	// (expand set) has none.
-	runs []*PlannedRun
-	// expand plans the node's runs once the runs it needs are done,
-	// given their results as run.<label> values.
-	expand func(ctx context.Context, results map[string]cty.Value) ([]*PlannedRun, error)
-}
+// node is one run block (or session) of a plan's graph.
+type node = schedule.Node[*PlannedRun]
 
 // blockPlanner plans a run block's instances, at plan time and at run
 // time.
@@ -290,197 +274,6 @@ func (bp *blockPlanner) expand(mu *sync.Mutex) func(context.Context, map[string]
 	}
 }
 
-// resultValue is a run's result as run.<label> sees it: name, branch,
-// commits, completion_signal, stdout and output (its structured output,
-// null without one).
-func resultValue(o Outcome) cty.Value {
-	r := o.Result
-	if r == nil {
-		r = &Result{Name: o.Name}
-	}
-	commits := make([]cty.Value, len(r.Commits))
-	for i, c := range r.Commits {
-		commits[i] = cty.ObjectVal(map[string]cty.Value{"sha": cty.StringVal(c.SHA)})
-	}
-	list := cty.ListValEmpty(cty.Object(map[string]cty.Type{"sha": cty.String}))
-	if len(commits) > 0 {
-		list = cty.ListVal(commits)
-	}
-	out, err := output.Cty(r.Output)
-	if err != nil { // a value the extraction decoded: not expected
-		out = cty.NullVal(cty.DynamicPseudoType)
-	}
-	return cty.ObjectVal(map[string]cty.Value{
-		"output":            out,
-		"name":              cty.StringVal(r.Name),
-		"branch":            cty.StringVal(r.Branch),
-		"commits":           list,
-		"completion_signal": cty.StringVal(r.CompletionSignal),
-		"stdout":            cty.StringVal(r.Stdout),
-	})
-}
-
-// nodeValue is run.<label>: the result, or for a for_each run its
-// instances' results, a list (for_each over a list) or a map by key.
-func nodeValue(n *node, runs []*PlannedRun, outs []Outcome) cty.Value {
-	if !n.forEach {
-		if len(outs) == 0 {
-			return cty.NullVal(cty.DynamicPseudoType)
-		}
-		return resultValue(outs[0])
-	}
-	byKey := map[string]cty.Value{}
-	var list []cty.Value
-	numeric := true
-	for i, o := range outs {
-		v := resultValue(o)
-		list = append(list, v)
-		if i < len(runs) {
-			byKey[runs[i].Key] = v
-			numeric = numeric && runs[i].key.Type() == cty.Number
-		}
-	}
-	if numeric {
-		if len(list) == 0 {
-			return cty.EmptyTupleVal
-		}
-		return cty.TupleVal(list)
-	}
-	return cty.ObjectVal(byKey)
-}
-
-// schedule runs the nodes: each once the nodes it needs have succeeded,
-// at most global runs at once and at most its pipeline's max_parallel of
-// one pipeline. A node whose need failed or was skipped is skipped. The
-// outcomes are in node order, instances in key order.
-func schedule(ctx context.Context, nodes []*node, global int) []Outcome {
-	type state struct {
-		done   chan struct{}
-		outs   []Outcome
-		failed bool
-		value  cty.Value
-	}
-	states := map[*node]*state{}
-	for _, n := range nodes {
-		states[n] = &state{done: make(chan struct{})}
-	}
-	sem := make(chan struct{}, max(global, 1))
-	groups := map[*config.PipelineBlock]chan struct{}{}
-	for _, n := range nodes {
-		if p := n.pipeline; p != nil && groups[p] == nil {
-			size := p.MaxParallel
-			if size == 0 {
-				size = config.DefaultMaxParallel
-			}
-			groups[p] = make(chan struct{}, size)
-		}
-	}
-	runOne := func(pr *PlannedRun, group chan struct{}) Outcome {
-		if group != nil {
-			select {
-			case group <- struct{}{}:
-				defer func() { <-group }()
-			case <-ctx.Done():
-			}
-		}
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		case <-ctx.Done():
-		}
-		var res *Result
-		var err error
-		if pr.steps != nil {
-			res, err = execute.RunSession(ctx, pr.Name, pr.steps)
-		} else {
-			res, err = execute.Run(ctx, pr.spec)
-		}
-		return Outcome{Name: pr.Name, Result: res, Err: err}
-	}
-	var wg sync.WaitGroup
-	for _, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st := states[n]
-			defer close(st.done)
-			results := map[string]cty.Value{}
-			var blocked []string
-			for _, need := range n.needs {
-				ns := states[need]
-				<-ns.done
-				if ns.failed {
-					blocked = append(blocked, need.addr)
-				}
-				results[need.label] = ns.value
-			}
-			runs := n.runs
-			if len(blocked) > 0 {
-				st.failed = true
-				reason := fmt.Sprintf("%s did not succeed", strings.Join(blocked, " and "))
-				if len(runs) == 0 {
-					st.outs = []Outcome{{Name: n.label, Skipped: reason}}
-				}
-				for _, pr := range runs {
-					st.outs = append(st.outs, Outcome{Name: pr.Name, Skipped: reason})
-				}
-				return
-			}
-			if n.expand != nil {
-				var err error
-				if runs, err = n.expand(ctx, results); err != nil {
-					st.failed, st.outs = true, []Outcome{{Name: n.label, Err: err}}
-					return
-				}
-			}
-			outs := make([]Outcome, len(runs))
-			var iwg sync.WaitGroup
-			for i, pr := range runs {
-				iwg.Add(1)
-				go func() {
-					defer iwg.Done()
-					outs[i] = runOne(pr, groups[n.pipeline])
-				}()
-			}
-			iwg.Wait()
-			for _, o := range outs {
-				if o.Err != nil {
-					st.failed = true
-				}
-			}
-			st.outs, st.value = outs, nodeValue(n, runs, outs)
-		}()
-	}
-	wg.Wait()
-	var out []Outcome
-	for _, n := range nodes {
-		out = append(out, states[n].outs...)
-	}
-	return out
-}
-
-// parallelism is how many runs run at once: -p, else 1, or the largest
-// max_parallel of the pipelines among nodes.
-func parallelism(flag int, nodes []*node) int {
-	if flag > 0 {
-		return flag
-	}
-	n := 1
-	for _, nd := range nodes {
-		if p := nd.pipeline; p != nil {
-			n = max(n, maxParallel(p))
-		}
-	}
-	return n
-}
-
-func maxParallel(p *config.PipelineBlock) int {
-	if p.MaxParallel == 0 {
-		return config.DefaultMaxParallel
-	}
-	return p.MaxParallel
-}
-
 // checkParallel refuses two planned runs of different blocks that may
 // run at once on one branch: nothing orders them and the parallelism
 // lets them overlap. (Instances of one for_each are checked with their
@@ -492,15 +285,15 @@ func checkParallel(f *config.File, g *planning.Graph, p *RunPlan) Diagnostics {
 	}
 	var uses []use
 	for _, n := range p.nodes {
-		if n.expand != nil {
-			if r := f.Run(n.label); r == nil || r.Pipeline.ForEachDynamic || r.Pipeline.Dynamic["branch_strategy"] {
+		if n.Expand != nil {
+			if r := f.Run(n.Label); r == nil || r.Pipeline.ForEachDynamic || r.Pipeline.Dynamic["branch_strategy"] {
 				continue
 			}
 		}
-		runs := n.runs
-		if n.expand != nil {
+		runs := n.Runs
+		if n.Expand != nil {
 			for _, pr := range p.Runs {
-				if pr.Block == n.label {
+				if pr.Block == n.Label {
 					runs = append(runs, pr)
 				}
 			}
@@ -515,20 +308,20 @@ func checkParallel(f *config.File, g *planning.Graph, p *RunPlan) Diagnostics {
 	}
 	ancestors := map[string]map[string]bool{}
 	for _, n := range p.nodes {
-		ancestors[n.label] = g.Ancestors(n.label)
+		ancestors[n.Label] = g.Ancestors(n.Label)
 	}
 	overlap := func(i, j int) bool {
 		a, b := uses[i].n, uses[j].n
-		if a == b || ancestors[a.label][b.label] || ancestors[b.label][a.label] {
+		if a == b || ancestors[a.Label][b.Label] || ancestors[b.Label][a.Label] {
 			return false
 		}
 		width := p.parallel
-		if a.pipeline != nil && a.pipeline == b.pipeline {
-			width = min(width, maxParallel(a.pipeline))
+		if a.Pipeline != nil && a.Pipeline == b.Pipeline {
+			width = min(width, schedule.MaxParallel(a.Pipeline))
 		}
 		return width > 1
 	}
-	return planning.CheckParallel(specs, overlap, func(i int) string { return uses[i].n.addr })
+	return planning.CheckParallel(specs, overlap, func(i int) string { return uses[i].n.Addr })
 }
 
 // GraphNode is one run block in the graph of a config file (sanddune

@@ -32,6 +32,7 @@ import (
 	"github.com/missingstudio/sanddune/core/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
+	"github.com/missingstudio/sanddune/core/internal/schedule"
 	"github.com/missingstudio/sanddune/core/prompt"
 	"github.com/missingstudio/sanddune/core/redact"
 	"github.com/missingstudio/sanddune/core/runlog"
@@ -229,7 +230,7 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 			sb, sbOK, sbCaps = SandboxRef{Address: planning.NoSandbox}, true, planning.NoSandboxCaps
 		}
 		ag, agOK := agents[r.Agent]
-		n := &node{label: r.Label, addr: addr, pipeline: graph.Pipeline[r.Label], forEach: r.Pipeline.ForEach != nil}
+		n := &node{Label: r.Label, Addr: addr, Pipeline: graph.Pipeline[r.Label], ForEach: r.Pipeline.ForEach != nil}
 		var runs []*PlannedRun
 		if !ds.HasErrors() && sbOK && agOK {
 			var ia *Attachment
@@ -241,7 +242,7 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 			runs, more = bp.instances()
 			ds = append(ds, more...)
 			if !r.Pipeline.Static() {
-				n.expand = bp.expand(&expandMu)
+				n.Expand = bp.expand(&expandMu)
 			}
 		}
 		for i := range ds {
@@ -260,27 +261,27 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		}
 		for _, pr := range runs {
 			pr.DependsOn = needs
-			if n.pipeline != nil {
-				pr.Pipeline = n.pipeline.Label
+			if n.Pipeline != nil {
+				pr.Pipeline = n.Pipeline.Label
 			}
-			if n.expand != nil {
+			if n.Expand != nil {
 				pr.AtRunTime = true
 				if r.Pipeline.ForEachDynamic {
 					pr.ForEach = f.ExprText(r.Pipeline.ForEach)
 				}
 			}
 		}
-		if n.expand == nil {
-			n.runs = runs
+		if n.Expand == nil {
+			n.Runs = runs
 		}
 		nodes[r.Label] = n
 		plan.nodes = append(plan.nodes, n)
 		plan.Runs = append(plan.Runs, runs...)
 	}
 	for _, n := range plan.nodes {
-		for _, need := range graph.Needs[n.label] {
+		for _, need := range graph.Needs[n.Label] {
 			if nn := nodes[need.Label]; nn != nil {
-				n.needs = append(n.needs, nn)
+				n.Needs = append(n.Needs, nn)
 			}
 		}
 	}
@@ -301,10 +302,10 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		diags = append(diags, demote(ds, wanted)...)
 		if wanted && pr != nil && !ds.HasErrors() {
 			plan.Runs = append(plan.Runs, pr)
-			plan.nodes = append(plan.nodes, &node{label: ss.Label, addr: "session." + ss.Label, runs: []*PlannedRun{pr}})
+			plan.nodes = append(plan.nodes, &node{Label: ss.Label, Addr: "session." + ss.Label, Runs: []*PlannedRun{pr}})
 		}
 	}
-	plan.parallel = parallelism(cfg.Parallel, plan.nodes)
+	plan.parallel = schedule.Parallelism(cfg.Parallel, plan.nodes)
 	diags = append(diags, checkParallel(f, graph, plan)...)
 	plan.Diagnostics = diags
 	if diags.HasErrors() {

@@ -1,0 +1,160 @@
+// Package schedule runs a plan's graph: each node once the nodes it needs
+// have succeeded, at most a given number of runs at once and at most a
+// pipeline's max_parallel of one pipeline, passing each node's results to
+// the nodes that need them as run.<label> values.
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/internal/execute"
+)
+
+// Node is one run block (or session) of the graph: the runs it stands for
+// and the nodes it needs. R is the caller's planned run.
+type Node[R any] struct {
+	Label    string
+	Addr     string // run.<label>, session.<label>
+	Needs    []*Node[R]
+	Pipeline *config.PipelineBlock
+	// ForEach says the node's runs are for_each instances (run.<label> is
+	// then a list or a map of results).
+	ForEach bool
+	// Runs are the node's planned runs. A node planned at run time
+	// (Expand set) has none.
+	Runs []R
+	// Expand plans the node's runs once the runs it needs are done, given
+	// their results as run.<label> values.
+	Expand func(ctx context.Context, results map[string]cty.Value) ([]R, error)
+}
+
+// Runs says how the scheduler names, keys and runs an R.
+type Runs[R any] struct {
+	Name func(R) string
+	// Key is a for_each instance's key, as a string and as its value.
+	Key func(R) (string, cty.Value)
+	Run func(context.Context, R) (*execute.Result, error)
+}
+
+// Execute runs the nodes: each once the nodes it needs have succeeded, at
+// most global runs at once and at most its pipeline's max_parallel of one
+// pipeline. A node whose need failed or was skipped is skipped. The
+// outcomes are in node order, instances in key order.
+func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R]) []execute.Outcome {
+	type state struct {
+		done   chan struct{}
+		outs   []execute.Outcome
+		failed bool
+		value  cty.Value
+	}
+	states := map[*Node[R]]*state{}
+	for _, n := range nodes {
+		states[n] = &state{done: make(chan struct{})}
+	}
+	sem := make(chan struct{}, max(global, 1))
+	groups := map[*config.PipelineBlock]chan struct{}{}
+	for _, n := range nodes {
+		if p := n.Pipeline; p != nil && groups[p] == nil {
+			groups[p] = make(chan struct{}, MaxParallel(p))
+		}
+	}
+	acquire := func(slots chan struct{}) (release func()) {
+		select {
+		case slots <- struct{}{}:
+			return func() { <-slots }
+		case <-ctx.Done(): // the run starts and fails at once
+			return func() {}
+		}
+	}
+	runOne := func(r R, group chan struct{}) execute.Outcome {
+		if group != nil {
+			defer acquire(group)()
+		}
+		defer acquire(sem)()
+		res, err := rs.Run(ctx, r)
+		return execute.Outcome{Name: rs.Name(r), Result: res, Err: err}
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() {
+			st := states[n]
+			defer close(st.done)
+			results := map[string]cty.Value{}
+			var blocked []string
+			for _, need := range n.Needs {
+				ns := states[need]
+				<-ns.done
+				if ns.failed {
+					blocked = append(blocked, need.Addr)
+				}
+				results[need.Label] = ns.value
+			}
+			runs := n.Runs
+			if len(blocked) > 0 {
+				st.failed = true
+				reason := fmt.Sprintf("%s did not succeed", strings.Join(blocked, " and "))
+				if len(runs) == 0 {
+					st.outs = []execute.Outcome{{Name: n.Label, Skipped: reason}}
+				}
+				for _, r := range runs {
+					st.outs = append(st.outs, execute.Outcome{Name: rs.Name(r), Skipped: reason})
+				}
+				return
+			}
+			if n.Expand != nil {
+				var err error
+				if runs, err = n.Expand(ctx, results); err != nil {
+					st.failed, st.outs = true, []execute.Outcome{{Name: n.Label, Err: err}}
+					return
+				}
+			}
+			outs := make([]execute.Outcome, len(runs))
+			var iwg sync.WaitGroup
+			for i, r := range runs {
+				iwg.Go(func() { outs[i] = runOne(r, groups[n.Pipeline]) })
+			}
+			iwg.Wait()
+			for _, o := range outs {
+				if o.Err != nil {
+					st.failed = true
+				}
+			}
+			st.outs, st.value = outs, nodeValue(n, runs, outs, rs)
+		})
+	}
+	wg.Wait()
+	var out []execute.Outcome
+	for _, n := range nodes {
+		out = append(out, states[n].outs...)
+	}
+	return out
+}
+
+// Parallelism is how many runs run at once: flag (-p) when set, else 1, or
+// the largest max_parallel of the pipelines among nodes.
+func Parallelism[R any](flag int, nodes []*Node[R]) int {
+	if flag > 0 {
+		return flag
+	}
+	n := 1
+	for _, nd := range nodes {
+		if p := nd.Pipeline; p != nil {
+			n = max(n, MaxParallel(p))
+		}
+	}
+	return n
+}
+
+// MaxParallel is how many runs of pipeline p run at once.
+func MaxParallel(p *config.PipelineBlock) int {
+	if p.MaxParallel == 0 {
+		return config.DefaultMaxParallel
+	}
+	return p.MaxParallel
+}
