@@ -36,7 +36,9 @@ export PATH="$PATH:/usr/sbin:/sbin"
 if ! docker info >/dev/null 2>&1; then
   if ! pgrep -x dockerd >/dev/null; then
     log "starting dockerd (log: /tmp/dockerd.log)"
-    nohup dockerd >/tmp/dockerd.log 2>&1 &
+    # In a session of its own: a signal to the caller's process group
+    # (Ctrl-C, a test harness stopping its group) does not reach it.
+    setsid nohup dockerd </dev/null >/tmp/dockerd.log 2>&1 &
   fi
   deadline=$((SECONDS + ${SANDDUNE_DOCKERD_TIMEOUT:-60}))
   until docker info >/dev/null 2>&1; do
