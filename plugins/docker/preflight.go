@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -40,7 +39,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if cfg.UID != nil {
 		uid = *cfg.UID
 	}
-	image := cfg.image(req.HostRepoPath)
+	image := cfg.ImageFor(req.HostRepoPath)
 	// The image and the daemon are asked at once: one round trip.
 	var info system.Info
 	var infoErr error
@@ -53,11 +52,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	<-done
 	switch {
 	case cerrdefs.IsNotFound(err):
-		fix := "sanddune docker build-image"
-		if cfg.Image != "" {
-			fix += " --image-name " + image
-		}
-		fail("image %q not found locally: build it with `%s`", image, fix)
+		fail("image %q not found locally: build it with `%s`", image, engine.BuildImageFix(cfg.Config, image))
 	case err != nil:
 		fail("inspect image %q: %w", image, err)
 	case img.Config != nil:
@@ -96,18 +91,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 			}
 		}
 	}
-	if daemonIsLocal(cli.DaemonHost()) {
-		for _, d := range cfg.Devices {
-			if _, err := os.Stat(d.HostPath); err != nil {
-				fail("device %s does not exist on this host: fix devices", d.HostPath)
-			}
-		}
-	}
-	for i, m := range cfg.Mounts {
-		if _, err := m.Source(req.HostRepoPath); err != nil {
-			fail("mount.%d: %w: create it or fix the mount", i, err)
-		}
-	}
+	errs = append(errs, cfg.CheckHostPaths(req.HostRepoPath, daemonIsLocal(cli.DaemonHost()))...)
 	return errors.Join(errs...)
 }
 

@@ -46,7 +46,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
-	image := cfg.image(req.HostRepoPath)
+	image := cfg.ImageFor(req.HostRepoPath)
 
 	env := sandboxkit.MergeEnv(req.Env)
 	env["HOME"] = containerkit.HomeDir
@@ -86,7 +86,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	}, hostCfg, nil, nil, name)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("image %q not found locally: build it with `sanddune docker build-image`: %w", image, err)
+			return nil, engine.ImageNotFound(image, err)
 		}
 		return nil, fmt.Errorf("create container: %w", err)
 	}

@@ -13,44 +13,24 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-func schema() sdk.Schema {
-	return sdk.Schema{
-		Attributes: []sdk.Attribute{
-			{Name: "image", Type: cty.String, Description: "Image to run; default sanddune:<repo-dir-name> (built with `sanddune podman build-image`)."},
-			{Name: "env", Type: cty.Map(cty.String), Description: "Environment for every command in the container."},
-			{Name: "network", Type: cty.DynamicPseudoType, Description: `Podman network name or list of names; "none" cuts the container off the network.`},
-			{Name: "cpus", Type: cty.Number, Description: "CPU limit, fractional allowed (podman --cpus)."},
-			{Name: "memory", Type: cty.String, Description: `Memory limit, e.g. "512m" or "2g".`},
-			{Name: "pids_limit", Type: cty.Number, Description: "Maximum number of processes in the container."},
-			{Name: "devices", Type: cty.List(cty.String), Description: "Host devices, host[:container[:permissions]] (podman --device)."},
-			{Name: "userns", Type: cty.String, Description: `User namespace mode (podman --userns); default "keep-id" when rootless, so files the agent writes belong to you; "" for podman's default.`},
-			{Name: "selinux_label", Type: cty.DynamicPseudoType, Description: `Relabel bind mounts for SELinux: "z" (shared), "Z" (private; the shared git metadata still gets "z") or false; default "z" when SELinux is enforcing.`},
-			{Name: "runtime", Type: cty.String, Description: `OCI runtime (podman --runtime), e.g. "runc" where crun cannot run (cgroup v1/hybrid hosts).`},
-			{Name: "cgroup_manager", Type: cty.String, Description: `"cgroupfs" or "systemd" (podman --cgroup-manager); "cgroupfs" where systemd is not running.`},
-			{Name: "ulimits", Type: cty.Map(cty.String), Description: `Resource limits, name = "soft[:hard]", e.g. { nofile = "1024:1024" } where podman's defaults exceed the host's hard limits.`},
-			{Name: "binary", Type: cty.String, Description: "Path to podman; default podman on PATH."},
-			{Name: "socket", Type: cty.String, Description: `URL of a podman service (podman system service), e.g. "unix:///run/podman/podman.sock": the podman CLI talks to it (podman --url) instead of running containers itself.`},
-		},
-		Blocks: []sdk.NestedBlock{mountBlock.Schema()},
-	}
-}
+// engine names podman in the shared schema and messages.
+var engine = containerkit.Engine{Name: "podman", Title: "Podman"}
 
-var mountBlock = sandboxkit.MountBlock{
-	Description:         "Extra host path mounted into the container.",
-	SandboxPath:         "Container path: absolute, ~/... (the agent home), or relative to the workspace.",
-	SandboxPathRequired: true,
+func schema() sdk.Schema {
+	return engine.Schema(
+		sdk.Attribute{Name: "userns", Type: cty.String, Description: `User namespace mode (podman --userns); default "keep-id" when rootless, so files the agent writes belong to you; "" for podman's default.`},
+		sdk.Attribute{Name: "runtime", Type: cty.String, Description: `OCI runtime (podman --runtime), e.g. "runc" where crun cannot run (cgroup v1/hybrid hosts).`},
+		sdk.Attribute{Name: "cgroup_manager", Type: cty.String, Description: `"cgroupfs" or "systemd" (podman --cgroup-manager); "cgroupfs" where systemd is not running.`},
+		sdk.Attribute{Name: "ulimits", Type: cty.Map(cty.String), Description: `Resource limits, name = "soft[:hard]", e.g. { nofile = "1024:1024" } where podman's defaults exceed the host's hard limits.`},
+		sdk.Attribute{Name: "binary", Type: cty.String, Description: "Path to podman; default podman on PATH."},
+		sdk.Attribute{Name: "socket", Type: cty.String, Description: `URL of a podman service (podman system service), e.g. "unix:///run/podman/podman.sock": the podman CLI talks to it (podman --url) instead of running containers itself.`},
+	)
 }
 
 // config is a decoded, validated provider block.
 type config struct {
-	Image    string
-	Env      map[string]string
-	Mounts   []sandboxkit.Mount // SandboxPath absolute (containerkit.ContainerPath)
-	Networks []string
-	containerkit.Limits
-	Devices       []containerkit.Device
+	containerkit.Config
 	UserNS        *string // nil: the default for the mode (keep-id when rootless)
-	SELinuxLabel  string
 	Runtime       string
 	CgroupManager string
 	Ulimits       map[string]string
@@ -69,20 +49,12 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 	var d sandboxkit.Decoder
 	v := cfg.Value
 	c := config{
-		Image:         d.String(v, "image"),
-		Env:           d.Env(v, "env"),
-		Limits:        containerkit.DecodeLimits(&d, v),
-		Networks:      containerkit.Networks(&d, v, "network"),
-		Devices:       containerkit.Devices(&d, v, "devices"),
-		SELinuxLabel:  containerkit.SELinuxLabel(&d, v, "selinux_label"),
+		Config:        containerkit.Decode(&d, v),
 		Runtime:       d.String(v, "runtime"),
 		CgroupManager: d.String(v, "cgroup_manager"),
 		Ulimits:       d.StringMap(v, "ulimits"),
 		Binary:        d.String(v, "binary"),
 		Socket:        d.String(v, "socket"),
-	}
-	if c.Image != "" && strings.ContainsAny(c.Image, " \t\n") {
-		d.Errorf("image", "invalid image name", "%q contains whitespace", c.Image)
 	}
 	if uv := sandboxkit.Attr(v, "userns"); !uv.IsNull() {
 		s := d.String(v, "userns")
@@ -119,18 +91,7 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 			d.Errorf("ulimits", "invalid ulimit", `%s = %q: use "soft" or "soft:hard" (numbers, -1 for unlimited)`, name, c.Ulimits[name])
 		}
 	}
-	c.Mounts = mountBlock.Decode(&d, v)
-	for i := range c.Mounts {
-		c.Mounts[i].SandboxPath = containerkit.ContainerPath(c.Mounts[i].SandboxPath)
-	}
 	return c, d.Diags
-}
-
-func (c config) image(repo string) string {
-	if c.Image != "" {
-		return c.Image
-	}
-	return containerkit.DefaultImage(repo)
 }
 
 // userns is the --userns value: the configured one, else keep-id when

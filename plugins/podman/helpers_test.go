@@ -29,10 +29,10 @@ func testImage() string {
 	return "sanddune-test-base:bookworm"
 }
 
-// engine is what the tests found out about podman on this machine: the
+// thisHost is what the tests found out about podman on this machine: the
 // settings a container needs here (found by preflight's own fixes, e.g.
 // runtime = "runc" on a cgroup v1 host), or why podman cannot run.
-var engine struct {
+var thisHost struct {
 	once  sync.Once
 	attrs map[string]cty.Value
 	err   error
@@ -43,13 +43,13 @@ var engine struct {
 // podman or the test image is missing.
 func requirePodman(t *testing.T) map[string]cty.Value {
 	t.Helper()
-	engine.once.Do(func() { engine.attrs, engine.err = detectEngine() })
-	err := engine.err
+	thisHost.once.Do(func() { thisHost.attrs, thisHost.err = detectEngine() })
+	err := thisHost.err
 	if err != nil {
 		err = fmt.Errorf("%w (run scripts/ci-setup.sh as root)", err)
 	}
 	kittest.RequireEngine(t, "podman", err)
-	return maps.Clone(engine.attrs)
+	return maps.Clone(thisHost.attrs)
 }
 
 func detectEngine() (map[string]cty.Value, error) {
@@ -67,7 +67,7 @@ func detectEngine() (map[string]cty.Value, error) {
 	}
 	// No network: rootless networking may be unavailable (see TestRootless),
 	// and the runtime settings do not depend on it.
-	cfg := config{Networks: []string{"none"}}
+	cfg := config{Config: containerkit.Config{Networks: []string{"none"}}}
 	uid, gid, rootless := os.Getuid(), os.Getgid(), os.Geteuid() != 0
 	if err := startTest(ctx, c, cfg, rootless, testImage(), uid, gid); err != nil {
 		fixed, settings, err2 := fixTest(ctx, cfg, rootless, err, testImage(), uid, gid)

@@ -52,7 +52,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		errs = append(errs, rootlessPrerequisites()...)
 	}
 
-	image := cfg.image(req.HostRepoPath)
+	image := cfg.ImageFor(req.HostRepoPath)
 	var imgs []struct {
 		Config struct {
 			User string `json:"User"`
@@ -61,11 +61,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	imageOK := false
 	switch err := c.runJSON(ctx, &imgs, "image", "inspect", "--format", "json", image); {
 	case noSuchObject(err):
-		fix := "sanddune podman build-image"
-		if cfg.Image != "" {
-			fix += " --image-name " + image
-		}
-		fail("image %q not found locally: build it with `%s`", image, fix)
+		fail("image %q not found locally: build it with `%s`", image, engine.BuildImageFix(cfg.Config, image))
 	case err != nil:
 		fail("inspect image %q: %w", image, err)
 	case len(imgs) == 1:
@@ -88,16 +84,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 			}
 		}
 	}
-	for _, d := range cfg.Devices {
-		if _, err := os.Stat(d.HostPath); err != nil {
-			fail("device %s does not exist on this host: fix devices", d.HostPath)
-		}
-	}
-	for i, m := range cfg.Mounts {
-		if _, err := m.Source(req.HostRepoPath); err != nil {
-			fail("mount.%d: %w: create it or fix the mount", i, err)
-		}
-	}
+	errs = append(errs, cfg.CheckHostPaths(req.HostRepoPath, true)...)
 	if imageOK && len(errs) == 0 {
 		if err := p.checked.testContainer(ctx, cfg, rootless, image, req.HostUID, req.HostGID); err != nil {
 			errs = append(errs, err)

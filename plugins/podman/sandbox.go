@@ -43,7 +43,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
-	image := cfg.image(req.HostRepoPath)
+	image := cfg.ImageFor(req.HostRepoPath)
 	env := sandboxkit.MergeEnv(req.Env)
 	env["HOME"] = containerkit.HomeDir
 
@@ -69,7 +69,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 			return nil, ctx.Err()
 		}
 		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "unable to find") {
-			return nil, fmt.Errorf("image %q not found locally: build it with `sanddune podman build-image`: %w", image, err)
+			return nil, engine.ImageNotFound(image, err)
 		}
 		return nil, fmt.Errorf("create container: %w", err)
 	}

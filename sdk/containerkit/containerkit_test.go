@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
+	"github.com/zclconf/go-cty/cty"
 )
 
 func TestDefaultImage(t *testing.T) {
@@ -70,5 +72,41 @@ func TestCopyInTarget(t *testing.T) {
 	failing := func(context.Context, string) (bool, bool, error) { return false, false, errors.New("engine down") }
 	if _, _, err := CopyInTarget(ctx, host, "/home/agent/x", failing); err == nil || !strings.Contains(err.Error(), "engine down") {
 		t.Errorf("stat failure: %v", err)
+	}
+}
+
+// Every engine's block has the shared attributes, described with its own
+// name, then its own attributes; Decode fills and checks them.
+func TestEngineSchemaAndDecode(t *testing.T) {
+	e := Engine{Name: "acme", Title: "Acme"}
+	s := e.Schema(sdk.Attribute{Name: "own", Type: cty.String})
+	var names []string
+	for _, a := range s.Attributes {
+		names = append(names, a.Name)
+	}
+	if strings.Join(names, " ") != "image env network cpus memory pids_limit devices selinux_label own" || len(s.Blocks) != 1 || s.Blocks[0].TypeName != "mount" {
+		t.Fatalf("schema %q %+v", names, s.Blocks)
+	}
+	if d := s.Attributes[3].Description; !strings.Contains(d, "(acme --cpus)") {
+		t.Errorf("cpus: %q", d)
+	}
+	var d sandboxkit.Decoder
+	c := Decode(&d, cty.ObjectVal(map[string]cty.Value{
+		"image": cty.StringVal("a b"), "network": cty.StringVal("none"), "memory": cty.StringVal("1g"),
+		"mount": cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
+			"host_path": cty.StringVal("/x"), "sandbox_path": cty.StringVal("~/.x"), "readonly": cty.True,
+		})}),
+	}))
+	if len(d.Diags) != 1 || d.Diags[0].Attribute != "image" || d.Diags[0].Summary != "invalid image name" {
+		t.Fatalf("diags %#v", d.Diags)
+	}
+	if c.Memory != 1<<30 || c.Networks[0] != "none" || c.Mounts[0].SandboxPath != "/home/agent/.x" || c.ImageFor("/r") != "a b" || (Config{}).ImageFor("/src/r") != "sanddune:r" {
+		t.Fatalf("decoded %+v", c)
+	}
+	if fix := e.BuildImageFix(Config{}, "sanddune:r"); fix != "sanddune acme build-image" {
+		t.Errorf("fix %q", fix)
+	}
+	if fix := e.BuildImageFix(c, "a b"); fix != "sanddune acme build-image --image-name a b" {
+		t.Errorf("fix %q", fix)
 	}
 }
