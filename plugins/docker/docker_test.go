@@ -255,7 +255,7 @@ func TestSELinuxLabelRelabelsBinds(t *testing.T) {
 		sb, req := create(t, cfgOf(map[string]cty.Value{"selinux_label": cty.StringVal(label)}), func(r *sdk.CreateRequest) {
 			r.HostRepoPath, r.WorktreePath, r.GitMounts = w.Repo, w.Path, w.GitMounts
 		})
-		in, err := cli.ContainerInspect(context.Background(), sb.id)
+		in, err := cli.ContainerInspect(context.Background(), sb.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestResourceLimitsReachContainer(t *testing.T) {
 		"memory":     cty.StringVal("256m"),
 		"pids_limit": cty.NumberIntVal(64),
 	}), nil)
-	in, err := cli.ContainerInspect(context.Background(), sb.id)
+	in, err := cli.ContainerInspect(context.Background(), sb.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func topCommands(t *testing.T, cli *client.Client, id string) []string {
 func TestCancelKillsProcessTree(t *testing.T) {
 	cli := requireDocker(t)
 	sb, _ := create(t, cfgOf(nil), nil)
-	baseline := len(topCommands(t, cli, sb.id))
+	baseline := len(topCommands(t, cli, sb.ID))
 
 	for _, mode := range []string{"cancel", "timeout", "sudo-cancel"} {
 		t.Run(mode, func(t *testing.T) {
@@ -398,7 +398,7 @@ func TestCancelKillsProcessTree(t *testing.T) {
 					t.Fatalf("cancel: %+v %v", res, err)
 				}
 			}
-			if cmds := topCommands(t, cli, sb.id); len(cmds) != baseline {
+			if cmds := topCommands(t, cli, sb.ID); len(cmds) != baseline {
 				t.Fatalf("processes left: %q", cmds)
 			}
 		})
@@ -415,10 +415,10 @@ func TestCloseRemovesContainer(t *testing.T) {
 	}
 	found := false
 	for _, r := range rs {
-		found = found || (r.ID == sb.id && r.Labels[sdk.LabelRun] == req.RunID)
+		found = found || (r.ID == sb.ID && r.Labels[sdk.LabelRun] == req.RunID)
 	}
 	if !found {
-		t.Fatalf("ListResources does not list %s: %+v", sb.id, rs)
+		t.Fatalf("ListResources does not list %s: %+v", sb.ID, rs)
 	}
 	for i := 0; i < 2; i++ {
 		if err := sb.Close(context.Background()); err != nil {
@@ -433,7 +433,7 @@ func TestCloseRemovesContainer(t *testing.T) {
 	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); err == nil {
 		t.Fatal("Exec after Close succeeded")
 	}
-	if err := p.RemoveResource(context.Background(), sb.id); err != nil {
+	if err := p.RemoveResource(context.Background(), sb.ID); err != nil {
 		t.Fatalf("RemoveResource of a gone container: %v", err)
 	}
 }
@@ -624,9 +624,9 @@ func TestExecInContainerRemovedFromOutside(t *testing.T) {
 					go func() {
 						var err error
 						if how == "remove" {
-							err = cli.ContainerRemove(ctx, sb.id, container.RemoveOptions{Force: true})
+							err = cli.ContainerRemove(ctx, sb.ID, container.RemoveOptions{Force: true})
 						} else {
-							err = cli.ContainerKill(ctx, sb.id, "KILL")
+							err = cli.ContainerKill(ctx, sb.ID, "KILL")
 						}
 						if err != nil {
 							t.Error(err)
@@ -634,7 +634,7 @@ func TestExecInContainerRemovedFromOutside(t *testing.T) {
 					}()
 				})
 			})
-			if !errors.Is(err, sdk.ErrSandboxGone) || !strings.Contains(err.Error(), sb.name) {
+			if !errors.Is(err, sdk.ErrSandboxGone) || !strings.Contains(err.Error(), sb.Name) {
 				t.Fatalf("exec in a container that was %s: %v", how, err)
 			}
 			if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrSandboxGone) {

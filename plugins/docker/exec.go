@@ -67,16 +67,9 @@ func (s *sandbox) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty sdk.TTY)
 // exec runs one command; stream moves its input and output over the
 // attached connection and returns once the output ended.
 func (s *sandbox) exec(ctx context.Context, req sdk.ExecRequest, tty *sdk.TTY, stream func(types.HijackedResponse) error) (sdk.ExecResult, error) {
-	if s.isClosed() {
-		return sdk.ExecResult{}, sandboxkit.ErrClosed
-	}
-	argv, err := sandboxkit.Argv(req, "sh")
+	argv, cwd, err := s.PrepareExec(req)
 	if err != nil {
 		return sdk.ExecResult{}, err
-	}
-	cwd, err := s.resolvePath(req.Cwd)
-	if err != nil {
-		return sdk.ExecResult{}, fmt.Errorf("exec: cwd: %w", err)
 	}
 	user := ""
 	if req.Sudo {
@@ -107,7 +100,7 @@ func (s *sandbox) exec(ctx context.Context, req sdk.ExecRequest, tty *sdk.TTY, s
 			}
 		}
 	}
-	created, err := s.cli.ContainerExecCreate(ctx, s.id, opts)
+	created, err := s.cli.ContainerExecCreate(ctx, s.ID, opts)
 	if err != nil {
 		if gone := s.gone(ctx); gone != nil {
 			return sdk.ExecResult{}, gone
@@ -156,7 +149,7 @@ func (s *sandbox) exec(ctx context.Context, req sdk.ExecRequest, tty *sdk.TTY, s
 			<-copied
 		}
 	}
-	if err != nil && !res.TimedOut && !s.isClosed() {
+	if err != nil && !res.TimedOut && !s.Closed() {
 		if gone := s.gone(ctx); gone != nil {
 			return res, gone
 		}
@@ -184,31 +177,31 @@ const killedExit = 128 + 9
 // or stopped from outside the run; nil while it runs (or when that cannot
 // be told).
 func (s *sandbox) gone(ctx context.Context) error {
-	if s.isClosed() {
+	if s.Closed() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	in, err := s.cli.ContainerInspect(ctx, s.id)
+	in, err := s.cli.ContainerInspect(ctx, s.ID)
 	if err == nil && in.State != nil && in.State.Running && !s.alive(ctx) {
 		// The daemon has not yet noticed the death its exec just saw:
 		// wait for it.
-		wait, errc := s.cli.ContainerWait(ctx, s.id, container.WaitConditionNotRunning)
+		wait, errc := s.cli.ContainerWait(ctx, s.ID, container.WaitConditionNotRunning)
 		select {
 		case <-wait:
 		case <-errc:
 		}
-		in, err = s.cli.ContainerInspect(ctx, s.id)
+		in, err = s.cli.ContainerInspect(ctx, s.ID)
 	}
 	switch {
 	case cerrdefs.IsNotFound(err):
-		return fmt.Errorf("container %s was removed from outside sanddune: %w", s.name, sdk.ErrSandboxGone)
+		return fmt.Errorf("container %s was removed from outside sanddune: %w", s.Name, sdk.ErrSandboxGone)
 	case err != nil || in.State == nil || in.State.Running:
 		return nil
 	case in.State.OOMKilled:
-		return fmt.Errorf("container %s was killed for running out of memory (raise memory): %w", s.name, sdk.ErrSandboxGone)
+		return fmt.Errorf("container %s was killed for running out of memory (raise memory): %w", s.Name, sdk.ErrSandboxGone)
 	}
-	return fmt.Errorf("container %s stopped (exit code %d) from outside sanddune: %w", s.name, in.State.ExitCode, sdk.ErrSandboxGone)
+	return fmt.Errorf("container %s stopped (exit code %d) from outside sanddune: %w", s.Name, in.State.ExitCode, sdk.ErrSandboxGone)
 }
 
 // resize applies terminal size changes to an exec until ctx is done.
@@ -233,7 +226,7 @@ func (s *sandbox) exitCode(ctx context.Context, execID string) (int, error) {
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
 		in, err := s.cli.ContainerExecInspect(ctx, execID)
 		if err != nil {
-			if s.isClosed() {
+			if s.Closed() {
 				return -1, sandboxkit.ErrClosed
 			}
 			return -1, fmt.Errorf("exec: inspect: %w", err)
@@ -252,7 +245,7 @@ func (s *sandbox) exitCode(ctx context.Context, execID string) (int, error) {
 // alive runs `true` in the container: false when the container cannot run
 // a command any more.
 func (s *sandbox) alive(ctx context.Context) bool {
-	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{Cmd: []string{"true"}})
+	created, err := s.cli.ContainerExecCreate(ctx, s.ID, container.ExecOptions{Cmd: []string{"true"}})
 	if err != nil {
 		return false
 	}
@@ -266,12 +259,12 @@ func (s *sandbox) alive(ctx context.Context) bool {
 // kill SIGKILLs every process of one exec (containerkit.KillArgv). Failures are
 // ignored: the container's removal is the backstop.
 func (s *sandbox) kill(ctx context.Context, user, marker string) {
-	if s.isClosed() {
+	if s.Closed() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	created, err := s.cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
+	created, err := s.cli.ContainerExecCreate(ctx, s.ID, container.ExecOptions{
 		User:         user,
 		AttachStdout: true,
 		AttachStderr: true,

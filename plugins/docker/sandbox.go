@@ -1,12 +1,10 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -35,21 +33,16 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
-	uid, gid := req.HostUID, req.HostGID
-	if cfg.UID != nil {
-		uid = *cfg.UID
-	}
-	if cfg.GID != nil {
-		gid = *cfg.GID
-	}
-	binds, err := containerkit.Binds(req, cfg.Mounts)
+	spec, err := containerkit.NewSpec(req, cfg.Config)
 	if err != nil {
 		return nil, err
 	}
-	image := cfg.ImageFor(req.HostRepoPath)
-
-	env := sandboxkit.MergeEnv(req.Env)
-	env["HOME"] = containerkit.HomeDir
+	if cfg.UID != nil {
+		spec.UID = *cfg.UID
+	}
+	if cfg.GID != nil {
+		spec.GID = *cfg.GID
+	}
 
 	init := true
 	hostCfg := &container.HostConfig{
@@ -60,7 +53,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 			Memory:   cfg.Memory,
 		},
 	}
-	if err := setBinds(hostCfg, binds, cfg.SELinuxLabel); err != nil {
+	if err := setBinds(hostCfg, spec.Binds, cfg.SELinuxLabel); err != nil {
 		return nil, err
 	}
 	if cfg.PidsLimit > 0 {
@@ -74,26 +67,24 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if len(cfg.Networks) > 0 {
 		hostCfg.NetworkMode = container.NetworkMode(cfg.Networks[0])
 	}
-	name := containerkit.Name(req.RunName)
 	created, err := cli.ContainerCreate(ctx, &container.Config{
-		Image:      image,
-		User:       fmt.Sprintf("%d:%d", uid, gid),
-		Env:        sandboxkit.EnvList(env),
+		Image:      spec.Image,
+		User:       fmt.Sprintf("%d:%d", spec.UID, spec.GID),
+		Env:        sandboxkit.EnvList(spec.Env),
 		WorkingDir: containerkit.WorkspaceDir,
 		Entrypoint: []string{"sleep"},
 		Cmd:        []string{"infinity"},
 		Labels:     maps.Clone(req.Labels),
-	}, hostCfg, nil, nil, name)
+	}, hostCfg, nil, nil, spec.Name)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return nil, engine.ImageNotFound(image, err)
+			return nil, engine.ImageNotFound(spec.Image, err)
 		}
 		return nil, fmt.Errorf("create container: %w", err)
 	}
-	s := &sandbox{cli: cli, id: created.ID, name: name, uid: uid, gid: gid, binds: binds}
-	s.info = sdk.SandboxInfo{ID: created.ID, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, UID: &uid}
-
-	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
+	s := &sandbox{cli: cli}
+	s.Container = containerkit.Container{ID: created.ID, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
+	if err := s.start(ctx, spec, cfg.Networks); err != nil {
 		_ = s.Close(ctx)
 		return nil, err
 	}
@@ -101,20 +92,16 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 }
 
 // start prepares the agent home, joins extra networks and starts the container.
-func (s *sandbox) start(ctx context.Context, cfg config, hasWorktree bool) error {
-	var buf bytes.Buffer
-	if err := containerkit.DirsTar(&buf, containerkit.OwnedDirs(s.binds, hasWorktree), s.uid, s.gid); err != nil {
+func (s *sandbox) start(ctx context.Context, spec containerkit.Spec, networks []string) error {
+	if err := spec.PrepareHome(ctx, s); err != nil {
 		return err
 	}
-	if err := s.cli.CopyToContainer(ctx, s.id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("prepare %s: %w", containerkit.HomeDir, err)
-	}
-	for _, n := range cfg.Networks[min(1, len(cfg.Networks)):] {
-		if err := s.cli.NetworkConnect(ctx, n, s.id, nil); err != nil {
+	for _, n := range networks[min(1, len(networks)):] {
+		if err := s.cli.NetworkConnect(ctx, n, s.ID, nil); err != nil {
 			return fmt.Errorf("connect to network %q: %w", n, err)
 		}
 	}
-	if err := s.cli.ContainerStart(ctx, s.id, container.StartOptions{}); err != nil {
+	if err := s.cli.ContainerStart(ctx, s.ID, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start container: %w", err)
 	}
 	return nil
@@ -141,53 +128,32 @@ func setBinds(hc *container.HostConfig, binds []containerkit.Bind, label string)
 	return nil
 }
 
-// sandbox is one container.
+// sandbox is one container; containerkit.Container holds what every
+// engine's does (Info, confinement, copies through the archive API).
 type sandbox struct {
-	cli      *client.Client
-	id, name string
-	uid, gid int
-	binds    []containerkit.Bind
-	info     sdk.SandboxInfo
-
-	mu     sync.Mutex
-	closed bool
-}
-
-func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
-
-func (s *sandbox) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
+	containerkit.Container
+	cli *client.Client
 }
 
 // Close force-removes the container (SIGKILL, no stop grace period). It is
 // idempotent and still works when ctx is already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	err := s.cli.ContainerRemove(ctx, s.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
-		// Someone else (docker rm -f) is removing it: wait for that.
-		wait, errc := s.cli.ContainerWait(ctx, s.id, container.WaitConditionRemoved)
-		select {
-		case <-wait:
-			err = nil
-		case err = <-errc:
+	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
+		err := s.cli.ContainerRemove(ctx, s.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+			// Someone else (docker rm -f) is removing it: wait for that.
+			wait, errc := s.cli.ContainerWait(ctx, s.ID, container.WaitConditionRemoved)
+			select {
+			case <-wait:
+				err = nil
+			case err = <-errc:
+			}
 		}
-	}
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove container %s: %w", s.name, err)
-	}
-	s.closed = true
-	return nil
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
 }
-
-func (s *sandbox) resolvePath(p string) (string, error) { return containerkit.ResolvePath(p, s.binds) }
 
 var _ sdk.TTYSandbox = (*sandbox)(nil)

@@ -2,51 +2,24 @@ package podman
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"io/fs"
-	"path"
-	"path/filepath"
+	"os/exec"
 	"strings"
-
-	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
-// CopyIn copies a host file or directory to sandboxPath with `podman cp`
-// from an archive. Missing parent directories are created; everything
-// copied is owned by the container user.
-func (s *sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
-	if s.isClosed() {
-		return sandboxkit.ErrClosed
-	}
-	dst, err := s.resolvePath(sandboxPath)
-	if err != nil {
-		return fmt.Errorf("copy in: %w", err)
-	}
-	parent, missing, err := containerkit.CopyInTarget(ctx, hostPath, dst, func(ctx context.Context, p string) (bool, bool, error) {
-		kind, err := s.stat(ctx, p)
-		return kind != "", kind == "directory", err
-	})
-	if err != nil {
-		return fmt.Errorf("copy in: %w", err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(sandboxkit.WriteTar(pw, hostPath, missing, path.Base(dst), s.uid, s.gid))
-	}()
-	_, err = s.cli.run(ctx, pr, "cp", "--archive=false", "-", s.id+":"+parent)
-	pr.CloseWithError(io.ErrClosedPipe)
-	if err != nil {
-		return fmt.Errorf("copy in %s: %w", sandboxPath, err)
-	}
-	return nil
+// `podman cp` moves containerkit.Container's copies: CopyIn and CopyOut of
+// a sandbox go through these.
+
+func (s *sandbox) Stat(ctx context.Context, p string) (exists, isDir bool, err error) {
+	kind, err := s.stat(ctx, p)
+	return kind != "", kind == "directory", err
 }
 
-// stat reports what p is in the container, as the container user:
-// "directory", another file type, or "" when it does not exist.
+// stat reports what p is in the container, as root: "directory", another
+// file type, or "" when it does not exist.
 func (s *sandbox) stat(ctx context.Context, p string) (string, error) {
-	out, err := s.cli.run(ctx, nil, "exec", "--user", "0:0", s.id, "stat", "-c", "%F", "--", p)
+	out, err := s.cli.run(ctx, nil, "exec", "--user", "0:0", s.ID, "stat", "-c", "%F", "--", p)
 	if err != nil {
 		if exitCode(err) == 1 {
 			return "", nil
@@ -56,41 +29,43 @@ func (s *sandbox) stat(ctx context.Context, p string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// CopyOut copies a sandbox file or directory to hostPath (the destination
-// itself, not its parent) from the archive `podman cp` writes. Archive
-// entries that would land outside hostPath or write through a symlink are
-// rejected.
-func (s *sandbox) CopyOut(ctx context.Context, sandboxPath, hostPath string) error {
-	if s.isClosed() {
-		return sandboxkit.ErrClosed
-	}
-	src, err := s.resolvePath(sandboxPath)
-	if err != nil {
-		return fmt.Errorf("copy out: %w", err)
-	}
-	if kind, err := s.stat(ctx, src); err != nil {
-		return fmt.Errorf("copy out %s: %w", sandboxPath, err)
+func (s *sandbox) PutArchive(ctx context.Context, dir string, r io.Reader) error {
+	_, err := s.cli.run(ctx, r, "cp", "--archive=false", "-", s.ID+":"+dir)
+	return err
+}
+
+// GetArchive streams the archive `podman cp` writes; closing it waits for
+// podman and reports its failure.
+func (s *sandbox) GetArchive(ctx context.Context, p string) (io.ReadCloser, error) {
+	if kind, err := s.stat(ctx, p); err != nil {
+		return nil, err
 	} else if kind == "" {
-		return fmt.Errorf("copy out %s: %w", sandboxPath, fs.ErrNotExist)
+		return nil, fs.ErrNotExist
 	}
-	cmd := s.cli.command(ctx, nil, "cp", s.id+":"+src, "-")
+	cmd := s.cli.command(ctx, nil, "cp", s.ID+":"+p, "-")
 	rc, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	out := &cpOutput{ReadCloser: rc, cmd: cmd}
+	cmd.Stderr = &out.stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("copy out %s: %w", sandboxPath, err)
+		return nil, err
 	}
-	xerr := sandboxkit.ExtractTar(rc, filepath.Clean(hostPath))
-	_, _ = io.Copy(io.Discard, rc)
-	werr := cmd.Wait()
-	switch {
-	case werr != nil:
-		return fmt.Errorf("copy out %s: %w", sandboxPath, &cliError{args: []string{"cp"}, err: werr, stderr: strings.TrimSpace(stderr.String())})
-	case xerr != nil:
-		return fmt.Errorf("copy out %s: %w", sandboxPath, xerr)
+	return out, nil
+}
+
+// cpOutput is the stdout of a running `podman cp`.
+type cpOutput struct {
+	io.ReadCloser
+	cmd    *exec.Cmd
+	stderr strings.Builder
+}
+
+func (o *cpOutput) Close() error {
+	_, _ = io.Copy(io.Discard, o.ReadCloser)
+	if err := o.cmd.Wait(); err != nil {
+		return &cliError{args: []string{"cp"}, err: err, stderr: strings.TrimSpace(o.stderr.String())}
 	}
 	return nil
 }

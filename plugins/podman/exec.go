@@ -14,18 +14,11 @@ import (
 // stop the command inside the container, so cancellation and timeouts
 // first kill, inside, every process carrying this exec's marker.
 func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
-	if s.isClosed() {
-		return sdk.ExecResult{}, sandboxkit.ErrClosed
-	}
-	argv, err := sandboxkit.Argv(req, "sh")
+	argv, cwd, err := s.PrepareExec(req)
 	if err != nil {
 		return sdk.ExecResult{}, err
 	}
-	cwd, err := s.resolvePath(req.Cwd)
-	if err != nil {
-		return sdk.ExecResult{}, fmt.Errorf("exec: cwd: %w", err)
-	}
-	user := fmt.Sprintf("%d:%d", s.uid, s.gid)
+	user := fmt.Sprintf("%d:%d", s.UID, s.GID)
 	if req.Sudo {
 		user = "0:0"
 	}
@@ -37,7 +30,7 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	}
 	envFlags, envValues := envArgs(req.Env)
 	args = append(args, envFlags...)
-	args = append(append(args, s.id), argv...)
+	args = append(append(args, s.ID), argv...)
 
 	return s.runner.Run(ctx, sandboxkit.Command{
 		Argv:    s.cli.argv(args...),
@@ -54,11 +47,11 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 // kill SIGKILLs every process of one exec inside the container. Failures
 // are ignored: the container's removal is the backstop.
 func (s *sandbox) kill(user, marker string) {
-	if s.isClosed() {
+	if s.Closed() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	args := append([]string{"exec", "--user", user, s.id}, containerkit.KillArgv(marker)...)
+	args := append([]string{"exec", "--user", user, s.ID}, containerkit.KillArgv(marker)...)
 	_, _ = s.cli.run(ctx, nil, args...)
 }

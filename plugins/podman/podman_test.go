@@ -188,7 +188,7 @@ func TestSELinuxLabelRelabelsBinds(t *testing.T) {
 			r.HostRepoPath, r.WorktreePath, r.GitMounts = w.Repo, w.Path, w.GitMounts
 		})
 		relabel := map[string]string{} // destination: relabel option
-		argv := inspect(t, sb.id)["Config"].(map[string]any)["CreateCommand"].([]any)
+		argv := inspect(t, sb.ID)["Config"].(map[string]any)["CreateCommand"].([]any)
 		for i, a := range argv {
 			if a != "--mount" || i+1 == len(argv) {
 				continue
@@ -222,7 +222,7 @@ func TestResourceLimitsReachContainer(t *testing.T) {
 		"memory":     cty.StringVal("256m"),
 		"pids_limit": cty.NumberIntVal(64),
 	}), nil)
-	hc := inspect(t, sb.id)["HostConfig"].(map[string]any)
+	hc := inspect(t, sb.ID)["HostConfig"].(map[string]any)
 	if hc["NanoCpus"] != 5e8 || hc["Memory"] != float64(256<<20) || hc["PidsLimit"] != 64.0 {
 		t.Fatalf("NanoCpus %v Memory %v PidsLimit %v", hc["NanoCpus"], hc["Memory"], hc["PidsLimit"])
 	}
@@ -300,7 +300,7 @@ func processes(t *testing.T, id string) []string {
 func TestCancelKillsProcessTree(t *testing.T) {
 	t.Parallel()
 	sb, _ := create(t, cfgOf(t, nil), nil)
-	baseline := len(processes(t, sb.id))
+	baseline := len(processes(t, sb.ID))
 	for _, mode := range []string{"cancel", "timeout", "sudo-cancel"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -329,7 +329,7 @@ func TestCancelKillsProcessTree(t *testing.T) {
 					t.Fatalf("cancel: %+v %v", res, err)
 				}
 			}
-			if ps := processes(t, sb.id); len(ps) != baseline {
+			if ps := processes(t, sb.ID); len(ps) != baseline {
 				t.Fatalf("processes left: %q", ps)
 			}
 		})
@@ -346,10 +346,10 @@ func TestCloseRemovesContainer(t *testing.T) {
 	}
 	found := false
 	for _, r := range rs {
-		found = found || (r.ID == sb.id && r.Labels[sdk.LabelRun] == req.RunID)
+		found = found || (r.ID == sb.ID && r.Labels[sdk.LabelRun] == req.RunID)
 	}
 	if !found {
-		t.Fatalf("ListResources does not list %s", sb.id)
+		t.Fatalf("ListResources does not list %s", sb.ID)
 	}
 	for i := 0; i < 2; i++ {
 		if err := sb.Close(context.Background()); err != nil {
@@ -362,7 +362,7 @@ func TestCloseRemovesContainer(t *testing.T) {
 	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); err == nil {
 		t.Fatal("Exec after Close succeeded")
 	}
-	if err := p.RemoveResource(context.Background(), sb.id); err != nil {
+	if err := p.RemoveResource(context.Background(), sb.ID); err != nil {
 		t.Fatalf("RemoveResource of a gone container: %v", err)
 	}
 }
@@ -373,8 +373,9 @@ func TestCloseRemovesContainer(t *testing.T) {
 func TestRemoveResourceWithDefaults(t *testing.T) {
 	t.Parallel()
 	sb, req := create(t, cfgOf(t, nil), nil)
-	sb.closed = true // leave it, as a killed sanddune would
-	if err := New().(*Provider).RemoveResource(context.Background(), sb.id); err != nil {
+	// Leave it, as a killed sanddune would: the sandbox counts as closed.
+	must(t, sb.CloseWith(context.Background(), time.Minute, func(context.Context) error { return nil }))
+	if err := New().(*Provider).RemoveResource(context.Background(), sb.ID); err != nil {
 		t.Fatalf("RemoveResource: %v", err)
 	}
 	if left := containersOf(t, req.RunID); len(left) != 0 {

@@ -19,16 +19,9 @@ func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cs []struct {
-		ID     string            `json:"Id"`
-		Labels map[string]string `json:"Labels"`
-	}
-	if err := c.runJSON(ctx, &cs, "ps", "--all", "--filter", "label="+sdk.LabelRun, "--format", "json"); err != nil {
+	var out []sdk.Resource // podman's Id and Labels
+	if err := c.runJSON(ctx, &out, "ps", "--all", "--filter", "label="+sdk.LabelRun, "--format", "json"); err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	out := make([]sdk.Resource, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, sdk.Resource{ID: c.ID, Labels: c.Labels})
 	}
 	return out, nil
 }

@@ -1,14 +1,12 @@
 package podman
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -39,37 +37,32 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
-	binds, err := containerkit.Binds(req, cfg.Mounts)
+	spec, err := containerkit.NewSpec(req, cfg.Config)
 	if err != nil {
 		return nil, err
 	}
-	image := cfg.ImageFor(req.HostRepoPath)
-	env := sandboxkit.MergeEnv(req.Env)
-	env["HOME"] = containerkit.HomeDir
-
-	name := containerkit.Name(req.RunName)
-	args := []string{"create", "--name", name}
+	args := []string{"create", "--name", spec.Name}
 	for _, k := range slices.Sorted(maps.Keys(req.Labels)) {
 		args = append(args, "--label", k+"="+req.Labels[k])
 	}
-	envFlags, envValues := envArgs(env)
+	envFlags, envValues := envArgs(spec.Env)
 	args = append(args, envFlags...)
-	mountFlags, err := mountArgs(binds, cfg.SELinuxLabel)
+	mountFlags, err := mountArgs(spec.Binds, cfg.SELinuxLabel)
 	if err != nil {
 		return nil, err
 	}
 	args = append(args, mountFlags...)
-	args = append(args, containerArgs(cfg, rootless, req.HostUID, req.HostGID)...)
-	args = append(args, "--workdir", containerkit.WorkspaceDir, "--entrypoint", "sleep", image, "infinity")
+	args = append(args, containerArgs(cfg, rootless, spec.UID, spec.GID)...)
+	args = append(args, "--workdir", containerkit.WorkspaceDir, "--entrypoint", "sleep", spec.Image, "infinity")
 	out, err := c.runEnv(ctx, envValues, nil, args...)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The container may exist: remove it by name.
-			_, _ = c.run(context.WithoutCancel(ctx), nil, "rm", "--force", "--ignore", "--time", "0", name)
+			_, _ = c.run(context.WithoutCancel(ctx), nil, "rm", "--force", "--ignore", "--time", "0", spec.Name)
 			return nil, ctx.Err()
 		}
 		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "unable to find") {
-			return nil, engine.ImageNotFound(image, err)
+			return nil, engine.ImageNotFound(spec.Image, err)
 		}
 		return nil, fmt.Errorf("create container: %w", err)
 	}
@@ -77,9 +70,9 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if i := strings.LastIndexByte(id, '\n'); i >= 0 { // warnings come first
 		id = id[i+1:]
 	}
-	s := &sandbox{cli: c, id: id, name: name, uid: req.HostUID, gid: req.HostGID, binds: binds}
-	s.info = sdk.SandboxInfo{ID: id, RepoPath: containerkit.WorkspaceDir, HomePath: containerkit.HomeDir, UID: &s.uid}
-	if err := s.start(ctx, cfg, req.WorktreePath != ""); err != nil {
+	s := &sandbox{cli: c}
+	s.Container = containerkit.Container{ID: id, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
+	if err := s.start(ctx, spec); err != nil {
 		_ = s.Close(ctx)
 		return nil, err
 	}
@@ -140,58 +133,35 @@ func mountArgs(binds []containerkit.Bind, label string) ([]string, error) {
 
 // start creates the agent home owned by the container user (one archive
 // extracted before start, ownership kept) and starts the container.
-func (s *sandbox) start(ctx context.Context, cfg config, hasWorktree bool) error {
-	var buf bytes.Buffer
-	if err := containerkit.DirsTar(&buf, containerkit.OwnedDirs(s.binds, hasWorktree), s.uid, s.gid); err != nil {
+func (s *sandbox) start(ctx context.Context, spec containerkit.Spec) error {
+	if err := spec.PrepareHome(ctx, s); err != nil {
 		return err
 	}
-	if _, err := s.cli.run(ctx, &buf, "cp", "--archive=false", "-", s.id+":/"); err != nil {
-		return fmt.Errorf("prepare %s: %w", containerkit.HomeDir, err)
-	}
-	if _, err := s.cli.run(ctx, nil, "start", s.id); err != nil {
+	if _, err := s.cli.run(ctx, nil, "start", s.ID); err != nil {
 		return fmt.Errorf("start container: %w", err)
 	}
 	return nil
 }
 
-// sandbox is one container.
+// sandbox is one container; containerkit.Container holds what every
+// engine's does (Info, confinement, copies through `podman cp`).
 type sandbox struct {
-	cli      cli
-	id, name string
-	uid, gid int
-	binds    []containerkit.Bind
-	info     sdk.SandboxInfo
-	runner   sandboxkit.Runner
-
-	mu     sync.Mutex
-	closed bool
-}
-
-func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
-
-func (s *sandbox) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
+	containerkit.Container
+	cli    cli
+	runner sandboxkit.Runner
 }
 
 // Close force-removes the container (SIGKILL, no stop grace period) and
 // ends the podman processes still attached to it. It is idempotent and
 // still works when ctx is already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
+		if err := removeContainer(ctx, s.cli, s.ID); err != nil {
+			return err
+		}
+		s.runner.Close()
 		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	if err := removeContainer(ctx, s.cli, s.id); err != nil {
-		return fmt.Errorf("remove container %s: %w", s.name, err)
-	}
-	s.runner.Close()
-	s.closed = true
-	return nil
+	})
 }
 
 // removeContainer force-removes a container; a missing one is not an error.
@@ -213,5 +183,3 @@ func removeContainer(ctx context.Context, c cli, id string) error {
 	}
 	return err
 }
-
-func (s *sandbox) resolvePath(p string) (string, error) { return containerkit.ResolvePath(p, s.binds) }

@@ -3,9 +3,11 @@ package containerkit
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
@@ -108,5 +110,73 @@ func TestEngineSchemaAndDecode(t *testing.T) {
 	}
 	if fix := e.BuildImageFix(c, "a b"); fix != "sanddune acme build-image --image-name a b" {
 		t.Errorf("fix %q", fix)
+	}
+}
+
+// archiver is an engine whose container holds nothing; its transfers
+// fail with getErr at Close.
+type archiver struct{ getErr error }
+
+func (archiver) Stat(context.Context, string) (bool, bool, error) { return true, true, nil }
+func (archiver) PutArchive(_ context.Context, _ string, r io.Reader) error {
+	_, err := io.Copy(io.Discard, r)
+	return err
+}
+func (a archiver) GetArchive(context.Context, string) (io.ReadCloser, error) {
+	return failingCloser{strings.NewReader(""), a.getErr}, nil
+}
+
+type failingCloser struct {
+	io.Reader
+	err error
+}
+
+func (f failingCloser) Close() error { return f.err }
+
+// A container is closed once its removal succeeded (a failed one may be
+// retried); closed, it refuses execs and copies. A failed transfer is
+// reported before what the broken archive made of the extraction.
+func TestContainer(t *testing.T) {
+	ctx := context.Background()
+	c := &Container{ID: "id", Name: "sanddune-x", UID: 7, Archiver: archiver{errors.New("cp failed")}}
+	if info := c.Info(); info.ID != "id" || *info.UID != 7 || info.RepoPath != WorkspaceDir {
+		t.Fatalf("info %+v", info)
+	}
+	if _, cwd, err := c.PrepareExec(sdk.ExecRequest{Shell: "true", Cwd: "sub"}); err != nil || cwd != WorkspaceDir+"/sub" {
+		t.Fatalf("exec: %q %v", cwd, err)
+	}
+	if _, _, err := c.PrepareExec(sdk.ExecRequest{Argv: []string{"true"}, Cwd: "/etc"}); err == nil || !strings.HasPrefix(err.Error(), "exec: cwd:") {
+		t.Fatalf("cwd outside: %v", err)
+	}
+	if err := c.CopyIn(ctx, t.TempDir(), "in"); err != nil {
+		t.Fatalf("copy in: %v", err)
+	}
+	if err := c.CopyOut(ctx, "x", t.TempDir()+"/x"); err == nil || err.Error() != "copy out x: cp failed" {
+		t.Fatalf("copy out: %v", err)
+	}
+	removes := 0
+	remove := func(ctx context.Context) error {
+		removes++
+		if removes == 1 {
+			return errors.New("busy")
+		}
+		return ctx.Err()
+	}
+	if err := c.CloseWith(ctx, time.Minute, remove); err == nil || err.Error() != "remove container sanddune-x: busy" || c.Closed() {
+		t.Fatalf("failed removal: %v", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.CloseWith(cancelled, time.Minute, remove); err != nil || !c.Closed() {
+		t.Fatalf("removal with a cancelled context: %v", err)
+	}
+	if err := c.CloseWith(ctx, time.Minute, remove); err != nil || removes != 2 {
+		t.Fatalf("second Close: %v, %d removals", err, removes)
+	}
+	if _, _, err := c.PrepareExec(sdk.ExecRequest{Shell: "true"}); !errors.Is(err, sandboxkit.ErrClosed) {
+		t.Fatalf("exec after close: %v", err)
+	}
+	if err := c.CopyIn(ctx, t.TempDir(), "in"); !errors.Is(err, sandboxkit.ErrClosed) {
+		t.Fatalf("copy after close: %v", err)
 	}
 }

@@ -1,0 +1,181 @@
+package containerkit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
+)
+
+// Spec is what a run's container is made of, whatever the engine: its
+// name, image, environment (the run's, HOME the agent home), binds and the
+// user it runs as (the host's; an engine may override it).
+type Spec struct {
+	Name, Image string
+	Env         map[string]string
+	Binds       []Bind
+	UID, GID    int
+	hasWorktree bool
+}
+
+// NewSpec works out the container a CreateRequest asks for under c.
+func NewSpec(req sdk.CreateRequest, c Config) (Spec, error) {
+	binds, err := Binds(req, c.Mounts)
+	if err != nil {
+		return Spec{}, err
+	}
+	env := sandboxkit.MergeEnv(req.Env)
+	env["HOME"] = HomeDir
+	return Spec{
+		Name: Name(req.RunName), Image: c.ImageFor(req.HostRepoPath), Env: env, Binds: binds,
+		UID: req.HostUID, GID: req.HostGID, hasWorktree: req.WorktreePath != "",
+	}, nil
+}
+
+// PrepareHome creates, in a created container before it starts, the agent
+// home's directories owned by the container user (OwnedDirs, one archive
+// extracted at "/").
+func (s Spec) PrepareHome(ctx context.Context, a Archiver) error {
+	var buf bytes.Buffer
+	if err := DirsTar(&buf, OwnedDirs(s.Binds, s.hasWorktree), s.UID, s.GID); err != nil {
+		return err
+	}
+	if err := a.PutArchive(ctx, "/", &buf); err != nil {
+		return fmt.Errorf("prepare %s: %w", HomeDir, err)
+	}
+	return nil
+}
+
+// Archiver is what an engine does for a container's copies: the archive
+// calls of its API or CLI.
+type Archiver interface {
+	// Stat reports whether a container path exists and is a directory.
+	Stat(ctx context.Context, p string) (exists, isDir bool, err error)
+	// PutArchive extracts the tar stream r at the container directory dir,
+	// keeping the owners the archive names.
+	PutArchive(ctx context.Context, dir string, r io.Reader) error
+	// GetArchive streams p as a tar archive (fs.ErrNotExist where p is
+	// missing); Close reports a failure of the transfer.
+	GetArchive(ctx context.Context, p string) (io.ReadCloser, error)
+}
+
+// Container is the engine-independent half of one container sandbox:
+// embedded in the engine's sandbox, it gives Info, confinement, the copies
+// (through Archiver) and the closed state.
+type Container struct {
+	ID, Name string
+	UID, GID int // the user commands run as
+	Binds    []Bind
+	Archiver Archiver
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Info describes the sandbox: the workspace and home of the fixed layout.
+func (c *Container) Info() sdk.SandboxInfo {
+	uid := c.UID
+	return sdk.SandboxInfo{ID: c.ID, RepoPath: WorkspaceDir, HomePath: HomeDir, UID: &uid}
+}
+
+// Closed reports whether Close removed the container.
+func (c *Container) Closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// CloseWith removes the container once: remove gets a context that
+// survives ctx's cancellation, bounded by timeout. Until remove succeeds,
+// the container counts as open (Close may be called again).
+func (c *Container) CloseWith(ctx context.Context, timeout time.Duration, remove func(context.Context) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := remove(ctx); err != nil {
+		return fmt.Errorf("remove container %s: %w", c.Name, err)
+	}
+	c.closed = true
+	return nil
+}
+
+// ResolvePath confines a sandbox path (ResolvePath over the binds).
+func (c *Container) ResolvePath(p string) (string, error) { return ResolvePath(p, c.Binds) }
+
+// PrepareExec checks an exec request against an open container: its argv
+// (a shell string runs under sh) and its confined working directory.
+func (c *Container) PrepareExec(req sdk.ExecRequest) (argv []string, cwd string, err error) {
+	if c.Closed() {
+		return nil, "", sandboxkit.ErrClosed
+	}
+	if argv, err = sandboxkit.Argv(req, "sh"); err != nil {
+		return nil, "", err
+	}
+	if cwd, err = c.ResolvePath(req.Cwd); err != nil {
+		return nil, "", fmt.Errorf("exec: cwd: %w", err)
+	}
+	return argv, cwd, nil
+}
+
+// CopyIn copies a host file or directory to sandboxPath from an archive.
+// Missing parent directories are created; everything copied is owned by
+// the container user.
+func (c *Container) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
+	if c.Closed() {
+		return sandboxkit.ErrClosed
+	}
+	dst, err := c.ResolvePath(sandboxPath)
+	if err != nil {
+		return fmt.Errorf("copy in: %w", err)
+	}
+	parent, missing, err := CopyInTarget(ctx, hostPath, dst, c.Archiver.Stat)
+	if err != nil {
+		return fmt.Errorf("copy in: %w", err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(sandboxkit.WriteTar(pw, hostPath, missing, path.Base(dst), c.UID, c.GID))
+	}()
+	err = c.Archiver.PutArchive(ctx, parent, pr)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return fmt.Errorf("copy in %s: %w", sandboxPath, err)
+	}
+	return nil
+}
+
+// CopyOut copies a sandbox file or directory to hostPath (the destination
+// itself, not its parent). Archive entries that would land outside
+// hostPath or write through a symlink are rejected.
+func (c *Container) CopyOut(ctx context.Context, sandboxPath, hostPath string) error {
+	if c.Closed() {
+		return sandboxkit.ErrClosed
+	}
+	src, err := c.ResolvePath(sandboxPath)
+	if err != nil {
+		return fmt.Errorf("copy out: %w", err)
+	}
+	rc, err := c.Archiver.GetArchive(ctx, src)
+	if err != nil {
+		return fmt.Errorf("copy out %s: %w", sandboxPath, err)
+	}
+	xerr := sandboxkit.ExtractTar(rc, filepath.Clean(hostPath))
+	if err := rc.Close(); err != nil {
+		return fmt.Errorf("copy out %s: %w", sandboxPath, err)
+	}
+	if xerr != nil {
+		return fmt.Errorf("copy out %s: %w", sandboxPath, xerr)
+	}
+	return nil
+}
