@@ -62,14 +62,7 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 	if fset.NArg() > 0 {
 		return 2, fmt.Errorf("usage: sanddune docker %s: unexpected argument %q", usage(req.Name), fset.Arg(0))
 	}
-	repo := req.HostRepoPath
-	if repo == "" {
-		repo = req.Cwd
-	}
-	name := *imageName
-	if name == "" {
-		name = containerkit.DefaultImage(repo)
-	}
+	repo, name := containerkit.CommandImage(req, *imageName)
 	cli, err := p.client()
 	if err != nil {
 		return 1, err

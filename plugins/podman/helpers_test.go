@@ -3,31 +3,22 @@ package podman
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/zclconf/go-cty/cty"
 )
 
-// testImage is imported by scripts/test-image.sh (the debootstrap rootfs
-// of the docker tests, `podman import`ed).
-func testImage() string {
-	if s := os.Getenv("SANDDUNE_TEST_IMAGE"); s != "" {
-		return s
-	}
-	return "sanddune-test-base:bookworm"
-}
+var testImage = containerkittest.Image
 
 // thisHost is what the tests found out about podman on this machine: the
 // settings a container needs here (found by preflight's own fixes, e.g.
@@ -44,11 +35,7 @@ var thisHost struct {
 func requirePodman(t *testing.T) map[string]cty.Value {
 	t.Helper()
 	thisHost.once.Do(func() { thisHost.attrs, thisHost.err = detectEngine() })
-	err := thisHost.err
-	if err != nil {
-		err = fmt.Errorf("%w (run scripts/ci-setup.sh as root)", err)
-	}
-	kittest.RequireEngine(t, "podman", err)
+	containerkittest.RequireEngine(t, "podman", thisHost.err)
 	return maps.Clone(thisHost.attrs)
 }
 
@@ -106,35 +93,22 @@ func cfgOf(t *testing.T, attrs map[string]cty.Value) sdk.Config {
 	return sdk.Config{Value: cty.ObjectVal(all)}
 }
 
-func runID() string { return "test-" + containerkit.RandomHex(6) }
+// suite runs containerkittest's shared tests on podman.
+var suite = containerkittest.Engine{
+	Name:       "podman",
+	New:        New,
+	Config:     cfgOf,
+	Processes:  processes,
+	Containers: containersOf,
+	Parallel:   true,
+}
+
+func runID() string { return containerkittest.RunID() }
 
 // create makes a sandbox over a plain directory worktree, closed at cleanup.
 func create(t *testing.T, cfg sdk.Config, mod func(*sdk.CreateRequest)) (*sandbox, sdk.CreateRequest) {
 	t.Helper()
-	wt := t.TempDir()
-	req := sdk.CreateRequest{
-		Config:       cfg,
-		RunID:        runID(),
-		RunName:      t.Name(),
-		HostRepoPath: wt,
-		WorktreePath: wt,
-		Env:          map[string]string{"SANDDUNE_TEST": "1"},
-		HostUID:      os.Getuid(),
-		HostGID:      os.Getgid(),
-	}
-	if mod != nil {
-		mod(&req)
-	}
-	req.Labels = map[string]string{sdk.LabelRun: req.RunID, sdk.LabelSandbox: "sandbox.podman.test", sdk.LabelVersion: "test"}
-	sb, err := New().Create(context.Background(), req)
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := sb.Close(context.Background()); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	sb, req := containerkittest.Create(t, suite, cfg, mod)
 	return sb.(*sandbox), req
 }
 
@@ -152,8 +126,6 @@ func podman(t *testing.T, args ...string) string {
 func containersOf(t *testing.T, runID string) []string {
 	return strings.Fields(podman(t, "ps", "-aq", "--filter", "label="+sdk.LabelRun+"="+runID))
 }
-
-func statUID(fi fs.FileInfo) int { return int(fi.Sys().(*syscall.Stat_t).Uid) }
 
 func must(t *testing.T, err error) {
 	t.Helper()

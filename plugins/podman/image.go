@@ -63,14 +63,7 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 	if fset.NArg() > 0 {
 		return 2, fmt.Errorf("usage: sanddune podman %s: unexpected argument %q", usage, fset.Arg(0))
 	}
-	repo := req.HostRepoPath
-	if repo == "" {
-		repo = req.Cwd
-	}
-	name := *imageName
-	if name == "" {
-		name = containerkit.DefaultImage(repo)
-	}
+	repo, name := containerkit.CommandImage(req, *imageName)
 	c, err := newCLI(cfg)
 	if err != nil {
 		return 1, err

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 	"github.com/zclconf/go-cty/cty"
@@ -89,7 +90,7 @@ func rootlessChecks(t *testing.T) {
 		}
 		fi, err := os.Stat(filepath.Join(wt, file))
 		must(t, err)
-		return statUID(fi)
+		return containerkittest.OwnerUID(fi)
 	}
 	if uid := write(none, "keep-id.txt"); uid != os.Getuid() {
 		t.Fatalf("with userns = keep-id (the default) the agent's file belongs to %d, want the host user %d", uid, os.Getuid())

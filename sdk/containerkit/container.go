@@ -128,16 +128,25 @@ func (c *Container) PrepareExec(req sdk.ExecRequest) (argv []string, cwd string,
 	return argv, cwd, nil
 }
 
+// copyPath confines the sandbox path of a copy (op) into an open container.
+func (c *Container) copyPath(op, p string) (string, error) {
+	if c.Closed() {
+		return "", sandboxkit.ErrClosed
+	}
+	abs, err := c.ResolvePath(p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", op, err)
+	}
+	return abs, nil
+}
+
 // CopyIn copies a host file or directory to sandboxPath from an archive.
 // Missing parent directories are created; everything copied is owned by
 // the container user.
 func (c *Container) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
-	if c.Closed() {
-		return sandboxkit.ErrClosed
-	}
-	dst, err := c.ResolvePath(sandboxPath)
+	dst, err := c.copyPath("copy in", sandboxPath)
 	if err != nil {
-		return fmt.Errorf("copy in: %w", err)
+		return err
 	}
 	parent, missing, err := CopyInTarget(ctx, hostPath, dst, c.Archiver.Stat)
 	if err != nil {
@@ -159,12 +168,9 @@ func (c *Container) CopyIn(ctx context.Context, hostPath, sandboxPath string) er
 // itself, not its parent). Archive entries that would land outside
 // hostPath or write through a symlink are rejected.
 func (c *Container) CopyOut(ctx context.Context, sandboxPath, hostPath string) error {
-	if c.Closed() {
-		return sandboxkit.ErrClosed
-	}
-	src, err := c.ResolvePath(sandboxPath)
+	src, err := c.copyPath("copy out", sandboxPath)
 	if err != nil {
-		return fmt.Errorf("copy out: %w", err)
+		return err
 	}
 	rc, err := c.Archiver.GetArchive(ctx, src)
 	if err != nil {

@@ -10,5 +10,6 @@
 // git metadata at its host paths), device specs, SELinux relabel options,
 // network lists, and killing every process of one exec by its environment
 // marker. Tar archives come from sandboxkit. It depends only on the sdk
-// packages.
+// packages; containerkittest holds the tests every engine runs against
+// its real engine.
 package containerkit

@@ -176,3 +176,17 @@ func RandomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// CommandImage is the repo a plugin command (build-image, remove-image)
+// works in (the working directory outside one) and the image it acts on:
+// the --image-name given, else DefaultImage of that repo.
+func CommandImage(req sdk.RunCommandRequest, name string) (repo, image string) {
+	repo = req.HostRepoPath
+	if repo == "" {
+		repo = req.Cwd
+	}
+	if name == "" {
+		name = DefaultImage(repo)
+	}
+	return repo, name
+}
