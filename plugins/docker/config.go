@@ -13,12 +13,11 @@ import (
 // engine names docker in the shared schema and messages.
 var engine = containerkit.Engine{Name: "docker", Title: "Docker"}
 
-func schema() sdk.Schema {
-	return engine.Schema(
-		sdk.Attribute{Name: "groups", Type: cty.List(cty.String), Description: "Supplementary groups (names or numeric GIDs) for the container user."},
-		sdk.Attribute{Name: "container_uid", Type: cty.Number, Description: "UID the container runs as; default the host UID."},
-		sdk.Attribute{Name: "container_gid", Type: cty.Number, Description: "GID the container runs as; default the host GID."},
-	)
+// attributes are the block's own, after the ones every engine has.
+var attributes = []sdk.Attribute{
+	{Name: "groups", Type: cty.List(cty.String), Description: "Supplementary groups (names or numeric GIDs) for the container user."},
+	{Name: "container_uid", Type: cty.Number, Description: "UID the container runs as; default the host UID."},
+	{Name: "container_gid", Type: cty.Number, Description: "GID the container runs as; default the host GID."},
 }
 
 // config is a decoded, validated provider block.

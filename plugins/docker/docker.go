@@ -17,12 +17,12 @@
 package docker
 
 import (
-	"context"
 	"net/http"
 	"sync"
 
 	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // Version is the plugin's own version.
@@ -31,6 +31,7 @@ const Version = "0.1.0"
 // Provider implements sdk.SandboxProvider, sdk.CommandProvider and
 // sdk.ResourceLister for Docker.
 type Provider struct {
+	containerkit.Base
 	mu  sync.Mutex
 	cli *client.Client
 }
@@ -42,7 +43,19 @@ var (
 )
 
 // New returns the docker sandbox provider.
-func New() sdk.SandboxProvider { return &Provider{} }
+func New() sdk.SandboxProvider {
+	return &Provider{Base: containerkit.Base{
+		Engine:      engine,
+		Version:     Version,
+		Description: "Docker containers with the worktree bind-mounted",
+		TTY:         true,
+		Attributes:  attributes,
+		Decode: func(cfg sdk.Config) (containerkit.Config, sdk.Diagnostics) {
+			c, diags := decodeConfig(cfg)
+			return c.Config, diags
+		},
+	}}
+}
 
 // client returns the shared Engine API client (from DOCKER_HOST etc.).
 func (p *Provider) client() (*client.Client, error) {
@@ -66,34 +79,4 @@ func warmConnections(c *client.Client) error {
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 32, 32
 	}
 	return nil
-}
-
-func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
-	return sdk.Info{
-		Name:             "docker",
-		Kind:             sdk.KindSandbox,
-		Version:          Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "Docker containers with the worktree bind-mounted",
-		Sandbox: &sdk.SandboxCapabilities{
-			Contract:    sdk.ContractBindMount,
-			NetworkNone: true,
-			Sudo:        true,
-			TTY:         true,
-			Confines:    true,
-		},
-	}, nil
-}
-
-func (p *Provider) ConfigSchema(ctx context.Context) (sdk.Schema, error) { return schema(), nil }
-
-// Describe returns the block's env (the sandbox-provider env layer).
-func (p *Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
-	c, diags := decodeConfig(cfg)
-	return sdk.SandboxDescription{Env: c.Env}, diags.Err()
-}
-
-func (p *Provider) Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
-	_, diags := decodeConfig(cfg)
-	return diags, nil
 }

@@ -16,15 +16,14 @@ import (
 // engine names podman in the shared schema and messages.
 var engine = containerkit.Engine{Name: "podman", Title: "Podman"}
 
-func schema() sdk.Schema {
-	return engine.Schema(
-		sdk.Attribute{Name: "userns", Type: cty.String, Description: `User namespace mode (podman --userns); default "keep-id" when rootless, so files the agent writes belong to you; "" for podman's default.`},
-		sdk.Attribute{Name: "runtime", Type: cty.String, Description: `OCI runtime (podman --runtime), e.g. "runc" where crun cannot run (cgroup v1/hybrid hosts).`},
-		sdk.Attribute{Name: "cgroup_manager", Type: cty.String, Description: `"cgroupfs" or "systemd" (podman --cgroup-manager); "cgroupfs" where systemd is not running.`},
-		sdk.Attribute{Name: "ulimits", Type: cty.Map(cty.String), Description: `Resource limits, name = "soft[:hard]", e.g. { nofile = "1024:1024" } where podman's defaults exceed the host's hard limits.`},
-		sdk.Attribute{Name: "binary", Type: cty.String, Description: "Path to podman; default podman on PATH."},
-		sdk.Attribute{Name: "socket", Type: cty.String, Description: `URL of a podman service (podman system service), e.g. "unix:///run/podman/podman.sock": the podman CLI talks to it (podman --url) instead of running containers itself.`},
-	)
+// attributes are the block's own, after the ones every engine has.
+var attributes = []sdk.Attribute{
+	{Name: "userns", Type: cty.String, Description: `User namespace mode (podman --userns); default "keep-id" when rootless, so files the agent writes belong to you; "" for podman's default.`},
+	{Name: "runtime", Type: cty.String, Description: `OCI runtime (podman --runtime), e.g. "runc" where crun cannot run (cgroup v1/hybrid hosts).`},
+	{Name: "cgroup_manager", Type: cty.String, Description: `"cgroupfs" or "systemd" (podman --cgroup-manager); "cgroupfs" where systemd is not running.`},
+	{Name: "ulimits", Type: cty.Map(cty.String), Description: `Resource limits, name = "soft[:hard]", e.g. { nofile = "1024:1024" } where podman's defaults exceed the host's hard limits.`},
+	{Name: "binary", Type: cty.String, Description: "Path to podman; default podman on PATH."},
+	{Name: "socket", Type: cty.String, Description: `URL of a podman service (podman system service), e.g. "unix:///run/podman/podman.sock": the podman CLI talks to it (podman --url) instead of running containers itself.`},
 }
 
 // config is a decoded, validated provider block.

@@ -18,9 +18,8 @@
 package podman
 
 import (
-	"context"
-
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // Version is the plugin's own version.
@@ -29,6 +28,7 @@ const Version = "0.1.0"
 // Provider implements sdk.SandboxProvider, sdk.CommandProvider and
 // sdk.ResourceLister for Podman.
 type Provider struct {
+	containerkit.Base
 	checked checkedConfigs
 }
 
@@ -39,33 +39,16 @@ var (
 )
 
 // New returns the podman sandbox provider.
-func New() sdk.SandboxProvider { return &Provider{} }
-
-func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
-	return sdk.Info{
-		Name:             "podman",
-		Kind:             sdk.KindSandbox,
-		Version:          Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "Podman containers (rootful or rootless) with the worktree bind-mounted",
-		Sandbox: &sdk.SandboxCapabilities{
-			Contract:    sdk.ContractBindMount,
-			NetworkNone: true,
-			Sudo:        true,
-			Confines:    true,
+func New() sdk.SandboxProvider {
+	return &Provider{Base: containerkit.Base{
+		Engine:      engine,
+		Version:     Version,
+		Description: "Podman containers (rootful or rootless) with the worktree bind-mounted",
+		TTY:         false,
+		Attributes:  attributes,
+		Decode: func(cfg sdk.Config) (containerkit.Config, sdk.Diagnostics) {
+			c, diags := decodeConfig(cfg)
+			return c.Config, diags
 		},
-	}, nil
-}
-
-func (p *Provider) ConfigSchema(ctx context.Context) (sdk.Schema, error) { return schema(), nil }
-
-// Describe returns the block's env (the sandbox-provider env layer).
-func (p *Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
-	c, diags := decodeConfig(cfg)
-	return sdk.SandboxDescription{Env: c.Env}, diags.Err()
-}
-
-func (p *Provider) Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
-	_, diags := decodeConfig(cfg)
-	return diags, nil
+	}}
 }

@@ -180,3 +180,29 @@ func TestContainer(t *testing.T) {
 		t.Fatalf("copy after close: %v", err)
 	}
 }
+
+// Base describes a bind-mount engine and answers for its block through
+// its decoder.
+func TestBase(t *testing.T) {
+	ctx := context.Background()
+	b := Base{Engine: Engine{Name: "acme", Title: "Acme"}, Version: "1", TTY: true,
+		Attributes: []sdk.Attribute{{Name: "own", Type: cty.String}},
+		Decode: func(cfg sdk.Config) (Config, sdk.Diagnostics) {
+			var d sandboxkit.Decoder
+			return Decode(&d, cfg.Value), d.Diags
+		}}
+	info, _ := b.Info(ctx)
+	if c := info.Sandbox; info.Name != "acme" || info.Kind != sdk.KindSandbox || c.Contract != sdk.ContractBindMount || !c.TTY || !c.NetworkNone || !c.Sudo || !c.Confines {
+		t.Fatalf("info %+v %+v", info, info.Sandbox)
+	}
+	if s, _ := b.ConfigSchema(ctx); s.Attributes[len(s.Attributes)-1].Name != "own" {
+		t.Fatalf("schema %+v", s.Attributes)
+	}
+	desc, err := b.Describe(ctx, sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"A": cty.StringVal("1")})})})
+	if err != nil || desc.Env["A"] != "1" {
+		t.Fatalf("describe %+v %v", desc, err)
+	}
+	if diags, _ := b.Configure(ctx, sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"cpus": cty.NumberIntVal(0)})}); len(diags) != 1 || diags[0].Attribute != "cpus" {
+		t.Fatalf("configure %#v", diags)
+	}
+}

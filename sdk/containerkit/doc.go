@@ -1,6 +1,7 @@
 // Package containerkit holds what container-engine sandbox providers share
 // (docker, podman, and third-party engines alike), all but the engine's own
-// calls: the provider block's shared attributes (image, env, network,
+// calls: the provider methods every engine has alike (Base: Info,
+// ConfigSchema, Describe, Configure), the provider block's shared attributes (image, env, network,
 // limits, devices, selinux_label, mount blocks; Engine.Schema) and their
 // decoding (Decode); the container a run asks for (NewSpec: name, image,
 // env, binds, user) and its agent home (Spec.PrepareHome); the sandbox's
