@@ -87,10 +87,10 @@ func TestParallelRuns(t *testing.T) {
 			var wg sync.WaitGroup
 			results := make([]*core.Result, n)
 			errs := make([]error, n)
+			terms := make([]buffer, n)
 			for i := range n {
 				wg.Go(func() {
-					var term buffer
-					o := options(repo, sb, agent, &term)
+					o := options(repo, sb, agent, &terms[i])
 					o.Name = fmt.Sprintf("run%d", i)
 					o.BranchStrategy = core.BranchStrategy{Type: core.StrategyBranch, Branch: fmt.Sprintf("agent/p%d", i)}
 					results[i], errs[i] = core.Run(t.Context(), o)
@@ -105,6 +105,10 @@ func TestParallelRuns(t *testing.T) {
 				b := fmt.Sprintf("agent/p%d", i)
 				if got := revList(t, repo, "main.."+b); len(got) != 1 || !slices.Equal(shas(results[i]), got) {
 					t.Errorf("run %d: commits %v, %s has %v", i, shas(results[i]), b, got)
+				}
+				// The ref guard knows the other runs' branches.
+				if out := terms[i].String(); strings.Contains(out, "while the sandbox ran") {
+					t.Errorf("run %d warned about another run's branch:\n%s", i, out)
 				}
 			}
 			assertClean(t, repo)

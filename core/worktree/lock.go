@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -48,6 +49,7 @@ func (e *LockedError) Error() string {
 type Lock struct {
 	f    *os.File
 	info LockInfo
+	path string // the repo's CommonDir and the key, for claims
 }
 
 // Info returns who holds the lock.
@@ -89,7 +91,9 @@ func (r *Repo) Lock(key, run string) (*Lock, error) {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", key, err)
 	}
-	return &Lock{f: f, info: info}, nil
+	l := &Lock{f: f, info: info, path: r.CommonDir + "\x00" + key}
+	claims.note(l.path)
+	return l, nil
 }
 
 // flockFile opens path (created if missing) and takes a non-blocking
@@ -173,6 +177,7 @@ func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	claims.note(l.path)
 	// Unlink while still holding it: a waiter that opened this file finds it
 	// unlinked after locking and retries on a new one (flockFile).
 	err := os.Remove(l.f.Name())
@@ -242,4 +247,39 @@ func lockFileName(key string) string {
 		}
 	}
 	return b.String() + "-" + hex.EncodeToString(sum[:6]) + ".lock"
+}
+
+// claims remembers when runs of this process last held each lock (of any
+// repo): runs of one process may each have opened the repo on their own.
+var claims claimLog
+
+// claimLog maps a repo's CommonDir and a lock key to when a run of this
+// process last held that lock.
+type claimLog struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (c *claimLog) note(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[string]time.Time{}
+	}
+	c.last[key] = time.Now()
+}
+
+// HeldSince reports whether a run held the lock on key at some moment
+// since t: a process holds it now, or a run of this process held it after
+// t. The ref guard uses it to tell another run's
+// branch moving from an agent's doing.
+func (r *Repo) HeldSince(key string, t time.Time) bool {
+	claims.mu.Lock()
+	last, ok := claims.last[r.CommonDir+"\x00"+key]
+	claims.mu.Unlock()
+	if ok && !last.Before(t) {
+		return true
+	}
+	h, err := r.Holder(key)
+	return err == nil && h != nil
 }

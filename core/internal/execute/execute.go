@@ -161,6 +161,7 @@ type runner struct {
 	conflicts []worktree.Conflict
 	// refsBefore are the host's branches and tags when the sandbox started.
 	refsBefore map[string]string
+	refsAt     time.Time
 }
 
 // preflight asks the sandbox provider whether it can create a sandbox

@@ -2,7 +2,9 @@ package execute
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -13,7 +15,9 @@ import (
 // that are not the run's. The ref guard notes every branch and tag before
 // the sandbox starts and, at the end, warns about each one that changed,
 // with the command that puts it back. It cannot tell the agent from a user
-// working in the repo meanwhile, so it only warns.
+// working in the repo meanwhile, so it only warns; a branch another run
+// locked meanwhile (its own, or one it merged into) is that run's doing
+// and not warned about.
 
 // snapshotRefs records the host's branches and tags (bind-mount only).
 func (r *runner) snapshotRefs(ctx context.Context) {
@@ -25,7 +29,7 @@ func (r *runner) snapshotRefs(ctx context.Context) {
 		r.log.Debug("ref snapshot failed", "error", err)
 		return
 	}
-	r.refsBefore = refs
+	r.refsBefore, r.refsAt = refs, time.Now()
 }
 
 func (r *runner) refs(ctx context.Context) (map[string]string, error) {
@@ -63,14 +67,20 @@ func (r *runner) checkRefs(ctx context.Context) {
 		short, kind, restore := strings.TrimPrefix(name, "refs/heads/"), "branch", "git branch -f"
 		if strings.HasPrefix(name, "refs/tags/") {
 			short, kind, restore = strings.TrimPrefix(name, "refs/tags/"), "tag", "git tag -f"
+		} else if r.Repo.HeldSince("branch "+short, r.refsAt) {
+			continue // another run's
 		}
 		switch is, ok := now[name]; {
 		case !ok:
 			r.progress.Warn("%s %s was deleted while the sandbox ran (by the agent, or by someone working in the repo); it pointed at %s: `%s %s %s` restores it",
 				kind, short, was, restore, short, was)
 		case is != was:
-			r.progress.Warn("%s %s moved from %s to %s while the sandbox ran (by the agent, or by someone working in the repo): `%s %s %s` puts it back",
-				kind, short, was, is, restore, short, was)
+			kept := ""
+			if kind == "branch" {
+				kept = fmt.Sprintf(" (%s stays in `git reflog %s`)", is, short)
+			}
+			r.progress.Warn("%s %s moved from %s to %s while the sandbox ran (by the agent, or by someone working in the repo): if it should not have, `%s %s %s` puts it back%s",
+				kind, short, was, is, restore, short, was, kept)
 		}
 	}
 }
