@@ -44,8 +44,10 @@ type Runs[R any] struct {
 
 // Execute runs the nodes: each once the nodes it needs have succeeded, at
 // most global runs at once and at most its pipeline's max_parallel of one
-// pipeline. A node whose need failed or was skipped is skipped. The
-// outcomes are in node order, instances in key order.
+// pipeline; of the runs waiting for a place, the first in node order goes
+// first (runs start in file order). A node whose need failed or was
+// skipped is skipped. The outcomes are in node order, instances in key
+// order.
 func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R]) []execute.Outcome {
 	type state struct {
 		done   chan struct{}
@@ -57,31 +59,24 @@ func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R
 	for _, n := range nodes {
 		states[n] = &state{done: make(chan struct{})}
 	}
-	sem := make(chan struct{}, max(global, 1))
-	groups := map[*config.PipelineBlock]chan struct{}{}
-	for _, n := range nodes {
-		if p := n.Pipeline; p != nil && groups[p] == nil {
-			groups[p] = make(chan struct{}, MaxParallel(p))
+	places := newSlots(global, nodes)
+	// The runs ready at the start line up before any goes.
+	lined := map[*Node[R]][]*ticket{}
+	for i, n := range nodes {
+		if len(n.Needs) == 0 && n.Expand == nil {
+			for j := range n.Runs {
+				lined[n] = append(lined[n], places.enqueue(i, j, n.Pipeline, false))
+			}
 		}
 	}
-	acquire := func(slots chan struct{}) (release func()) {
-		select {
-		case slots <- struct{}{}:
-			return func() { <-slots }
-		case <-ctx.Done(): // the run starts and fails at once
-			return func() {}
-		}
-	}
-	runOne := func(r R, group chan struct{}) execute.Outcome {
-		if group != nil {
-			defer acquire(group)()
-		}
-		defer acquire(sem)()
+	places.start()
+	runOne := func(r R, t *ticket) execute.Outcome {
+		defer places.wait(ctx, t)()
 		res, err := rs.Run(ctx, r)
 		return execute.Outcome{Name: rs.Name(r), Result: res, Err: err}
 	}
 	var wg sync.WaitGroup
-	for _, n := range nodes {
+	for i, n := range nodes {
 		wg.Go(func() {
 			st := states[n]
 			defer close(st.done)
@@ -116,8 +111,14 @@ func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R
 			}
 			outs := make([]execute.Outcome, len(runs))
 			var iwg sync.WaitGroup
-			for i, r := range runs {
-				iwg.Go(func() { outs[i] = runOne(r, groups[n.Pipeline]) })
+			for j, r := range runs {
+				var t *ticket
+				if j < len(lined[n]) {
+					t = lined[n][j]
+				} else {
+					t = places.enqueue(i, j, n.Pipeline, true)
+				}
+				iwg.Go(func() { outs[j] = runOne(r, t) })
 			}
 			iwg.Wait()
 			for _, o := range outs {
