@@ -38,7 +38,8 @@ func newInitCommand(g *globals) *cobra.Command {
 		Short: "Write .sanddune/: a config from a template, its prompts, the sandbox image's Dockerfile",
 		Long: `Write .sanddune/ at the root of the repository: sanddune.hcl (a template's pipeline),
 its prompt files, the sandbox image's Dockerfile (Containerfile for podman), .env.example
-with the agent's credential keys, and .gitignore. Refuses when .sanddune/ exists.
+with the agent's credential keys, and .gitignore. Refuses when one of these files exists
+(what sanddune keeps in .sanddune, such as logs and preserved worktrees, stays as it is).
 
 On a terminal, init asks for what its flags do not say; without one, a missing flag is an
 error naming it. Templates: ` + strings.Join(templates.TemplateNames(), ", ") + `.`,
@@ -70,8 +71,8 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 		root = repo.Root
 	}
 	dir := filepath.Join(root, configDirName)
-	if _, err := os.Lstat(dir); err == nil {
-		return refuseExisting(dir)
+	if cfg := filepath.Join(dir, "sanddune.hcl"); exists(cfg) {
+		return refuseExisting(cfg)
 	}
 	ask := initAsker{flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
 	o := templates.Options{ImageName: f.imageName}
@@ -131,8 +132,16 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	return nil
 }
 
-func refuseExisting(dir string) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf("%s already exists: init never overwrites it (your Dockerfile and prompts may be customised); remove it first to start again", dir)}
+// refuseExisting refuses a file init would write: it may be customised.
+// (What sanddune keeps in .sanddune, such as logs and preserved worktrees,
+// is never in the way: init writes beside it.)
+func refuseExisting(path string) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf("%s already exists: init never overwrites a file it would write (your config, Dockerfile and prompts may be customised); move it aside to start again", path)}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // initAsker answers init's questions from the flags, else on the terminal.
@@ -274,24 +283,46 @@ func agentCredentials(ctx context.Context, g *globals, dir, agent, model string)
 	return desc.RequiredEnv, nil
 }
 
-// writeConfigDir creates dir (refusing an existing one, even one created
-// since init started) and writes files into it; on failure it removes
+// writeConfigDir writes files into dir (created if missing), refusing when
+// one exists, even one created since init started; on failure it removes
 // what it wrote.
 func writeConfigDir(dir string, files []templates.File) error {
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return refuseExisting(dir)
+	for _, f := range files {
+		if p := filepath.Join(dir, filepath.FromSlash(f.Path)); exists(p) {
+			return refuseExisting(p)
 		}
-		return err
+	}
+	_, err := os.Lstat(dir)
+	created := errors.Is(err, os.ErrNotExist)
+	var written []string
+	undo := func() {
+		for _, p := range written {
+			os.Remove(p)
+		}
+		if created {
+			os.RemoveAll(dir)
+		}
 	}
 	for _, f := range files {
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
 		err := os.MkdirAll(filepath.Dir(p), 0o755)
+		var file *os.File
 		if err == nil {
-			err = os.WriteFile(p, f.Content, 0o644)
+			file, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		}
+		if errors.Is(err, os.ErrExist) {
+			undo()
+			return refuseExisting(p)
+		}
+		if err == nil {
+			written = append(written, p)
+			_, err = file.Write(f.Content)
+			if cerr := file.Close(); err == nil {
+				err = cerr
+			}
 		}
 		if err != nil {
-			os.RemoveAll(dir)
+			undo()
 			return fmt.Errorf("write %s: %w (nothing was kept)", p, err)
 		}
 	}

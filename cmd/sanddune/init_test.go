@@ -67,11 +67,35 @@ func TestInitRefusesAnExistingConfigDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := run(t, sub, initFlagsFor("blank", "claude", "docker", "github-issues")...)
-	if r.code != 2 || !strings.Contains(r.stderr, filepath.Join(dir, ".sanddune")+" already exists") {
-		t.Fatalf("exit %d, want 2 naming the directory:\n%s", r.code, r.stderr)
+	if r.code != 2 || !strings.Contains(r.stderr, custom+" already exists") || strings.Contains(r.stderr, "remove") {
+		t.Fatalf("exit %d, want 2 naming the file, without advice to remove anything:\n%s", r.code, r.stderr)
 	}
 	if b, _ := os.ReadFile(custom); string(b) != "FROM my-own\n" {
 		t.Fatalf("the existing Dockerfile was changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sanddune", "sanddune.hcl")); err == nil {
+		t.Fatal("a refused init left a config behind")
+	}
+}
+
+// TestInitWritesBesideSanddunesState: a .sanddune holding only what runs
+// left there (logs, a preserved worktree) is no reason to refuse, and init
+// leaves it as it is.
+func TestInitWritesBesideSanddunesState(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	kept := filepath.Join(dir, ".sanddune", "worktrees", "run-1", "work.txt")
+	writeFile(t, kept, "uncommitted\n")
+	writeFile(t, filepath.Join(dir, ".sanddune", "logs", "run-1.log"), "log\n")
+	r := run(t, dir, initFlagsFor("blank", "claude", "docker", "github-issues")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(kept); string(b) != "uncommitted\n" {
+		t.Fatalf("the preserved worktree's file is %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sanddune", "sanddune.hcl")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/missingstudio/sanddune/core"
@@ -38,6 +40,9 @@ Exit codes: 0 the TUI exited with 0, 1 it failed, 2 config or usage error, 130 c
 }
 
 func runInteractive(cmd *cobra.Command, g *globals, f *configFlags, names []string) error {
+	if !isatty.IsTerminal(os.Stdin.Fd()) {
+		return &exitError{code: exitUsage, err: errors.New("stdin is not a terminal: sanddune interactive attaches your terminal to the agent's TUI, so run it from one (for unattended work, use sanddune run)")}
+	}
 	// Keys typed in the TUI go to the agent (raw mode); a signal from
 	// outside ends the session and keeps the work.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -272,3 +272,47 @@ pipeline "both" {
 	}
 	assertNothingLeft(t, dir, tmp)
 }
+
+// TestClosedOutputPipeDoesNotKillTheRun: `sanddune run | head -1` closes
+// sanddune's stdout mid-run. The next write raises SIGPIPE, which must not
+// kill sanddune without its teardown: the run goes on and ends as usual,
+// its commit on the branch and nothing left behind.
+func TestClosedOutputPipeDoesNotKillTheRun(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	tmp := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "talk" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && for i in 1 2 3 4 5 6 7 8 9 10; do echo more; sleep 0.1; done; echo '<promise>COMPLETE</promise>'"]
+}
+run "pipe" {
+  prompt          = "talk"
+  branch_strategy = { type = "branch", branch = "agent/pipe" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	stdout.Close() // like head -1 exiting
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit %v, want 0 (the run ends as usual)\n%s", err, stderr.String())
+	}
+	if got := gitOut(t, dir, "show", "agent/pipe:work.txt"); got != "work" {
+		t.Fatalf("the agent's commit is not on the branch: %q", got)
+	}
+	assertNothingLeft(t, dir, tmp)
+}

@@ -19,7 +19,17 @@ var signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // before the command reads it.
 var caught = make(chan os.Signal, 4)
 
-func init() { signal.Notify(caught, signals...) }
+// pipe receives SIGPIPE and is never read: being notified, a write to a
+// closed stdout or stderr (`sanddune run | head -1`) fails with EPIPE
+// instead of killing the process without its teardown, so the runs go on
+// and end as usual. (Ignoring SIGPIPE instead would pass SIG_IGN on to
+// agents and hooks.)
+var pipe = make(chan os.Signal, 1)
+
+func init() {
+	signal.Notify(caught, signals...)
+	signal.Notify(pipe, syscall.SIGPIPE)
+}
 
 // Caught returns the channel the signals arrive on.
 func Caught() <-chan os.Signal { return caught }
@@ -32,7 +42,8 @@ func Stop() { signal.Stop(caught) }
 // signal caught meanwhile is raised again and takes that action.
 func Release() {
 	signal.Stop(caught)
-	signal.Reset(signals...)
+	signal.Stop(pipe)
+	signal.Reset(append(signals, syscall.SIGPIPE)...)
 	for {
 		select {
 		case sig := <-caught:
