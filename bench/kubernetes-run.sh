@@ -56,14 +56,14 @@ time_round() {
   for i in $(seq "$runs"); do git -C "$dir" branch -D "bench/r$i" >/dev/null 2>&1 || true; done
   start=$(date +%s.%N)
   # shellcheck disable=SC2046
-  (cd "$dir" && "$sanddune" --log-level info run -p "$runs" $(names) >"$work/out.log" 2>&1) || { tail -n 30 "$work/out.log" >&2; exit 1; }
+  (cd "$dir" && "$sanddune" run -p "$runs" $(names) >"$work/out.log" 2>&1) || { tail -n 30 "$work/out.log" >&2; exit 1; }
   end=$(date +%s.%N)
   for i in $(seq "$runs"); do
     [ "$(git -C "$dir" rev-list --count "main..bench/r$i")" = 1 ] || { echo "bench: run r$i landed no commit" >&2; exit 1; }
   done
   left=$(pods_left)
   [ "$left" = 0 ] || { echo "bench: $left sandbox pods left after a round" >&2; exit 1; }
-  echo "$(echo "$end - $start" | bc) $(grep -c 'run queued' "$work/out.log" || true)"
+  echo "$(echo "$end - $start" | bc) $(grep -c 'waiting: queued behind' "$work/out.log" || true)"
 }
 
 # pods_left counts sandbox pods not being deleted (k8s-up.sh's kubeconfig).

@@ -75,6 +75,10 @@ type RunOptions struct {
 
 	// OnEvent receives every agent event; panics are recovered.
 	OnEvent func(AgentEvent)
+	// OnSandboxProgress receives what the sandbox provider reports while
+	// it creates the sandbox (a queue the run waits in, say); panics are
+	// recovered. The run's log shows the reports too.
+	OnSandboxProgress func(SandboxProgress)
 
 	// ExpressionTimeout bounds each !`command` of a prompt file (default 30s).
 	ExpressionTimeout time.Duration
@@ -170,6 +174,14 @@ type AgentEvent struct {
 	Iteration int
 	Time      time.Time
 	Event     sdk.Event
+}
+
+// SandboxProgress is a sandbox provider's progress report as seen by
+// observers (--events, OnSandboxProgress).
+type SandboxProgress struct {
+	Run  string
+	Time time.Time
+	sdk.Progress
 }
 
 // Defaults of RunOptions.

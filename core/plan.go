@@ -69,7 +69,7 @@ type Config struct {
 	// Run holds what every run gets from the caller rather than from its
 	// block: Repo (overrides the blocks' repo when set), Logging.Mode
 	// (overrides logging blocks when set), Logging.Terminal, OnEvent,
-	// ExpressionTimeout, Logger and Version.
+	// OnSandboxProgress, ExpressionTimeout, Logger and Version.
 	Run RunOptions
 	// Parallel is how many runs Execute runs at once; 0 means 1, or the
 	// largest max_parallel of the pipelines the selected runs are in.
@@ -425,6 +425,10 @@ func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, 
 	if o.OnEvent != nil {
 		name := s.Name
 		s.OnEvent = func(n int, e sdk.Event) { o.OnEvent(AgentEvent{Run: name, Iteration: n, Time: time.Now(), Event: e}) }
+	}
+	if o.OnSandboxProgress != nil {
+		name := s.Name
+		s.OnSandboxProgress = func(p sdk.Progress) { o.OnSandboxProgress(SandboxProgress{Run: name, Time: time.Now(), Progress: p}) }
 	}
 	if s.MaxIterations == 0 {
 		s.MaxIterations = DefaultMaxIterations

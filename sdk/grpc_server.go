@@ -67,8 +67,10 @@ func (s *server) Catalog(ctx context.Context, _ *pluginpb.CatalogRequest) (*plug
 		_, commands := p.(CommandProvider)
 		_, resources := p.(ResourceLister)
 		_, recovers := p.(SandboxRecoverer)
+		_, sandbox := p.(SandboxProvider)
 		out.Components = append(out.Components, &pluginpb.Component{
 			Info: toInfo(info), Commands: commands, Resources: resources, Recover: recovers,
+			CreateProgress: sandbox,
 		})
 		return nil
 	}
@@ -177,6 +179,31 @@ func (s sandboxServer) Preflight(ctx context.Context, req *pluginpb.PreflightReq
 }
 
 func (s sandboxServer) Create(ctx context.Context, req *pluginpb.CreateRequest) (*pluginpb.CreateResponse, error) {
+	return s.create(ctx, req, nil)
+}
+
+// CreateWithProgress is Create streaming the provider's progress reports
+// (CreateRequest.Report) before the created sandbox.
+func (s sandboxServer) CreateWithProgress(req *pluginpb.CreateRequest, stream pluginpb.Sandbox_CreateWithProgressServer) error {
+	var mu sync.Mutex
+	done := false
+	resp, err := s.create(stream.Context(), req, func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done { // a report after Create returned has nowhere to go
+			stream.Send(&pluginpb.CreateProgressResponse{Progress: &pluginpb.Progress{Waiting: p.Waiting, Message: []byte(p.Message)}})
+		}
+	})
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return stream.Send(&pluginpb.CreateProgressResponse{Created: resp})
+}
+
+func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, progress ProgressFunc) (*pluginpb.CreateResponse, error) {
 	p, err := s.sandbox(req.Component)
 	if err != nil {
 		return nil, err
@@ -188,7 +215,7 @@ func (s sandboxServer) Create(ctx context.Context, req *pluginpb.CreateRequest) 
 	sb, err := p.Create(ctx, CreateRequest{
 		Config: cfg, RunID: req.RunId, RunName: req.RunName, HostRepoPath: req.HostRepoPath,
 		WorktreePath: req.WorktreePath, GitMounts: fromMounts(req.GitMounts), Env: wire.StringMap(req.Env),
-		Labels: req.Labels, HostUID: int(req.HostUid), HostGID: int(req.HostGid),
+		Labels: req.Labels, HostUID: int(req.HostUid), HostGID: int(req.HostGid), Progress: progress,
 	})
 	if err != nil {
 		return nil, toStatus(err)

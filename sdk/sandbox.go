@@ -93,7 +93,35 @@ type CreateRequest struct {
 	Labels map[string]string
 	// HostUID, HostGID are the ids of the user running sanddune.
 	HostUID, HostGID int
+	// Progress, when set, receives what Create is doing or waiting for
+	// while it runs; providers call Report.
+	Progress ProgressFunc
 }
+
+// Report passes p to r.Progress, if any. Report what the user would
+// otherwise wait for in silence (a queue, a slow start), not every step.
+func (r CreateRequest) Report(p Progress) {
+	if r.Progress != nil {
+		r.Progress(p)
+	}
+}
+
+// Progress is one report of a long call in progress, for the user watching
+// the run: the host shows it in the run's progress output and its events.
+type Progress struct {
+	// Waiting: the call is held up by something outside the run (a queue,
+	// a quota), not working on it. The host shows "waiting: Message" and
+	// does not count the time until the next report against the run's
+	// create_sandbox timeout.
+	Waiting bool
+	// Message is one short line, e.g. "queued behind 5 running pods
+	// (max_concurrent 5)".
+	Message string
+}
+
+// ProgressFunc receives progress reports, in order. It may block for a
+// moment (the report crosses the plugin connection).
+type ProgressFunc func(Progress)
 
 // Mount is a host path made visible in the sandbox.
 type Mount struct {

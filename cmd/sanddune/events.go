@@ -10,10 +10,11 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// EventWriter writes agent events as JSON lines (`--events FILE`), one
-// object per event: {"type", "run", "iteration", "timestamp", "payload"}.
-// It is safe for the concurrent runs of a process; use Write as
-// core.RunOptions.OnEvent.
+// EventWriter writes agent events and the sandbox provider's progress
+// reports as JSON lines (`--events FILE`), one object per event: {"type",
+// "run", "iteration", "timestamp", "payload"}. It is safe for the
+// concurrent runs of a process; use Write as core.RunOptions.OnEvent and
+// WriteSandboxProgress as its OnSandboxProgress.
 type EventWriter struct {
 	mu  sync.Mutex
 	enc *json.Encoder
@@ -36,6 +37,23 @@ func (w *EventWriter) Write(e core.AgentEvent) {
 	w.err = w.enc.Encode(eventJSON(e))
 }
 
+// sandboxProgressType is the type of a sandbox progress report's line.
+const sandboxProgressType = "sandbox_progress"
+
+// WriteSandboxProgress writes one progress report of a sandbox provider
+// (iteration 0: no iteration has started), like Write.
+func (w *EventWriter) WriteSandboxProgress(p core.SandboxProgress) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	w.err = w.enc.Encode(eventLine{Type: sandboxProgressType, Run: p.Run, Timestamp: p.Time.UTC(), Payload: struct {
+		Waiting bool   `json:"waiting"`
+		Message string `json:"message"`
+	}{p.Waiting, p.Message}})
+}
+
 // Err is the first write error.
 func (w *EventWriter) Err() error {
 	w.mu.Lock()
@@ -44,11 +62,11 @@ func (w *EventWriter) Err() error {
 }
 
 type eventLine struct {
-	Type      sdk.EventType `json:"type"`
-	Run       string        `json:"run"`
-	Iteration int           `json:"iteration"`
-	Timestamp time.Time     `json:"timestamp"`
-	Payload   any           `json:"payload"`
+	Type      string    `json:"type"`
+	Run       string    `json:"run"`
+	Iteration int       `json:"iteration"`
+	Timestamp time.Time `json:"timestamp"`
+	Payload   any       `json:"payload"`
 }
 
 func eventJSON(e core.AgentEvent) eventLine {
@@ -71,5 +89,5 @@ func eventJSON(e core.AgentEvent) eventLine {
 			Text string `json:"text"`
 		}{ev.Text}
 	}
-	return eventLine{Type: ev.Type, Run: e.Run, Iteration: e.Iteration, Timestamp: e.Time.UTC(), Payload: payload}
+	return eventLine{Type: string(ev.Type), Run: e.Run, Iteration: e.Iteration, Timestamp: e.Time.UTC(), Payload: payload}
 }

@@ -73,7 +73,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 			return &exitError{code: exitUsage, err: fmt.Errorf("--events: %w", err)}
 		}
 		defer ef.Close()
-		base.OnEvent = eventSink(NewEventWriter(ef), f.events)
+		base.OnEvent, base.OnSandboxProgress = eventSinks(NewEventWriter(ef), f.events)
 	}
 	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
 	if err != nil {
@@ -168,17 +168,19 @@ func rank(code int) int {
 	return 0
 }
 
-// eventSink writes events with w. A failing --events file is warned about
-// once, on stderr; the runs carry on without it (their results do not
-// depend on it), so the exit code stays theirs.
-func eventSink(w *EventWriter, path string) func(core.AgentEvent) {
+// eventSinks write agent events and sandbox progress reports with w. A
+// failing --events file is warned about once, on stderr; the runs carry
+// on without it (their results do not depend on it), so the exit code
+// stays theirs.
+func eventSinks(w *EventWriter, path string) (func(core.AgentEvent), func(core.SandboxProgress)) {
 	var once sync.Once
-	return func(e core.AgentEvent) {
-		w.Write(e)
+	check := func() {
 		if err := w.Err(); err != nil {
 			once.Do(func() {
-				fmt.Fprintf(os.Stderr, "warning: --events %s: %v; later agent events are dropped, the runs carry on\n", path, err)
+				fmt.Fprintf(os.Stderr, "warning: --events %s: %v; later events are dropped, the runs carry on\n", path, err)
 			})
 		}
 	}
+	return func(e core.AgentEvent) { w.Write(e); check() },
+		func(p core.SandboxProgress) { w.WriteSandboxProgress(p); check() }
 }

@@ -74,6 +74,7 @@ type Log struct {
 	redact    func(string) string
 
 	mu     sync.Mutex
+	waited bool // the last sandbox progress report was waiting
 	file   *os.File
 	w      *bufio.Writer
 	dirty  bool
@@ -180,6 +181,24 @@ func (l *Log) Warn(format string, args ...any) {
 	l.lines(msg)
 	l.mu.Unlock()
 	if l.mode == File {
+		l.term.Eprintln(l.prefix + l.redact(msg))
+	}
+}
+
+// SandboxProgress logs a progress report of the sandbox provider, as
+// "waiting: msg" when it waits. In file mode a report that waits, and the
+// one after it, also go to the hint stream: a run waiting in a queue must
+// not look hung on the terminal.
+func (l *Log) SandboxProgress(waiting bool, msg string) {
+	if waiting {
+		msg = "waiting: " + msg
+	}
+	l.mu.Lock()
+	l.lines(msg)
+	hint := l.mode == File && !l.closed && (waiting || l.waited)
+	l.waited = waiting
+	l.mu.Unlock()
+	if hint {
 		l.term.Eprintln(l.prefix + l.redact(msg))
 	}
 }

@@ -228,8 +228,8 @@ type slots struct {
 }
 
 // acquire takes a slot, waiting in line; queued is called once when the
-// caller has to wait, with the number of runs ahead of it.
-func (s *slots) acquire(ctx context.Context, queued func(ahead int)) error {
+// caller has to wait, with the slots in use and the runs ahead of it.
+func (s *slots) acquire(ctx context.Context, queued func(used, ahead int)) error {
 	s.mu.Lock()
 	if s.used < s.max && len(s.waiting) == 0 {
 		s.used++
@@ -238,9 +238,9 @@ func (s *slots) acquire(ctx context.Context, queued func(ahead int)) error {
 	}
 	ch := make(chan struct{})
 	s.waiting = append(s.waiting, ch)
-	ahead := len(s.waiting) - 1
+	used, ahead := s.used, len(s.waiting)-1
 	s.mu.Unlock()
-	queued(ahead)
+	queued(used, ahead)
 	select {
 	case <-ch:
 		return nil

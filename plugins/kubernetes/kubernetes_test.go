@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/plugintest"
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
 
@@ -176,44 +177,70 @@ func TestStartFakeCluster(t *testing.T) {
 }
 
 // With max_concurrent = 1 a second Create waits for the first sandbox to
-// close, and a cancelled wait leaves the queue.
+// close and reports that it is queued, behind what, and when it leaves the
+// queue (through the plugin protocol, as the host shows them); a cancelled
+// wait leaves the queue.
 func TestMaxConcurrentQueuesFakeCluster(t *testing.T) {
 	f := newFakeCluster(t)
-	p := f.provider()
+	p := plugintest.Sandbox(t, f.provider())
 	ctx := context.Background()
 	cfg := fakeConfig(t, map[string]cty.Value{"max_concurrent": cty.NumberIntVal(1)})
-	first, err := p.Create(ctx, createReq(cfg, "first"))
+	// create starts a Create whose progress reports arrive on a channel.
+	create := func(ctx context.Context, run string) (<-chan sdk.Progress, <-chan error) {
+		progress, done := make(chan sdk.Progress, 10), make(chan error, 1)
+		req := createReq(cfg, run)
+		req.Progress = func(pr sdk.Progress) { progress <- pr }
+		go func() {
+			sb, err := p.Create(ctx, req)
+			if err == nil {
+				err = sb.Close(context.Background())
+			}
+			done <- err
+		}()
+		return progress, done
+	}
+	firstProgress := make(chan sdk.Progress, 10)
+	req := createReq(cfg, "first")
+	req.Progress = func(pr sdk.Progress) { firstProgress <- pr }
+	firstSB, err := p.Create(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(firstProgress) != 0 {
+		t.Errorf("the first run, which did not wait, reported %+v", <-firstProgress)
+	}
+
 	cctx, cancel := context.WithCancel(ctx)
-	cancelled := make(chan error, 1)
-	go func() {
-		_, err := p.Create(cctx, createReq(cfg, "cancelled"))
-		cancelled <- err
-	}()
-	second := make(chan error, 1)
-	go func() {
-		sb, err := p.Create(ctx, createReq(cfg, "second"))
-		if err == nil {
-			err = sb.Close(ctx)
-		}
-		second <- err
-	}()
+	cancelledProgress, cancelled := create(cctx, "cancelled")
+	want := sdk.Progress{Waiting: true, Message: "queued behind 1 running pod (max_concurrent 1)"}
+	if got := <-cancelledProgress; got != want {
+		t.Errorf("queued run reported %+v, want %+v", got, want)
+	}
+	secondProgress, second := create(ctx, "second")
+	want = sdk.Progress{Waiting: true, Message: "queued behind 1 running pod and 1 queued run (max_concurrent 1)"}
+	if got := <-secondProgress; got != want {
+		t.Errorf("second queued run reported %+v, want %+v", got, want)
+	}
 	select {
 	case err := <-second:
 		t.Fatalf("second Create returned while the first sandbox is open: %v", err)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	cancel()
 	if err := <-cancelled; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled wait: %v", err)
 	}
-	if err := first.Close(ctx); err != nil {
+	if err := firstSB.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-second; err != nil {
 		t.Fatalf("second Create after the first closed: %v", err)
+	}
+	if got := <-secondProgress; got.Waiting || !strings.HasPrefix(got.Message, "left the queue after ") {
+		t.Errorf("second run, out of the queue, reported %+v", got)
+	}
+	if len(secondProgress) != 0 || len(cancelledProgress) != 0 {
+		t.Errorf("more reports than queued and left: %d, %d", len(secondProgress), len(cancelledProgress))
 	}
 }
 

@@ -49,11 +49,17 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	}
 	var release func()
 	if s := p.slotsFor(req.Labels[sdk.LabelSandbox], c.MaxConcurrent); s != nil {
-		err := s.acquire(ctx, func(ahead int) {
-			p.log.Info("run queued: max_concurrent sandboxes of this block are running", "run", req.RunName, "max_concurrent", c.MaxConcurrent, "ahead", ahead)
+		start, queued := time.Now(), false
+		err := s.acquire(ctx, func(used, ahead int) {
+			queued = true
+			p.log.Debug("run queued", "run", req.RunName, "max_concurrent", c.MaxConcurrent, "ahead", ahead)
+			req.Report(sdk.Progress{Waiting: true, Message: queueMessage(used, ahead, c.MaxConcurrent)})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes sandbox: waiting for one of max_concurrent = %d slots: %w", c.MaxConcurrent, err)
+		}
+		if queued {
+			req.Report(sdk.Progress{Message: fmt.Sprintf("left the queue after %s; creating the pod", time.Since(start).Round(time.Second))})
 		}
 		release = s.release
 	}
@@ -66,6 +72,23 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	}
 	sb.release = release
 	return sb, nil
+}
+
+// queueMessage says what a queued run waits for: used pods of the block
+// are running (or starting) and ahead runs are queued before it.
+func queueMessage(used, ahead, max int) string {
+	msg := fmt.Sprintf("queued behind %d running %s", used, plural(used, "pod"))
+	if ahead > 0 {
+		msg += fmt.Sprintf(" and %d queued %s", ahead, plural(ahead, "run"))
+	}
+	return msg + fmt.Sprintf(" (max_concurrent %d)", max)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func (p *Provider) create(ctx context.Context, cl *cluster, c config, req sdk.CreateRequest) (*sandbox, error) {

@@ -66,6 +66,11 @@ func (c *providerClient) Configure(ctx context.Context, cfg sdk.Config) (sdk.Dia
 // ResourceLister and SandboxRecoverer over gRPC.
 type sandboxProviderClient struct {
 	providerClient
+
+	mu sync.Mutex
+	// progress: the catalog says the component serves
+	// CreateWithProgress; read once it answered.
+	progress, catalogued bool
 }
 
 func (c *sandboxProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
@@ -94,20 +99,76 @@ func (c *sandboxProviderClient) Preflight(ctx context.Context, req sdk.Preflight
 	return c.fromStatus(ctx, "Preflight", err)
 }
 
+// Create calls CreateWithProgress when the caller takes progress reports
+// and the plugin serves it (a plugin built before it existed does not),
+// else Create.
 func (c *sandboxProviderClient) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
 	d, err := toConfig(req.Config)
 	if err != nil {
 		return nil, &sdk.PluginError{Op: "Create", Err: err}
 	}
-	resp, err := c.sandbox.Create(ctx, &pluginpb.CreateRequest{
+	preq := &pluginpb.CreateRequest{
 		Component: c.ref.Name, Config: d, RunId: req.RunID, RunName: req.RunName,
 		HostRepoPath: req.HostRepoPath, WorktreePath: req.WorktreePath, GitMounts: toMounts(req.GitMounts),
 		Env: wire.BytesMap(req.Env), Labels: req.Labels, HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
-	}, wire.CallOpts...)
+	}
+	var resp *pluginpb.CreateResponse
+	if req.Progress != nil && c.createsWithProgress(ctx) {
+		resp, err = c.createWithProgress(ctx, preq, req.Progress)
+	} else {
+		resp, err = c.sandbox.Create(ctx, preq, wire.CallOpts...)
+		err = c.fromStatus(ctx, "Create", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxClient{conn: c.conn, handle: resp.Handle, info: fromSandboxInfo(resp.Info)}, nil
+}
+
+// createsWithProgress reads the component's create_progress capability
+// from the plugin's catalog (once it answered).
+func (c *sandboxProviderClient) createsWithProgress(ctx context.Context) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.catalogued {
+		resp, err := c.provider.Catalog(ctx, &pluginpb.CatalogRequest{}, wire.CallOpts...)
+		if err != nil {
+			return false // Create will say what is wrong with the plugin
+		}
+		for _, comp := range resp.Components {
+			if info := comp.GetInfo(); info.GetKind() == pluginpb.Kind_KIND_SANDBOX && info.GetName() == c.ref.Name {
+				c.progress = comp.CreateProgress
+			}
+		}
+		c.catalogued = true
+	}
+	return c.progress
+}
+
+// createWithProgress passes the streamed progress reports to progress and
+// returns the created sandbox.
+func (c *sandboxProviderClient) createWithProgress(ctx context.Context, req *pluginpb.CreateRequest, progress sdk.ProgressFunc) (*pluginpb.CreateResponse, error) {
+	ctx2, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.sandbox.CreateWithProgress(ctx2, req, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Create", err)
 	}
-	return &sandboxClient{conn: c.conn, handle: resp.Handle, info: fromSandboxInfo(resp.Info)}, nil
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			return nil, &sdk.PluginError{Plugin: c.component, Op: "Create", Err: errors.New("stream ended without a sandbox")}
+		}
+		if err != nil {
+			return nil, c.fromStatus(ctx, "Create", err)
+		}
+		if p := msg.Progress; p != nil {
+			progress(sdk.Progress{Waiting: p.Waiting, Message: string(p.Message)})
+		}
+		if msg.Created != nil {
+			return msg.Created, nil
+		}
+	}
 }
 
 func (c *sandboxProviderClient) Commands(ctx context.Context) ([]sdk.CommandSpec, error) {

@@ -64,6 +64,9 @@ type Component struct {
 	Commands  bool
 	Resources bool
 	Recover   bool
+	// CreateProgress: the plugin streams progress reports during Create
+	// (sdk.CreateRequest.Progress).
+	CreateProgress bool
 }
 
 // Catalog lists the components a plugin serves.
@@ -94,6 +97,7 @@ func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]Compone
 	for _, comp := range resp.Components {
 		out = append(out, Component{
 			Info: fromInfo(comp.Info), Commands: comp.Commands, Resources: comp.Resources, Recover: comp.Recover,
+			CreateProgress: comp.CreateProgress,
 		})
 	}
 	return out, nil
@@ -109,7 +113,7 @@ func DispenseSandbox(cp plugin.ClientProtocol, name string) (sdk.SandboxProvider
 		return nil, err
 	}
 	c.component = name
-	return &sandboxProviderClient{providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_SANDBOX, Name: name}}}, nil
+	return &sandboxProviderClient{providerClient: providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_SANDBOX, Name: name}}}, nil
 }
 
 // DispenseAgent returns the agent provider name served by the plugin.

@@ -232,11 +232,27 @@ func (s *suite) create(t *testing.T) (sdk.Sandbox, string, string) {
 		}
 		req.WorktreePath = worktree
 	}
+	// Progress reports (if the provider makes any) arrive while Create
+	// runs, each a line for the user.
+	var mu sync.Mutex
+	var progress []sdk.Progress
+	req.Progress = func(p sdk.Progress) {
+		mu.Lock()
+		progress = append(progress, p)
+		mu.Unlock()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	sb, err := s.p.Create(ctx, req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range progress {
+		if strings.TrimSpace(p.Message) == "" || strings.Contains(p.Message, "\n") {
+			t.Errorf("Create reported progress %+v: want one line of text", p)
+		}
 	}
 	return sb, worktree, runID
 }

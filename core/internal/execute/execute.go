@@ -89,8 +89,11 @@ type Spec struct {
 	Terminal *runlog.Terminal
 	// OnEvent sees every agent event; panics are recovered.
 	OnEvent func(iteration int, e sdk.Event)
-	Logger  hclog.Logger
-	Version string
+	// OnSandboxProgress sees every progress report of the sandbox provider
+	// while it creates the sandbox; panics are recovered.
+	OnSandboxProgress func(p sdk.Progress)
+	Logger            hclog.Logger
+	Version           string
 }
 
 // Run asks the sandbox provider for its preflight, then runs. On failure
@@ -394,7 +397,12 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 	}
 	req.Labels[sdk.LabelRun] = req.RunID
 	var sb sdk.Sandbox
-	err := within(ctx, "create_sandbox", r.Timeouts.CreateSandbox, func(ctx context.Context) (err error) {
+	// Time the provider reports waiting (in a queue) is not creation time.
+	err := withinPausable(ctx, "create_sandbox", r.Timeouts.CreateSandbox, func(ctx context.Context, pause func(bool)) (err error) {
+		req.Progress = func(p sdk.Progress) {
+			pause(p.Waiting)
+			r.sandboxProgress(p)
+		}
 		sb, err = r.Sandbox.Create(ctx, req)
 		return err
 	})
@@ -432,6 +440,22 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 		return r.fail(ctx, PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
 	return nil
+}
+
+// sandboxProgress shows a progress report of the sandbox provider in the
+// run's log and passes it to the observer.
+func (r *runner) sandboxProgress(p sdk.Progress) {
+	p.Message = r.Redact.String(p.Message)
+	r.progress.SandboxProgress(p.Waiting, p.Message)
+	if r.OnSandboxProgress == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Warn("sandbox progress observer panicked; report dropped", "panic", v)
+		}
+	}()
+	r.OnSandboxProgress(p)
 }
 
 // hostDir is where the run's files are on the host.

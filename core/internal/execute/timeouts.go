@@ -3,7 +3,9 @@ package execute
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -81,6 +83,52 @@ func within(ctx context.Context, step string, d time.Duration, f func(context.Co
 	// report it a moment before sctx's own timer fires.
 	dl, _ := sctx.Deadline()
 	if err != nil && ctx.Err() == nil && !time.Now().Before(dl) {
+		return &TimeoutError{Step: step, Timeout: d, Err: err}
+	}
+	return err
+}
+
+// withinPausable is within for a step that may wait on something outside
+// the run (a provider's queue): its clock stops while f reports waiting
+// (pause(true)) and runs on from its next report (pause(false)).
+func withinPausable(ctx context.Context, step string, d time.Duration, f func(ctx context.Context, pause func(waiting bool)) error) error {
+	if d <= 0 {
+		return f(ctx, func(bool) {})
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var mu sync.Mutex
+	expired, paused := false, false
+	left, since := d, time.Now()
+	timer := time.AfterFunc(d, func() {
+		mu.Lock()
+		expired = true
+		mu.Unlock()
+		cancel(context.DeadlineExceeded)
+	})
+	defer timer.Stop()
+	err := f(sctx, func(waiting bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case expired || waiting == paused:
+		case waiting:
+			if timer.Stop() { // else it is firing: the timeout wins
+				left -= time.Since(since)
+				paused = true
+			}
+		default:
+			since, paused = time.Now(), false
+			timer.Reset(left)
+		}
+	})
+	mu.Lock()
+	timedOut := expired
+	mu.Unlock()
+	if err != nil && ctx.Err() == nil && timedOut {
+		if errors.Is(err, context.Canceled) { // how the cancel reached f: not a cancellation of the run
+			err = context.DeadlineExceeded
+		}
 		return &TimeoutError{Step: step, Timeout: d, Err: err}
 	}
 	return err

@@ -343,11 +343,13 @@ type Component struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Info  *ComponentInfo         `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
 	// Optional interfaces the component implements.
-	Commands      bool `protobuf:"varint,2,opt,name=commands,proto3" json:"commands,omitempty"`
-	Resources     bool `protobuf:"varint,3,opt,name=resources,proto3" json:"resources,omitempty"`
-	Recover       bool `protobuf:"varint,4,opt,name=recover,proto3" json:"recover,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Commands  bool `protobuf:"varint,2,opt,name=commands,proto3" json:"commands,omitempty"`
+	Resources bool `protobuf:"varint,3,opt,name=resources,proto3" json:"resources,omitempty"`
+	Recover   bool `protobuf:"varint,4,opt,name=recover,proto3" json:"recover,omitempty"`
+	// create_progress: the component serves CreateWithProgress.
+	CreateProgress bool `protobuf:"varint,5,opt,name=create_progress,json=createProgress,proto3" json:"create_progress,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Component) Reset() {
@@ -404,6 +406,13 @@ func (x *Component) GetResources() bool {
 func (x *Component) GetRecover() bool {
 	if x != nil {
 		return x.Recover
+	}
+	return false
+}
+
+func (x *Component) GetCreateProgress() bool {
+	if x != nil {
+		return x.CreateProgress
 	}
 	return false
 }
@@ -1325,6 +1334,116 @@ func (x *CreateResponse) GetInfo() *SandboxInfo {
 	return nil
 }
 
+type CreateProgressResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Exactly one is set; created ends the stream.
+	Progress      *Progress       `protobuf:"bytes,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	Created       *CreateResponse `protobuf:"bytes,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateProgressResponse) Reset() {
+	*x = CreateProgressResponse{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateProgressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateProgressResponse) ProtoMessage() {}
+
+func (x *CreateProgressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateProgressResponse.ProtoReflect.Descriptor instead.
+func (*CreateProgressResponse) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CreateProgressResponse) GetProgress() *Progress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *CreateProgressResponse) GetCreated() *CreateResponse {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+// Progress is one report of a long call, for the user watching the run.
+type Progress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// waiting: the call is held up by something outside the run (a queue,
+	// a quota), not working on it.
+	Waiting bool `protobuf:"varint,1,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// message is one short line, e.g. "queued behind 5 running pods
+	// (max_concurrent 5)". Bytes, like other text a plugin produced.
+	Message       []byte `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Progress) Reset() {
+	*x = Progress{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Progress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Progress) ProtoMessage() {}
+
+func (x *Progress) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Progress.ProtoReflect.Descriptor instead.
+func (*Progress) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Progress) GetWaiting() bool {
+	if x != nil {
+		return x.Waiting
+	}
+	return false
+}
+
+func (x *Progress) GetMessage() []byte {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
 type SandboxInfo struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1340,7 +1459,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1471,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1484,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SandboxInfo) GetId() string {
@@ -1413,7 +1532,7 @@ type Handle struct {
 
 func (x *Handle) Reset() {
 	*x = Handle{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1544,7 @@ func (x *Handle) String() string {
 func (*Handle) ProtoMessage() {}
 
 func (x *Handle) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1557,7 @@ func (x *Handle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handle.ProtoReflect.Descriptor instead.
 func (*Handle) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Handle) GetHandle() string {
@@ -1466,7 +1585,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1597,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1610,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecRequest) GetHandle() string {
@@ -1561,7 +1680,7 @@ type OutputLine struct {
 
 func (x *OutputLine) Reset() {
 	*x = OutputLine{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1692,7 @@ func (x *OutputLine) String() string {
 func (*OutputLine) ProtoMessage() {}
 
 func (x *OutputLine) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1705,7 @@ func (x *OutputLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputLine.ProtoReflect.Descriptor instead.
 func (*OutputLine) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *OutputLine) GetStream() int32 {
@@ -1620,7 +1739,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1751,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1764,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExecResult) GetExitCode() int64 {
@@ -1673,7 +1792,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1804,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1817,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ExecResponse) GetLines() []*OutputLine {
@@ -1725,7 +1844,7 @@ type WindowSize struct {
 
 func (x *WindowSize) Reset() {
 	*x = WindowSize{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1856,7 @@ func (x *WindowSize) String() string {
 func (*WindowSize) ProtoMessage() {}
 
 func (x *WindowSize) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1869,7 @@ func (x *WindowSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowSize.ProtoReflect.Descriptor instead.
 func (*WindowSize) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WindowSize) GetRows() uint32 {
@@ -1777,7 +1896,7 @@ type ExecTTYStart struct {
 
 func (x *ExecTTYStart) Reset() {
 	*x = ExecTTYStart{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1908,7 @@ func (x *ExecTTYStart) String() string {
 func (*ExecTTYStart) ProtoMessage() {}
 
 func (x *ExecTTYStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1921,7 @@ func (x *ExecTTYStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTTYStart.ProtoReflect.Descriptor instead.
 func (*ExecTTYStart) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ExecTTYStart) GetExec() *ExecRequest {
@@ -1831,7 +1950,7 @@ type ExecTTYRequest struct {
 
 func (x *ExecTTYRequest) Reset() {
 	*x = ExecTTYRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +1962,7 @@ func (x *ExecTTYRequest) String() string {
 func (*ExecTTYRequest) ProtoMessage() {}
 
 func (x *ExecTTYRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +1975,7 @@ func (x *ExecTTYRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTTYRequest.ProtoReflect.Descriptor instead.
 func (*ExecTTYRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExecTTYRequest) GetStart() *ExecTTYStart {
@@ -1891,7 +2010,7 @@ type ExecTTYResponse struct {
 
 func (x *ExecTTYResponse) Reset() {
 	*x = ExecTTYResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2022,7 @@ func (x *ExecTTYResponse) String() string {
 func (*ExecTTYResponse) ProtoMessage() {}
 
 func (x *ExecTTYResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2035,7 @@ func (x *ExecTTYResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTTYResponse.ProtoReflect.Descriptor instead.
 func (*ExecTTYResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExecTTYResponse) GetOutput() []byte {
@@ -1944,7 +2063,7 @@ type CopyRequest struct {
 
 func (x *CopyRequest) Reset() {
 	*x = CopyRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2075,7 @@ func (x *CopyRequest) String() string {
 func (*CopyRequest) ProtoMessage() {}
 
 func (x *CopyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2088,7 @@ func (x *CopyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyRequest.ProtoReflect.Descriptor instead.
 func (*CopyRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CopyRequest) GetHandle() string {
@@ -2004,7 +2123,7 @@ type CommandSpec struct {
 
 func (x *CommandSpec) Reset() {
 	*x = CommandSpec{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2135,7 @@ func (x *CommandSpec) String() string {
 func (*CommandSpec) ProtoMessage() {}
 
 func (x *CommandSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2148,7 @@ func (x *CommandSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSpec.ProtoReflect.Descriptor instead.
 func (*CommandSpec) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CommandSpec) GetName() string {
@@ -2062,7 +2181,7 @@ type CommandsResponse struct {
 
 func (x *CommandsResponse) Reset() {
 	*x = CommandsResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2193,7 @@ func (x *CommandsResponse) String() string {
 func (*CommandsResponse) ProtoMessage() {}
 
 func (x *CommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2206,7 @@ func (x *CommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandsResponse.ProtoReflect.Descriptor instead.
 func (*CommandsResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CommandsResponse) GetCommands() []*CommandSpec {
@@ -2112,7 +2231,7 @@ type RunCommandRequest struct {
 
 func (x *RunCommandRequest) Reset() {
 	*x = RunCommandRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2124,7 +2243,7 @@ func (x *RunCommandRequest) String() string {
 func (*RunCommandRequest) ProtoMessage() {}
 
 func (x *RunCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2137,7 +2256,7 @@ func (x *RunCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCommandRequest.ProtoReflect.Descriptor instead.
 func (*RunCommandRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RunCommandRequest) GetComponent() string {
@@ -2199,7 +2318,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2211,7 +2330,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2224,7 +2343,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Resource) GetId() string {
@@ -2250,7 +2369,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2381,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2394,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -2295,7 +2414,7 @@ type RemoveResourceRequest struct {
 
 func (x *RemoveResourceRequest) Reset() {
 	*x = RemoveResourceRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2426,7 @@ func (x *RemoveResourceRequest) String() string {
 func (*RemoveResourceRequest) ProtoMessage() {}
 
 func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2439,7 @@ func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResourceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveResourceRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RemoveResourceRequest) GetComponent() string {
@@ -2347,7 +2466,7 @@ type RecoverRequest struct {
 
 func (x *RecoverRequest) Reset() {
 	*x = RecoverRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2478,7 @@ func (x *RecoverRequest) String() string {
 func (*RecoverRequest) ProtoMessage() {}
 
 func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2491,7 @@ func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverRequest.ProtoReflect.Descriptor instead.
 func (*RecoverRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RecoverRequest) GetComponent() string {
@@ -2399,7 +2518,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2530,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2543,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ConfigRequest) GetComponent() string {
@@ -2450,7 +2569,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2581,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2594,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StringList) GetValues() []string {
@@ -2495,7 +2614,7 @@ type SessionStorage struct {
 
 func (x *SessionStorage) Reset() {
 	*x = SessionStorage{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +2626,7 @@ func (x *SessionStorage) String() string {
 func (*SessionStorage) ProtoMessage() {}
 
 func (x *SessionStorage) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +2639,7 @@ func (x *SessionStorage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStorage.ProtoReflect.Descriptor instead.
 func (*SessionStorage) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SessionStorage) GetPathPattern() string {
@@ -2552,7 +2671,7 @@ type AgentDescription struct {
 
 func (x *AgentDescription) Reset() {
 	*x = AgentDescription{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2683,7 @@ func (x *AgentDescription) String() string {
 func (*AgentDescription) ProtoMessage() {}
 
 func (x *AgentDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2696,7 @@ func (x *AgentDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentDescription.ProtoReflect.Descriptor instead.
 func (*AgentDescription) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AgentDescription) GetRequiredEnv() []*StringList {
@@ -2638,7 +2757,7 @@ type SandboxDescription struct {
 
 func (x *SandboxDescription) Reset() {
 	*x = SandboxDescription{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2650,7 +2769,7 @@ func (x *SandboxDescription) String() string {
 func (*SandboxDescription) ProtoMessage() {}
 
 func (x *SandboxDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2663,7 +2782,7 @@ func (x *SandboxDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxDescription.ProtoReflect.Descriptor instead.
 func (*SandboxDescription) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SandboxDescription) GetEnv() map[string]string {
@@ -2690,7 +2809,7 @@ type BuildCommandRequest struct {
 
 func (x *BuildCommandRequest) Reset() {
 	*x = BuildCommandRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2702,7 +2821,7 @@ func (x *BuildCommandRequest) String() string {
 func (*BuildCommandRequest) ProtoMessage() {}
 
 func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2715,7 +2834,7 @@ func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildCommandRequest.ProtoReflect.Descriptor instead.
 func (*BuildCommandRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BuildCommandRequest) GetComponent() string {
@@ -2793,7 +2912,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2805,7 +2924,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2818,7 +2937,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Command) GetArgv() [][]byte {
@@ -2861,7 +2980,7 @@ type ParseStreamRequest struct {
 
 func (x *ParseStreamRequest) Reset() {
 	*x = ParseStreamRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2873,7 +2992,7 @@ func (x *ParseStreamRequest) String() string {
 func (*ParseStreamRequest) ProtoMessage() {}
 
 func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2886,7 +3005,7 @@ func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamRequest.ProtoReflect.Descriptor instead.
 func (*ParseStreamRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ParseStreamRequest) GetStart() *ConfigRequest {
@@ -2915,7 +3034,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3046,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3059,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2985,7 +3104,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2997,7 +3116,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3010,7 +3129,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Event) GetType() string {
@@ -3064,7 +3183,7 @@ type ParseStreamResponse struct {
 
 func (x *ParseStreamResponse) Reset() {
 	*x = ParseStreamResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3195,7 @@ func (x *ParseStreamResponse) String() string {
 func (*ParseStreamResponse) ProtoMessage() {}
 
 func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3208,7 @@ func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamResponse.ProtoReflect.Descriptor instead.
 func (*ParseStreamResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ParseStreamResponse) GetEvents() []*Event {
@@ -3112,7 +3231,7 @@ type RewriteSessionRequest struct {
 
 func (x *RewriteSessionRequest) Reset() {
 	*x = RewriteSessionRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3124,7 +3243,7 @@ func (x *RewriteSessionRequest) String() string {
 func (*RewriteSessionRequest) ProtoMessage() {}
 
 func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3137,7 +3256,7 @@ func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionRequest.ProtoReflect.Descriptor instead.
 func (*RewriteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RewriteSessionRequest) GetComponent() string {
@@ -3184,7 +3303,7 @@ type RewriteSessionResponse struct {
 
 func (x *RewriteSessionResponse) Reset() {
 	*x = RewriteSessionResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3315,7 @@ func (x *RewriteSessionResponse) String() string {
 func (*RewriteSessionResponse) ProtoMessage() {}
 
 func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3328,7 @@ func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionResponse.ProtoReflect.Descriptor instead.
 func (*RewriteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RewriteSessionResponse) GetData() []byte {
@@ -3232,12 +3351,13 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0fCatalogResponse\x12=\n" +
 	"\n" +
 	"components\x18\x01 \x03(\v2\x1d.sanddune.plugin.v1.ComponentR\n" +
-	"components\"\x96\x01\n" +
+	"components\"\xbf\x01\n" +
 	"\tComponent\x125\n" +
 	"\x04info\x18\x01 \x01(\v2!.sanddune.plugin.v1.ComponentInfoR\x04info\x12\x1a\n" +
 	"\bcommands\x18\x02 \x01(\bR\bcommands\x12\x1c\n" +
 	"\tresources\x18\x03 \x01(\bR\tresources\x12\x18\n" +
-	"\arecover\x18\x04 \x01(\bR\arecover\"\xfd\x01\n" +
+	"\arecover\x18\x04 \x01(\bR\arecover\x12'\n" +
+	"\x0fcreate_progress\x18\x05 \x01(\bR\x0ecreateProgress\"\xfd\x01\n" +
 	"\rComponentInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x18.sanddune.plugin.v1.KindR\x04kind\x12\x18\n" +
@@ -3323,6 +3443,12 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0eCreateResponse\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\x123\n" +
 	"\x04info\x18\x02 \x01(\v2\x1f.sanddune.plugin.v1.SandboxInfoR\x04info\"\x90\x01\n" +
+	"\x16CreateProgressResponse\x128\n" +
+	"\bprogress\x18\x01 \x01(\v2\x1c.sanddune.plugin.v1.ProgressR\bprogress\x12<\n" +
+	"\acreated\x18\x02 \x01(\v2\".sanddune.plugin.v1.CreateResponseR\acreated\">\n" +
+	"\bProgress\x12\x18\n" +
+	"\awaiting\x18\x01 \x01(\bR\awaiting\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\fR\amessage\"\x90\x01\n" +
 	"\vSandboxInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\trepo_path\x18\x02 \x01(\tR\brepoPath\x12\x1b\n" +
@@ -3482,11 +3608,12 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aCatalog\x12\".sanddune.plugin.v1.CatalogRequest\x1a#.sanddune.plugin.v1.CatalogResponse\x12K\n" +
 	"\x04Info\x12 .sanddune.plugin.v1.ComponentRef\x1a!.sanddune.plugin.v1.ComponentInfo\x12L\n" +
 	"\fConfigSchema\x12 .sanddune.plugin.v1.ComponentRef\x1a\x1a.sanddune.plugin.v1.Schema\x12X\n" +
-	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xa7\b\n" +
+	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\x8e\t\n" +
 	"\aSandbox\x12U\n" +
 	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a&.sanddune.plugin.v1.SandboxDescription\x12L\n" +
 	"\tPreflight\x12$.sanddune.plugin.v1.PreflightRequest\x1a\x19.sanddune.plugin.v1.Empty\x12O\n" +
-	"\x06Create\x12!.sanddune.plugin.v1.CreateRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12K\n" +
+	"\x06Create\x12!.sanddune.plugin.v1.CreateRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12e\n" +
+	"\x12CreateWithProgress\x12!.sanddune.plugin.v1.CreateRequest\x1a*.sanddune.plugin.v1.CreateProgressResponse0\x01\x12K\n" +
 	"\x04Exec\x12\x1f.sanddune.plugin.v1.ExecRequest\x1a .sanddune.plugin.v1.ExecResponse0\x01\x12D\n" +
 	"\x06CopyIn\x12\x1f.sanddune.plugin.v1.CopyRequest\x1a\x19.sanddune.plugin.v1.Empty\x12E\n" +
 	"\aCopyOut\x12\x1f.sanddune.plugin.v1.CopyRequest\x1a\x19.sanddune.plugin.v1.Empty\x12>\n" +
@@ -3517,7 +3644,7 @@ func file_sanddune_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_sanddune_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(Kind)(0),                      // 0: sanddune.plugin.v1.Kind
 	(NestedBlock_Nesting)(0),       // 1: sanddune.plugin.v1.NestedBlock.Nesting
@@ -3540,44 +3667,46 @@ var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(*Mount)(nil),                  // 18: sanddune.plugin.v1.Mount
 	(*CreateRequest)(nil),          // 19: sanddune.plugin.v1.CreateRequest
 	(*CreateResponse)(nil),         // 20: sanddune.plugin.v1.CreateResponse
-	(*SandboxInfo)(nil),            // 21: sanddune.plugin.v1.SandboxInfo
-	(*Handle)(nil),                 // 22: sanddune.plugin.v1.Handle
-	(*ExecRequest)(nil),            // 23: sanddune.plugin.v1.ExecRequest
-	(*OutputLine)(nil),             // 24: sanddune.plugin.v1.OutputLine
-	(*ExecResult)(nil),             // 25: sanddune.plugin.v1.ExecResult
-	(*ExecResponse)(nil),           // 26: sanddune.plugin.v1.ExecResponse
-	(*WindowSize)(nil),             // 27: sanddune.plugin.v1.WindowSize
-	(*ExecTTYStart)(nil),           // 28: sanddune.plugin.v1.ExecTTYStart
-	(*ExecTTYRequest)(nil),         // 29: sanddune.plugin.v1.ExecTTYRequest
-	(*ExecTTYResponse)(nil),        // 30: sanddune.plugin.v1.ExecTTYResponse
-	(*CopyRequest)(nil),            // 31: sanddune.plugin.v1.CopyRequest
-	(*CommandSpec)(nil),            // 32: sanddune.plugin.v1.CommandSpec
-	(*CommandsResponse)(nil),       // 33: sanddune.plugin.v1.CommandsResponse
-	(*RunCommandRequest)(nil),      // 34: sanddune.plugin.v1.RunCommandRequest
-	(*Resource)(nil),               // 35: sanddune.plugin.v1.Resource
-	(*ListResourcesResponse)(nil),  // 36: sanddune.plugin.v1.ListResourcesResponse
-	(*RemoveResourceRequest)(nil),  // 37: sanddune.plugin.v1.RemoveResourceRequest
-	(*RecoverRequest)(nil),         // 38: sanddune.plugin.v1.RecoverRequest
-	(*ConfigRequest)(nil),          // 39: sanddune.plugin.v1.ConfigRequest
-	(*StringList)(nil),             // 40: sanddune.plugin.v1.StringList
-	(*SessionStorage)(nil),         // 41: sanddune.plugin.v1.SessionStorage
-	(*AgentDescription)(nil),       // 42: sanddune.plugin.v1.AgentDescription
-	(*SandboxDescription)(nil),     // 43: sanddune.plugin.v1.SandboxDescription
-	(*BuildCommandRequest)(nil),    // 44: sanddune.plugin.v1.BuildCommandRequest
-	(*Command)(nil),                // 45: sanddune.plugin.v1.Command
-	(*ParseStreamRequest)(nil),     // 46: sanddune.plugin.v1.ParseStreamRequest
-	(*Usage)(nil),                  // 47: sanddune.plugin.v1.Usage
-	(*Event)(nil),                  // 48: sanddune.plugin.v1.Event
-	(*ParseStreamResponse)(nil),    // 49: sanddune.plugin.v1.ParseStreamResponse
-	(*RewriteSessionRequest)(nil),  // 50: sanddune.plugin.v1.RewriteSessionRequest
-	(*RewriteSessionResponse)(nil), // 51: sanddune.plugin.v1.RewriteSessionResponse
-	nil,                            // 52: sanddune.plugin.v1.CreateRequest.EnvEntry
-	nil,                            // 53: sanddune.plugin.v1.CreateRequest.LabelsEntry
-	nil,                            // 54: sanddune.plugin.v1.ExecRequest.EnvEntry
-	nil,                            // 55: sanddune.plugin.v1.Resource.LabelsEntry
-	nil,                            // 56: sanddune.plugin.v1.AgentDescription.EnvEntry
-	nil,                            // 57: sanddune.plugin.v1.SandboxDescription.EnvEntry
-	nil,                            // 58: sanddune.plugin.v1.Command.EnvEntry
+	(*CreateProgressResponse)(nil), // 21: sanddune.plugin.v1.CreateProgressResponse
+	(*Progress)(nil),               // 22: sanddune.plugin.v1.Progress
+	(*SandboxInfo)(nil),            // 23: sanddune.plugin.v1.SandboxInfo
+	(*Handle)(nil),                 // 24: sanddune.plugin.v1.Handle
+	(*ExecRequest)(nil),            // 25: sanddune.plugin.v1.ExecRequest
+	(*OutputLine)(nil),             // 26: sanddune.plugin.v1.OutputLine
+	(*ExecResult)(nil),             // 27: sanddune.plugin.v1.ExecResult
+	(*ExecResponse)(nil),           // 28: sanddune.plugin.v1.ExecResponse
+	(*WindowSize)(nil),             // 29: sanddune.plugin.v1.WindowSize
+	(*ExecTTYStart)(nil),           // 30: sanddune.plugin.v1.ExecTTYStart
+	(*ExecTTYRequest)(nil),         // 31: sanddune.plugin.v1.ExecTTYRequest
+	(*ExecTTYResponse)(nil),        // 32: sanddune.plugin.v1.ExecTTYResponse
+	(*CopyRequest)(nil),            // 33: sanddune.plugin.v1.CopyRequest
+	(*CommandSpec)(nil),            // 34: sanddune.plugin.v1.CommandSpec
+	(*CommandsResponse)(nil),       // 35: sanddune.plugin.v1.CommandsResponse
+	(*RunCommandRequest)(nil),      // 36: sanddune.plugin.v1.RunCommandRequest
+	(*Resource)(nil),               // 37: sanddune.plugin.v1.Resource
+	(*ListResourcesResponse)(nil),  // 38: sanddune.plugin.v1.ListResourcesResponse
+	(*RemoveResourceRequest)(nil),  // 39: sanddune.plugin.v1.RemoveResourceRequest
+	(*RecoverRequest)(nil),         // 40: sanddune.plugin.v1.RecoverRequest
+	(*ConfigRequest)(nil),          // 41: sanddune.plugin.v1.ConfigRequest
+	(*StringList)(nil),             // 42: sanddune.plugin.v1.StringList
+	(*SessionStorage)(nil),         // 43: sanddune.plugin.v1.SessionStorage
+	(*AgentDescription)(nil),       // 44: sanddune.plugin.v1.AgentDescription
+	(*SandboxDescription)(nil),     // 45: sanddune.plugin.v1.SandboxDescription
+	(*BuildCommandRequest)(nil),    // 46: sanddune.plugin.v1.BuildCommandRequest
+	(*Command)(nil),                // 47: sanddune.plugin.v1.Command
+	(*ParseStreamRequest)(nil),     // 48: sanddune.plugin.v1.ParseStreamRequest
+	(*Usage)(nil),                  // 49: sanddune.plugin.v1.Usage
+	(*Event)(nil),                  // 50: sanddune.plugin.v1.Event
+	(*ParseStreamResponse)(nil),    // 51: sanddune.plugin.v1.ParseStreamResponse
+	(*RewriteSessionRequest)(nil),  // 52: sanddune.plugin.v1.RewriteSessionRequest
+	(*RewriteSessionResponse)(nil), // 53: sanddune.plugin.v1.RewriteSessionResponse
+	nil,                            // 54: sanddune.plugin.v1.CreateRequest.EnvEntry
+	nil,                            // 55: sanddune.plugin.v1.CreateRequest.LabelsEntry
+	nil,                            // 56: sanddune.plugin.v1.ExecRequest.EnvEntry
+	nil,                            // 57: sanddune.plugin.v1.Resource.LabelsEntry
+	nil,                            // 58: sanddune.plugin.v1.AgentDescription.EnvEntry
+	nil,                            // 59: sanddune.plugin.v1.SandboxDescription.EnvEntry
+	nil,                            // 60: sanddune.plugin.v1.Command.EnvEntry
 }
 var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	0,  // 0: sanddune.plugin.v1.ComponentRef.kind:type_name -> sanddune.plugin.v1.Kind
@@ -3597,79 +3726,83 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	10, // 14: sanddune.plugin.v1.PreflightRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	10, // 15: sanddune.plugin.v1.CreateRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	18, // 16: sanddune.plugin.v1.CreateRequest.git_mounts:type_name -> sanddune.plugin.v1.Mount
-	52, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
-	53, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
-	21, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
-	54, // 20: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
-	24, // 21: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
-	25, // 22: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
-	23, // 23: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
-	27, // 24: sanddune.plugin.v1.ExecTTYStart.size:type_name -> sanddune.plugin.v1.WindowSize
-	28, // 25: sanddune.plugin.v1.ExecTTYRequest.start:type_name -> sanddune.plugin.v1.ExecTTYStart
-	27, // 26: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
-	25, // 27: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
-	32, // 28: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	55, // 29: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
-	35, // 30: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
-	10, // 31: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	40, // 32: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	56, // 33: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
-	41, // 34: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
-	57, // 35: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
-	10, // 36: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	58, // 37: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
-	39, // 38: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
-	24, // 39: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
-	47, // 40: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
-	48, // 41: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
-	10, // 42: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	5,  // 43: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
-	4,  // 44: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
-	4,  // 45: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
-	15, // 46: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
-	39, // 47: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	17, // 48: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
-	19, // 49: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
-	23, // 50: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
-	31, // 51: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
-	31, // 52: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
-	22, // 53: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
-	4,  // 54: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
-	34, // 55: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
-	4,  // 56: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
-	37, // 57: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
-	38, // 58: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
-	29, // 59: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
-	39, // 60: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	44, // 61: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
-	46, // 62: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	50, // 63: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	6,  // 64: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 65: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 66: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 67: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	43, // 68: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
-	3,  // 69: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	20, // 70: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	26, // 71: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 72: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 73: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 74: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	33, // 75: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	26, // 76: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	36, // 77: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 78: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	20, // 79: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
-	30, // 80: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
-	42, // 81: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	45, // 82: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	49, // 83: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	51, // 84: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	64, // [64:85] is the sub-list for method output_type
-	43, // [43:64] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	54, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
+	55, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
+	23, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
+	22, // 20: sanddune.plugin.v1.CreateProgressResponse.progress:type_name -> sanddune.plugin.v1.Progress
+	20, // 21: sanddune.plugin.v1.CreateProgressResponse.created:type_name -> sanddune.plugin.v1.CreateResponse
+	56, // 22: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	26, // 23: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
+	27, // 24: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
+	25, // 25: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
+	29, // 26: sanddune.plugin.v1.ExecTTYStart.size:type_name -> sanddune.plugin.v1.WindowSize
+	30, // 27: sanddune.plugin.v1.ExecTTYRequest.start:type_name -> sanddune.plugin.v1.ExecTTYStart
+	29, // 28: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
+	27, // 29: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
+	34, // 30: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
+	57, // 31: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	37, // 32: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
+	10, // 33: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	42, // 34: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
+	58, // 35: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	43, // 36: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
+	59, // 37: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
+	10, // 38: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	60, // 39: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	41, // 40: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
+	26, // 41: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
+	49, // 42: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
+	50, // 43: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
+	10, // 44: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	5,  // 45: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
+	4,  // 46: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
+	4,  // 47: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
+	15, // 48: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
+	41, // 49: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	17, // 50: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
+	19, // 51: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
+	19, // 52: sanddune.plugin.v1.Sandbox.CreateWithProgress:input_type -> sanddune.plugin.v1.CreateRequest
+	25, // 53: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
+	33, // 54: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
+	33, // 55: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
+	24, // 56: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
+	4,  // 57: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
+	36, // 58: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
+	4,  // 59: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
+	39, // 60: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
+	40, // 61: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
+	31, // 62: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
+	41, // 63: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	46, // 64: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
+	48, // 65: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
+	52, // 66: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	6,  // 67: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 68: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 69: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 70: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	45, // 71: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
+	3,  // 72: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	20, // 73: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	21, // 74: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
+	28, // 75: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 76: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 77: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 78: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	35, // 79: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	28, // 80: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	38, // 81: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 82: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	20, // 83: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	32, // 84: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
+	44, // 85: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	47, // 86: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	51, // 87: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	53, // 88: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	67, // [67:89] is the sub-list for method output_type
+	45, // [45:67] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_sanddune_plugin_v1_plugin_proto_init() }
@@ -3677,14 +3810,14 @@ func file_sanddune_plugin_v1_plugin_proto_init() {
 	if File_sanddune_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_sanddune_plugin_v1_plugin_proto_msgTypes[18].OneofWrappers = []any{}
+	file_sanddune_plugin_v1_plugin_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sanddune_plugin_v1_plugin_proto_rawDesc), len(file_sanddune_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   56,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

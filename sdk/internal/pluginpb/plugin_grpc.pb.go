@@ -249,19 +249,20 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Sandbox_Describe_FullMethodName       = "/sanddune.plugin.v1.Sandbox/Describe"
-	Sandbox_Preflight_FullMethodName      = "/sanddune.plugin.v1.Sandbox/Preflight"
-	Sandbox_Create_FullMethodName         = "/sanddune.plugin.v1.Sandbox/Create"
-	Sandbox_Exec_FullMethodName           = "/sanddune.plugin.v1.Sandbox/Exec"
-	Sandbox_CopyIn_FullMethodName         = "/sanddune.plugin.v1.Sandbox/CopyIn"
-	Sandbox_CopyOut_FullMethodName        = "/sanddune.plugin.v1.Sandbox/CopyOut"
-	Sandbox_Close_FullMethodName          = "/sanddune.plugin.v1.Sandbox/Close"
-	Sandbox_Commands_FullMethodName       = "/sanddune.plugin.v1.Sandbox/Commands"
-	Sandbox_RunCommand_FullMethodName     = "/sanddune.plugin.v1.Sandbox/RunCommand"
-	Sandbox_ListResources_FullMethodName  = "/sanddune.plugin.v1.Sandbox/ListResources"
-	Sandbox_RemoveResource_FullMethodName = "/sanddune.plugin.v1.Sandbox/RemoveResource"
-	Sandbox_Recover_FullMethodName        = "/sanddune.plugin.v1.Sandbox/Recover"
-	Sandbox_ExecTTY_FullMethodName        = "/sanddune.plugin.v1.Sandbox/ExecTTY"
+	Sandbox_Describe_FullMethodName           = "/sanddune.plugin.v1.Sandbox/Describe"
+	Sandbox_Preflight_FullMethodName          = "/sanddune.plugin.v1.Sandbox/Preflight"
+	Sandbox_Create_FullMethodName             = "/sanddune.plugin.v1.Sandbox/Create"
+	Sandbox_CreateWithProgress_FullMethodName = "/sanddune.plugin.v1.Sandbox/CreateWithProgress"
+	Sandbox_Exec_FullMethodName               = "/sanddune.plugin.v1.Sandbox/Exec"
+	Sandbox_CopyIn_FullMethodName             = "/sanddune.plugin.v1.Sandbox/CopyIn"
+	Sandbox_CopyOut_FullMethodName            = "/sanddune.plugin.v1.Sandbox/CopyOut"
+	Sandbox_Close_FullMethodName              = "/sanddune.plugin.v1.Sandbox/Close"
+	Sandbox_Commands_FullMethodName           = "/sanddune.plugin.v1.Sandbox/Commands"
+	Sandbox_RunCommand_FullMethodName         = "/sanddune.plugin.v1.Sandbox/RunCommand"
+	Sandbox_ListResources_FullMethodName      = "/sanddune.plugin.v1.Sandbox/ListResources"
+	Sandbox_RemoveResource_FullMethodName     = "/sanddune.plugin.v1.Sandbox/RemoveResource"
+	Sandbox_Recover_FullMethodName            = "/sanddune.plugin.v1.Sandbox/Recover"
+	Sandbox_ExecTTY_FullMethodName            = "/sanddune.plugin.v1.Sandbox/ExecTTY"
 )
 
 // SandboxClient is the client API for Sandbox service.
@@ -273,6 +274,11 @@ type SandboxClient interface {
 	Describe(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*SandboxDescription, error)
 	Preflight(ctx context.Context, in *PreflightRequest, opts ...grpc.CallOption) (*Empty, error)
 	Create(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (*CreateResponse, error)
+	// CreateWithProgress is Create that also streams what it is doing or
+	// waiting for (a queue, say) while it runs: zero or more messages with
+	// progress, then one with created. The host calls it instead of Create
+	// when the catalog sets Component.create_progress.
+	CreateWithProgress(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CreateProgressResponse], error)
 	// Exec streams batches of output lines, then one message with the result.
 	Exec(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecResponse], error)
 	CopyIn(ctx context.Context, in *CopyRequest, opts ...grpc.CallOption) (*Empty, error)
@@ -334,9 +340,28 @@ func (c *sandboxClient) Create(ctx context.Context, in *CreateRequest, opts ...g
 	return out, nil
 }
 
+func (c *sandboxClient) CreateWithProgress(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CreateProgressResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[0], Sandbox_CreateWithProgress_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CreateRequest, CreateProgressResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandbox_CreateWithProgressClient = grpc.ServerStreamingClient[CreateProgressResponse]
+
 func (c *sandboxClient) Exec(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[0], Sandbox_Exec_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[1], Sandbox_Exec_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +420,7 @@ func (c *sandboxClient) Commands(ctx context.Context, in *ComponentRef, opts ...
 
 func (c *sandboxClient) RunCommand(ctx context.Context, in *RunCommandRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[1], Sandbox_RunCommand_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[2], Sandbox_RunCommand_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +469,7 @@ func (c *sandboxClient) Recover(ctx context.Context, in *RecoverRequest, opts ..
 
 func (c *sandboxClient) ExecTTY(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecTTYRequest, ExecTTYResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[2], Sandbox_ExecTTY_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[3], Sandbox_ExecTTY_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -464,6 +489,11 @@ type SandboxServer interface {
 	Describe(context.Context, *ConfigRequest) (*SandboxDescription, error)
 	Preflight(context.Context, *PreflightRequest) (*Empty, error)
 	Create(context.Context, *CreateRequest) (*CreateResponse, error)
+	// CreateWithProgress is Create that also streams what it is doing or
+	// waiting for (a queue, say) while it runs: zero or more messages with
+	// progress, then one with created. The host calls it instead of Create
+	// when the catalog sets Component.create_progress.
+	CreateWithProgress(*CreateRequest, grpc.ServerStreamingServer[CreateProgressResponse]) error
 	// Exec streams batches of output lines, then one message with the result.
 	Exec(*ExecRequest, grpc.ServerStreamingServer[ExecResponse]) error
 	CopyIn(context.Context, *CopyRequest) (*Empty, error)
@@ -503,6 +533,9 @@ func (UnimplementedSandboxServer) Preflight(context.Context, *PreflightRequest) 
 }
 func (UnimplementedSandboxServer) Create(context.Context, *CreateRequest) (*CreateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedSandboxServer) CreateWithProgress(*CreateRequest, grpc.ServerStreamingServer[CreateProgressResponse]) error {
+	return status.Error(codes.Unimplemented, "method CreateWithProgress not implemented")
 }
 func (UnimplementedSandboxServer) Exec(*ExecRequest, grpc.ServerStreamingServer[ExecResponse]) error {
 	return status.Error(codes.Unimplemented, "method Exec not implemented")
@@ -608,6 +641,17 @@ func _Sandbox_Create_Handler(srv interface{}, ctx context.Context, dec func(inte
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Sandbox_CreateWithProgress_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CreateRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SandboxServer).CreateWithProgress(m, &grpc.GenericServerStream[CreateRequest, CreateProgressResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandbox_CreateWithProgressServer = grpc.ServerStreamingServer[CreateProgressResponse]
 
 func _Sandbox_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ExecRequest)
@@ -813,6 +857,11 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "CreateWithProgress",
+			Handler:       _Sandbox_CreateWithProgress_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "Exec",
 			Handler:       _Sandbox_Exec_Handler,

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// A sandbox provider's progress report is one --events line of its own
+// type beside the agent events, in the order the runs report them.
+func TestEventsCarrySandboxProgress(t *testing.T) {
+	var b bytes.Buffer
+	onEvent, onProgress := eventSinks(NewEventWriter(&b), "events.jsonl")
+	at := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
+	onProgress(core.SandboxProgress{Run: "implement-3", Time: at,
+		Progress: sdk.Progress{Waiting: true, Message: "queued behind 5 running pods (max_concurrent 5)"}})
+	onProgress(core.SandboxProgress{Run: "implement-3", Time: at, Progress: sdk.Progress{Message: "left the queue after 12s"}})
+	onEvent(core.AgentEvent{Run: "implement-3", Iteration: 1, Time: at, Event: sdk.Event{Type: sdk.EventText, Text: "hi"}})
+
+	type line struct {
+		Type      string
+		Run       string
+		Iteration int
+		Timestamp time.Time
+		Payload   map[string]any
+	}
+	var got []line
+	dec := json.NewDecoder(&b)
+	for dec.More() {
+		var l line
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d lines, want 3: %+v", len(got), got)
+	}
+	q, left := got[0], got[1]
+	if q.Type != "sandbox_progress" || q.Run != "implement-3" || q.Iteration != 0 || !q.Timestamp.Equal(at) ||
+		q.Payload["waiting"] != true || q.Payload["message"] != "queued behind 5 running pods (max_concurrent 5)" {
+		t.Errorf("queued line %+v", q)
+	}
+	if left.Type != "sandbox_progress" || left.Payload["waiting"] != false || left.Payload["message"] != "left the queue after 12s" {
+		t.Errorf("left-the-queue line %+v", left)
+	}
+	if got[2].Type != "text" || got[2].Payload["text"] != "hi" {
+		t.Errorf("agent event line %+v", got[2])
+	}
+}
