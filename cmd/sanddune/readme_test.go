@@ -42,6 +42,33 @@ func TestREADMEPipelineExample(t *testing.T) {
 	}
 }
 
+// TestREADMESessionAndDockerExamples keeps the README's session example
+// and its docker + claude quick start true: canonically formatted and
+// valid (with the providers they refer to).
+func TestREADMESessionAndDockerExamples(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ heading, providers string }{
+		{"### Sessions: steps in one sandbox", "sandbox \"docker\" \"default\" {}\nagent \"claude\" \"opus\" {\n  model = \"claude-opus-4-5\"\n}\n"},
+		{"### Switching the quick start to Docker and Claude", ""},
+	} {
+		dir, cfg, example := readmeExample(t, tc.heading)
+		writeFile(t, cfg, example)
+		if r := run(t, dir, "fmt", "--check", cfg); r.code != 0 {
+			t.Errorf("%s: not canonically formatted (sanddune fmt):\n%s%s", tc.heading, r.stdout, r.stderr)
+		}
+		writeFile(t, cfg, tc.providers+example)
+		for _, p := range []string{"implement.md", "review.md"} {
+			writeFile(t, filepath.Join(dir, ".sanddune", p), "Work.\n")
+		}
+		writeFile(t, filepath.Join(dir, ".sanddune", "prompt.md"), "# {{GREETING}}\n")
+		cmd := sandduneCmd(dir, "validate")
+		cmd.Env = append(cmd.Env, "ANTHROPIC_API_KEY=sk-fake")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: does not validate: %v\n%s", tc.heading, err, out)
+		}
+	}
+}
+
 // readmeExample is the first hcl block under heading in README.md, and a
 // repo with a config path to write it to.
 func readmeExample(t *testing.T, heading string) (dir, cfg, example string) {

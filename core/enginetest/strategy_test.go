@@ -137,3 +137,23 @@ func TestExistingBranchSaidFirst(t *testing.T) {
 		t.Fatalf("first lines lack %q:\n%s", want, term2.String())
 	}
 }
+
+// TestHeadWarnsAboutUncommittedChanges: with the head strategy (the
+// bind-mount default) the agent works in the user's own working tree; a
+// tracked file changed there is said before the agent starts, since its
+// commits may take the change along. A clean tree gets no such warning.
+func TestHeadWarnsAboutUncommittedChanges(t *testing.T) {
+	t.Parallel()
+	sb := bwrapSandbox(t)
+	for _, dirty := range []bool{true, false} {
+		repo := newRepo(t)
+		if dirty {
+			write(t, filepath.Join(repo, "README"), "my edit\n")
+		}
+		var term buffer
+		run(t, options(repo, sb, commandAgent(t, "echo '"+signal+"'"), &term))
+		if got := strings.Contains(term.String(), "which has uncommitted changes"); got != dirty {
+			t.Errorf("dirty %v: warned %v:\n%s", dirty, got, term.String())
+		}
+	}
+}

@@ -51,6 +51,10 @@ type Workspace struct {
 	// ExistingBranch says the named branch (branch strategy) existed
 	// before the run: the run continues from its tip.
 	ExistingBranch bool
+	// DirtyHead says the head strategy's working tree (the host's own)
+	// has uncommitted changes to tracked files when the run starts: the
+	// agent works among them and may commit them.
+	DirtyHead bool
 	// GitMounts is the git metadata a bind-mount sandbox must mount at the
 	// same path for git to work in Dir (see the package doc). Nil for
 	// isolated sandboxes.
@@ -150,6 +154,8 @@ func (w *Workspace) prepareHead(ctx context.Context) error {
 		return fmt.Errorf("the host repo is on %s, not %s as when the run was planned", orDetached(cur), orDetached(w.Plan.Branch))
 	}
 	w.Dir, w.Branch, w.Base = r.Root, cur, head
+	status, err := r.Git(ctx, "status", "--porcelain", "--untracked-files=no")
+	w.DirtyHead = err == nil && status != ""
 	return nil
 }
 

@@ -343,6 +343,8 @@ func (r *runner) setupWorktree(ctx context.Context) *RunError {
 		r.progress.Warn("continuing from the worktree %s: it holds uncommitted changes left by an earlier run of branch %s", ws.Dir, ws.Branch)
 	case ws.ExistingBranch:
 		r.progress.Warn("branch %s already exists (left by an earlier run?): the run continues from its tip %.12s; to start afresh, delete it first (git branch -D %s)", ws.Branch, ws.Base, ws.Branch)
+	case ws.DirtyHead:
+		r.progress.Warn("the agent works in your working tree %s (branch_strategy head), which has uncommitted changes: they may end up in its commits; commit or stash them first, or use a branch or merge-to-head strategy to keep the agent out of your tree", ws.Dir)
 	}
 	if ws.Dir != "" && ws.Dir != r.Repo.Root {
 		r.progress.Info("worktree %s on branch %s", ws.Dir, ws.Branch)
