@@ -90,7 +90,7 @@ func create(t *testing.T, cfg sdk.Config, mod func(*sdk.CreateRequest)) (*sandbo
 }
 
 func TestConfigureDiagnostics(t *testing.T) {
-	p := New()
+	p := New().(*Provider)
 	attrs := containerkittest.GoodAttrs()
 	attrs["groups"] = cty.ListVal([]cty.Value{cty.StringVal("docker"), cty.StringVal("999")})
 	good := cfgOf(attrs)
@@ -257,5 +257,29 @@ func TestExecInContainerRemovedFromOutside(t *testing.T) {
 				t.Fatalf("Close of a gone container: %v", err)
 			}
 		})
+	}
+}
+
+// TestConcurrentRemovalsAllSucceed: two gc's (or a gc and a closing run)
+// removing one container at once both succeed: docker's "removal already
+// in progress" is waited for, and a container already gone is no error.
+func TestConcurrentRemovalsAllSucceed(t *testing.T) {
+	t.Parallel()
+	cli := requireDocker(t)
+	sb, _ := create(t, cfgOf(nil), nil)
+	p := New().(*Provider)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = p.RemoveResource(context.Background(), sb.ID) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("removal %d: %v", i, err)
+		}
+	}
+	if _, err := cli.ContainerInspect(context.Background(), sb.ID); err == nil {
+		t.Error("the container is still there")
 	}
 }

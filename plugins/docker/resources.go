@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/missingstudio/sanddune/sdk"
@@ -34,8 +33,7 @@ func (p *Provider) RemoveResource(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	err = cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
+	if err := removeContainer(ctx, cli, id); err != nil {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
 	return nil

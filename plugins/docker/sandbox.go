@@ -139,21 +139,27 @@ type sandbox struct {
 // idempotent and still works when ctx is already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
 	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
-		err := s.cli.ContainerRemove(ctx, s.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
-			// Someone else (docker rm -f) is removing it: wait for that.
-			wait, errc := s.cli.ContainerWait(ctx, s.ID, container.WaitConditionRemoved)
-			select {
-			case <-wait:
-				err = nil
-			case err = <-errc:
-			}
-		}
-		if cerrdefs.IsNotFound(err) {
-			return nil
-		}
-		return err
+		return removeContainer(ctx, s.cli, s.ID)
 	})
+}
+
+// removeContainer force-removes container id; one already gone, or gone
+// once the removal someone else started (docker rm -f, another gc) ends,
+// is not an error.
+func removeContainer(ctx context.Context, cli *client.Client, id string) error {
+	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+		wait, errc := cli.ContainerWait(ctx, id, container.WaitConditionRemoved)
+		select {
+		case <-wait:
+			err = nil
+		case err = <-errc:
+		}
+	}
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 var _ sdk.TTYSandbox = (*sandbox)(nil)
