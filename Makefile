@@ -9,7 +9,7 @@ MODULES := . sdk examples
 # each runs $(1) in every module, and fails if it failed in any.
 each = status=0; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)) || status=1; done; exit $$status
 
-.PHONY: help install build test test-unit cross proto agents-compat vercel-compat bench e2e-k8s chaos
+.PHONY: help install build test test-unit cross proto agents-compat vercel-compat bench e2e-k8s chaos fuzz
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ vercel-compat: ## drive the fake Vercel API with the official @vercel/sandbox SD
 
 bench: ## run the benchmarks in bench/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./core/...
+
+fuzz: ## run every go test -fuzz target for FUZZTIME each (default 1m), one at a time
+	@FUZZTIME=$(or $(FUZZTIME),1m) bash scripts/fuzz.sh
 
 chaos: ## interrupt 60 real runs (docker, bubblewrap, local) at random moments; check nothing is lost or leaked
 	@bash scripts/chaos.sh $(TRIALS)

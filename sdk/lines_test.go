@@ -97,3 +97,36 @@ func BenchmarkLineWriter(b *testing.B) {
 		_, _ = w.Write(chunk)
 	}
 }
+
+// FuzzLineWriter: whatever the bytes and however they are split into
+// writes, the lines rebuild the stream (a last unterminated line gets
+// its newline) and no piece exceeds MaxLineBytes.
+func FuzzLineWriter(f *testing.F) {
+	f.Add([]byte("a\nb"), uint8(1))
+	f.Add([]byte("\n\n\r\n\xff"), uint8(0))
+	f.Add([]byte(strings.Repeat("x", 300)+"\ny"), uint8(7))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		var writes []string
+		for rest := stream; len(rest) > 0; {
+			n := min(int(chunk)+1, len(rest))
+			writes, rest = append(writes, string(rest[:n])), rest[n:]
+		}
+		var rebuilt strings.Builder
+		for _, p := range collect(writes) {
+			if len(p.text) > sdk.MaxLineBytes {
+				t.Fatalf("a piece of %d bytes", len(p.text))
+			}
+			rebuilt.WriteString(p.text)
+			if !p.partial {
+				rebuilt.WriteByte('\n')
+			}
+		}
+		want := string(stream)
+		if want != "" && !strings.HasSuffix(want, "\n") {
+			want += "\n"
+		}
+		if rebuilt.String() != want {
+			t.Fatalf("lines rebuild %q, not %q", rebuilt.String(), want)
+		}
+	})
+}

@@ -1,0 +1,13 @@
+package claude
+
+import (
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
+)
+
+// FuzzParse: no stream, however malformed, crashes the claude parser.
+func FuzzParse(f *testing.F) {
+	agenttest.FuzzParser(f, func() sdk.Parser { return NewParser() }, "testdata/claude-stream.jsonl")
+}

@@ -1,0 +1,13 @@
+package codex
+
+import (
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
+)
+
+// FuzzParse: no stream, however malformed, crashes the codex parser.
+func FuzzParse(f *testing.F) {
+	agenttest.FuzzParser(f, func() sdk.Parser { return NewParser() }, "testdata/codex-stream.jsonl")
+}
