@@ -26,6 +26,9 @@ type server struct {
 	mu      sync.Mutex
 	next    uint64
 	handles map[string]Sandbox
+	// creating counts Creates in progress: Serve waits for them, so a
+	// sandbox that is being made as the host stops the plugin is closed.
+	creating sync.WaitGroup
 }
 
 func newServer(opts ServeOpts) *server {
@@ -212,6 +215,8 @@ func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, 
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	s.creating.Add(1)
+	defer s.creating.Done()
 	sb, err := p.Create(ctx, CreateRequest{
 		Config: cfg, RunID: req.RunId, RunName: req.RunName, HostRepoPath: req.HostRepoPath,
 		WorktreePath: req.WorktreePath, GitMounts: fromMounts(req.GitMounts), Env: wire.StringMap(req.Env),
@@ -219,6 +224,10 @@ func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, 
 	})
 	if err != nil {
 		return nil, toStatus(err)
+	}
+	if ctx.Err() != nil { // the host gave up on it: nobody would close it
+		_ = sb.Close(context.WithoutCancel(ctx))
+		return nil, toStatus(ctx.Err())
 	}
 	return s.register(sb), nil
 }
@@ -319,8 +328,18 @@ func (s sandboxServer) Close(ctx context.Context, req *pluginpb.Handle) (*plugin
 	return &pluginpb.Empty{}, nil
 }
 
-// closeAll closes the sandboxes the host left open (plugin shutdown).
+// closeAll closes the sandboxes the host left open (plugin shutdown),
+// once the Creates in progress have ended (or ctx did).
 func (s *server) closeAll(ctx context.Context) error {
+	created := make(chan struct{})
+	go func() {
+		s.creating.Wait()
+		close(created)
+	}()
+	select {
+	case <-created:
+	case <-ctx.Done():
+	}
 	s.mu.Lock()
 	open := s.handles
 	s.handles = map[string]Sandbox{}

@@ -49,7 +49,11 @@ type SandboxProvider interface {
 	// created with this config on this machine (daemon reachable, image
 	// present, binary installed...). A failure says what to do about it.
 	Preflight(ctx context.Context, req PreflightRequest) error
-	// Create starts a sandbox for one run.
+	// Create starts a sandbox for one run. When ctx is cancelled (Ctrl-C),
+	// the host stops waiting at once: do not abort an engine request that
+	// makes a resource you could not then find, finish it and remove
+	// the resource. A sandbox returned after ctx ended is closed by the
+	// SDK, and a stopping plugin waits for the Creates in progress.
 	Create(ctx context.Context, req CreateRequest) (Sandbox, error)
 }
 

@@ -26,7 +26,8 @@ type ServeOpts struct {
 }
 
 // Serve serves the components over go-plugin gRPC until the host stops the
-// plugin, then closes the sandboxes the host left open. Call it from main;
+// plugin, then waits for the Creates in progress and closes the sandboxes
+// the host left open. Call it from main;
 // stdout belongs to the handshake, so log to stderr only.
 func Serve(opts ServeOpts) {
 	logger := opts.logger()

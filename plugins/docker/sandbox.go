@@ -67,7 +67,13 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if len(cfg.Networks) > 0 {
 		hostCfg.NetworkMode = container.NetworkMode(cfg.Networks[0])
 	}
-	created, err := cli.ContainerCreate(ctx, &container.Config{
+	// The create request is not cancelled with ctx: the daemon would go on
+	// creating a container we no longer know of (a Ctrl-C during Create
+	// left it behind). Once we know its id, start fails on a cancelled ctx
+	// and Close removes it.
+	createCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	created, err := cli.ContainerCreate(createCtx, &container.Config{
 		Image:      spec.Image,
 		User:       fmt.Sprintf("%d:%d", spec.UID, spec.GID),
 		Env:        sandboxkit.EnvList(spec.Env),
@@ -85,6 +91,10 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	s := &sandbox{cli: cli}
 	s.Container = containerkit.Container{ID: created.ID, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
 	if err := s.start(ctx, spec, cfg.Networks); err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil { // cancelled as the start finished
 		_ = s.Close(ctx)
 		return nil, err
 	}
