@@ -111,8 +111,8 @@ func TestAgentRetryNoticesAreWarnings(t *testing.T) {
 
 // TestSandboxPluginCrashIsBlamedOnTheSandbox: the sandbox plugin dies while
 // the agent runs (the agent kills it: its parent process). The error names
-// the sandbox plugin, not the agent, and the gc command that salvages and
-// removes what it left.
+// the sandbox plugin, not the agent, the sandbox it left (id and run
+// label) and the gc command that salvages and removes it.
 func TestSandboxPluginCrashIsBlamedOnTheSandbox(t *testing.T) {
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
@@ -128,7 +128,8 @@ run "crash" {
 		t.Cleanup(func() { os.RemoveAll(m[1]) })
 	}
 	if r.code != 1 || !strings.Contains(r.stderr, "[sandbox.local.dev]") || strings.Contains(r.stderr, "[agent.command.a]") ||
-		!strings.Contains(r.stderr, "sandbox plugin crashed") || !strings.Contains(r.stderr, "sanddune gc") {
-		t.Fatalf("exit %d, want 1 blaming sandbox.local.dev and naming sanddune gc:\n%s", r.code, r.stderr)
+		!strings.Contains(r.stderr, "sandbox plugin crashed and left sandbox ") || !strings.Contains(r.stderr, "label sanddune.run=crash-") ||
+		!strings.Contains(r.stderr, "`sanddune gc` salvages its work and removes it") {
+		t.Fatalf("exit %d, want 1 blaming sandbox.local.dev and naming the sandbox it left and sanddune gc:\n%s", r.code, r.stderr)
 	}
 }

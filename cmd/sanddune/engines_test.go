@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -271,5 +272,94 @@ run "`+name+`" {
 	}
 	if got := gitOut(t, dir, "show", "agent/gone:work.txt"); got != "work" {
 		t.Fatalf("the agent's commit was lost: %q", got)
+	}
+}
+
+// pluginPID is the pid of the built-in plugin name that sanddune process
+// parent serves, or 0.
+func pluginPID(parent int, name string) int {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmdlines {
+		b, err := os.ReadFile(c)
+		if err != nil || !bytes.HasSuffix(b, []byte("\x00"+serveCommand+"\x00"+name+"\x00")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(c)))
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+				if f := strings.Fields(string(stat[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(parent) {
+					return pid
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestDockerSandboxPluginKilled: the docker plugin is SIGKILLed while the
+// agent runs. The run fails against the sandbox plugin, names the
+// container it left (by id and run label) and `sanddune gc`; the commit
+// is on the branch; after `sanddune gc` no container of the run is left.
+func TestDockerSandboxPluginKilled(t *testing.T) {
+	requireDocker(t)
+	dir := gitRepo(t)
+	t.Cleanup(func() {
+		for _, id := range containers(t, dir) {
+			exec.Command("docker", "rm", "-f", id).Run()
+		}
+	})
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+  image = "`+testImage()+`"
+}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
+}
+run "killed" {
+  prompt          = "wait"
+  branch_strategy = { type = "branch", branch = "agent/killed" }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	ids := containers(t, dir)
+	pid := pluginPID(cmd.Process.Pid, "docker")
+	if len(ids) != 1 || pid == 0 {
+		t.Fatalf("containers %v, docker plugin pid %d while the agent runs", ids, pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	msg := stderr.String()
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(msg, "[sandbox.docker.default]") ||
+		!strings.Contains(msg, "sandbox plugin crashed and left sandbox "+ids[0]) || !strings.Contains(msg, "label sanddune.run=killed-") ||
+		!strings.Contains(msg, "`sanddune gc` salvages its work and removes it") || !strings.Contains(msg, "1 commit(s) kept on branch agent/killed") {
+		t.Fatalf("exit %v, want 1 naming the sandbox plugin, the container %s it left, sanddune gc and the branch:\n%s", err, ids[0], msg)
+	}
+	if got := gitOut(t, dir, "show", "agent/killed:work.txt"); got != "work" {
+		t.Fatalf("the agent's commit was lost: %q", got)
+	}
+	if r := run(t, dir, "gc"); r.code != 0 {
+		t.Fatalf("sanddune gc: exit %d\n%s", r.code, r.stderr)
+	}
+	if c := containers(t, dir); len(c) != 0 {
+		t.Fatalf("containers left after sanddune gc: %v", c)
 	}
 }

@@ -188,7 +188,7 @@ func (r *runner) preflight(ctx context.Context) error {
 // fail builds the RunError of a failed step, marking cancellations.
 func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration int, err error, hint string) *RunError {
 	if plugin == r.SandboxAddr && errors.Is(err, sdk.ErrPluginShutdown) {
-		hint = "the sandbox plugin crashed and may have left its sandbox behind: run `sanddune gc` to salvage and remove it, then run again"
+		hint = r.crashHint()
 	}
 	e := &RunError{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
 	if ctx.Err() != nil {
@@ -199,6 +199,19 @@ func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration
 	}
 	return e
 }
+
+// crashHint says what a sandbox plugin that died left, and how to
+// remove it: nothing can reach the sandbox until the plugin runs again.
+func (r *runner) crashHint() string {
+	if r.sb == nil {
+		return "the sandbox plugin crashed and may have left its sandbox behind: run `sanddune gc` to salvage and remove it, then run again"
+	}
+	return fmt.Sprintf("the sandbox plugin crashed and left sandbox %s (label %s=%s) with whatever the agent still runs in it: "+
+		"once this run has exited, `sanddune gc` salvages its work and removes it; then run again", r.sb.Info().ID, sdk.LabelRun, r.runID())
+}
+
+// runID is the run's sdk.LabelRun value.
+func (r *runner) runID() string { return worktree.SanitizeName(r.name) + "-" + r.stamp }
 
 // rerunHint says what a rerun does with the work an interrupted run left.
 func (r *runner) rerunHint() string {
@@ -390,7 +403,7 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 	}
 	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
-		Config: r.SandboxCfg, RunID: worktree.SanitizeName(r.name) + "-" + r.stamp, RunName: r.name,
+		Config: r.SandboxCfg, RunID: r.runID(), RunName: r.name,
 		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
 		HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}
