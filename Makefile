@@ -14,12 +14,12 @@ each = status=0; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)) |
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-install: ## install sanddune into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
+install: ## install sanddune and its built-in plugins into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
 	@bash scripts/install.sh
-	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/sanddune
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/...
 
-build: ## build ./bin/sanddune
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sanddune ./cmd/sanddune
+build: ## build ./bin/sanddune and its built-in plugins (bin/sanddune-plugin-*)
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
 
 test: ## set up Docker/Podman/bubblewrap (as root) and run every test
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/ci-setup.sh; \

@@ -25,7 +25,7 @@ work="$(mktemp -d /tmp/sanddune-k8s-bench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 sanddune="${SANDDUNE_BIN:-}"
 if [ -z "$sanddune" ]; then
-  (cd "$root" && go build -o "$work/sanddune" ./cmd/sanddune)
+  (cd "$root" && go build -o "$work/" ./cmd/...) # sanddune and its built-in plugins
   sanddune="$work/sanddune"
 fi
 

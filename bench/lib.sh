@@ -6,12 +6,13 @@ bench_prompt="Append one line to fake-claude.log and commit it. When the task is
 
 log() { echo "bench: $*" >&2; }
 
-# find_sanddune: $SANDDUNE_BIN, else PATH, else a fresh build into $work.
+# find_sanddune: $SANDDUNE_BIN, else PATH, else a fresh build into $work
+# (with its built-in plugins beside it, as make install puts them).
 find_sanddune() {
   local s="${SANDDUNE_BIN:-$(command -v sanddune || true)}"
   if [ -z "$s" ]; then
     log "building sanddune"
-    (cd "$root" && go build -o "$work/sanddune" ./cmd/sanddune) && s="$work/sanddune"
+    (cd "$root" && go build -o "$work/" ./cmd/...) && s="$work/sanddune"
   fi
   echo "$s"
 }

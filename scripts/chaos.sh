@@ -24,7 +24,7 @@ image=${SANDDUNE_TEST_IMAGE:-sanddune-test-base:bookworm}
 work=$(mktemp -d /tmp/sanddune-chaos.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 bin=$work/sanddune
-go build -o "$bin" ./cmd/sanddune || exit 1
+go build -o "$work/" ./cmd/... || exit 1 # sanddune and its built-in plugins
 
 lost=0 leaked=0 badexit=0 finished=0 failed=0
 for ((n = 1; n <= trials; n++)); do

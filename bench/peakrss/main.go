@@ -3,12 +3,14 @@
 // set size (Pss: shared pages such as the binary's text divided among the
 // processes that map them) seen while polling, read from /proc (Linux).
 //
-//	peakrss [-match PATH] [-every 10ms] -- CMD ARGS...
+//	peakrss [-match PREFIX] [-every 10ms] -- CMD ARGS...
 //
 // It polls the process tree, remembers each process's last VmHWM (the kernel
 // keeps the peak, so a sample taken shortly before exit is the peak), and on
-// exit prints one line per process whose executable is -match (default: CMD
-// itself), as "pid hwm-KiB pss-KiB argv", and the sums. Processes that exit between
+// exit prints one line per process whose executable's path starts with
+// -match (default: CMD itself; DIR/sanddune also counts the plugin binaries
+// DIR/sanddune-plugin-* beside it), as "pid hwm-KiB pss-KiB argv", and the
+// sums. Processes that exit between
 // two polls are missed; the bench runs short-lived git and docker CLIs it does
 // not count, and sanddune's own processes live for the whole run.
 package main
@@ -34,12 +36,12 @@ type proc struct {
 }
 
 func main() {
-	match := flag.String("match", "", "count only processes running this executable (default: the command)")
+	match := flag.String("match", "", "count only processes whose executable's path starts with this (default: the command)")
 	every := flag.Duration("every", 10*time.Millisecond, "poll interval")
 	flag.Parse()
 	args := flag.Args()
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: peakrss [-match PATH] [-every D] -- CMD ARGS...")
+		fmt.Fprintln(os.Stderr, "usage: peakrss [-match PREFIX] [-every D] -- CMD ARGS...")
 		os.Exit(2)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
@@ -70,7 +72,7 @@ loop:
 	}
 	pids := make([]int, 0, len(seen))
 	for pid, p := range seen {
-		if p.exe == want {
+		if strings.HasPrefix(p.exe, want) {
 			pids = append(pids, pid)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/missingstudio/sanddune/cmd/sanddune/internal/interrupts"
 	"github.com/missingstudio/sanddune/core"
 )
 
@@ -48,10 +47,6 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == serveCommand {
-		interrupts.Release()
-		os.Exit(servePlugin(os.Args[2]))
-	}
 	root, g := newRootCommand()
 	ctx, interrupted, stop := interruptible(context.Background(), os.Stderr)
 	closeHost := addPluginCommands(ctx, root, g, os.Args[1:])

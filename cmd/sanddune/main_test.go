@@ -16,8 +16,8 @@ import (
 	"time"
 )
 
-// The tests drive the real sanddune binary, which serves its built-in
-// plugins by re-executing itself, and a third-party plugin built from
+// The tests drive the real sanddune binary with its built-in plugin
+// binaries installed beside it, and a third-party plugin built from
 // examples/tmpdir-sandbox.
 var (
 	sanddune  string
@@ -31,9 +31,10 @@ func TestMain(m *testing.M) {
 	}
 	sanddune = filepath.Join(dir, "bin", "sanddune")
 	pluginDir = filepath.Join(dir, "plugins")
-	// The example is a module of its own (examples/go.mod): built from there.
+	// sanddune and its built-in plugins, as make install lays them out. The
+	// example is a module of its own (examples/go.mod): built from there.
 	for _, b := range [][3]string{
-		{sanddune, ".", "."},
+		{filepath.Dir(sanddune) + "/", "../..", "./cmd/..."},
 		{filepath.Join(pluginDir, "sanddune-plugin-tmpdir"), "../../examples", "./tmpdir-sandbox"},
 	} {
 		if out, err := exec.Command("go", "build", "-C", b[1], "-o", b[0], b[2]).CombinedOutput(); err != nil {
@@ -223,7 +224,7 @@ func pluginProcesses(t *testing.T, parent int) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.HasPrefix(string(cmdline), sanddune+"\x00"+serveCommand) {
+		if err != nil || !strings.HasPrefix(string(cmdline), filepath.Join(filepath.Dir(sanddune), "sanddune-plugin-")) {
 			continue
 		}
 		// /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.

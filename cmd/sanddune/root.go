@@ -125,9 +125,8 @@ func (g *globals) newHost(dir string, required ...*config.RequiredPlugin) *plugi
 		reqs[r.Name] = pluginhost.Requirement{Source: r.Source, Version: r.Version, Decl: r.Decl()}
 	}
 	return pluginhost.New(pluginhost.Options{
-		Builtins:   builtinNames(),
+		Builtins:   builtins,
 		Executable: exe,
-		ServeArgs:  []string{serveCommand},
 		RepoRoot:   repoRoot,
 		Logger:     g.logger(),
 		Required:   reqs,

@@ -5,8 +5,8 @@
 // (the "docker" in `sandbox "docker" "x" {}`) resolves to a plugin source:
 //
 //  1. the binary the config's required_plugins names by source;
-//  2. otherwise a built-in compiled into sanddune, served by re-executing
-//     the sanddune binary in its hidden plugin-serve mode;
+//  2. otherwise a built-in: the binary sanddune-plugin-<name> installed
+//     beside the sanddune executable with it (docs/adr/0019);
 //  3. otherwise an external binary named sanddune-plugin-<name>, searched
 //     in the directories of SANDDUNE_PLUGIN_PATH, then <repo>/.sanddune/plugins,
 //     then $XDG_DATA_HOME/sanddune/plugins (~/.local/share/...), then the

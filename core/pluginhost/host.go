@@ -28,13 +28,11 @@ import (
 
 // Options configure a Host.
 type Options struct {
-	// Builtins are the plugin names compiled into the executable.
+	// Builtins are the names of the plugins that come with sanddune, each
+	// installed as sanddune-plugin-<name> beside Executable.
 	Builtins []string
-	// Executable is sanddune's own binary, re-executed to serve built-ins.
+	// Executable is sanddune's own binary.
 	Executable string
-	// ServeArgs put Executable into plugin-serve mode; the built-in's name
-	// is appended.
-	ServeArgs []string
 	// RepoRoot enables the <repo>/.sanddune/plugins search directory.
 	RepoRoot string
 	// Getenv reads the environment (os.Getenv when nil).
@@ -316,11 +314,8 @@ func (h *Host) source(name string) (Source, bool) {
 		return Source{Name: name, Path: req.Source, Shadows: builtin, Trusted: h.trustedDir(filepath.Dir(req.Source))}, true
 	}
 	p := findBinary(h.dirs, name)
-	if p == h.opts.Executable {
-		p = ""
-	}
 	if builtin {
-		if p != "" {
+		if p != "" && p != h.builtinPath(name) {
 			h.warnIgnored(name, p)
 		}
 		return Source{Name: name}, true
@@ -340,6 +335,12 @@ func (h *Host) warnIgnored(name, path string) {
 	h.warned[path] = true
 	h.opts.Logger.Warn("plugin binary ignored: a built-in has its name; to use the binary instead, ask for it by source in the config: required_plugins { "+name+" = { source = \"PATH\" } }",
 		"plugin", name, "path", path)
+}
+
+// builtinPath is where the built-in plugin name is installed: beside
+// sanddune.
+func (h *Host) builtinPath(name string) string {
+	return filepath.Join(filepath.Dir(h.opts.Executable), BinaryPrefix+name)
 }
 
 func (h *Host) isBuiltin(name string) bool {
@@ -395,8 +396,16 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	var cmd *exec.Cmd
 	if src.Builtin() {
 		// Built-ins are part of sanddune: trusted with it, never locked.
-		args := append(append([]string{}, h.opts.ServeArgs...), src.Name)
-		cmd = exec.Command(h.opts.Executable, args...)
+		path := h.builtinPath(src.Name)
+		if !isFile(path) {
+			p.err = fmt.Errorf("built-in plugin %q is missing: sanddune starts it from %s, beside itself; install sanddune with its plugins (make install, or go install ./cmd/... in a checkout of sanddune)", src.Name, path)
+			return
+		}
+		if !isExecutable(path) {
+			p.err = fmt.Errorf("built-in plugin %q: %s is not executable (chmod +x %s)", src.Name, path, path)
+			return
+		}
+		cmd = exec.Command(path)
 	} else {
 		if !isExecutable(src.Path) {
 			p.err = fmt.Errorf("plugin %q: %s is not executable (chmod +x %s)", src.Name, src.Path, src.Path)

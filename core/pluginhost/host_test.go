@@ -51,13 +51,30 @@ func pluginDir(t *testing.T, names ...string) string {
 	return dir
 }
 
+// installed returns the path of a sanddune executable installed with the
+// built-ins names beside it (each the fake plugin, serving a sandbox of its
+// name), as make install lays them out.
+func installed(t *testing.T, builtins ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "sanddune")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range builtins {
+		if err := os.Symlink(fakePlugin, filepath.Join(dir, BinaryPrefix+b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return exe
+}
+
 func newHost(t *testing.T, pluginPath string, builtins ...string) (*Host, *bytes.Buffer) {
 	t.Helper()
 	var logs bytes.Buffer
 	h := New(Options{
 		Builtins:   builtins,
-		Executable: fakePlugin,
-		ServeArgs:  []string{"serve"},
+		Executable: installed(t, builtins...),
 		Getenv: func(k string) string {
 			if k == "SANDDUNE_PLUGIN_PATH" {
 				return pluginPath
@@ -106,15 +123,25 @@ func TestCandidates(t *testing.T) {
 	}
 }
 
-func TestBuiltinServedByReExec(t *testing.T) {
+// TestBuiltinServedFromItsBinaryBesideSanddune: a built-in runs as the
+// binary sanddune-plugin-<name> beside sanddune, over the same protocol as
+// any plugin binary, and is not warned about as a binary shadowing itself.
+func TestBuiltinServedFromItsBinaryBesideSanddune(t *testing.T) {
 	t.Parallel()
-	h, _ := newHost(t, "", "alpha")
+	h, logs := newHost(t, "", "alpha")
 	p, c, err := h.Sandbox(context.Background(), "alpha")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.Source.Builtin() || c.Info.Version != "9.9.9-fake" {
 		t.Fatalf("source %v info %+v: want the built-in", c.Source, c.Info)
+	}
+	want := filepath.Join(filepath.Dir(h.opts.Executable), BinaryPrefix+"alpha")
+	if got := h.procs["builtin:alpha"].cmd.Path; got != want {
+		t.Fatalf("the built-in ran %s, want %s", got, want)
+	}
+	if strings.Contains(logs.String(), "ignored") {
+		t.Fatalf("the built-in's own binary was warned about:\n%s", logs)
 	}
 	sb, err := p.Create(context.Background(), sdk.CreateRequest{})
 	if err != nil {
@@ -297,6 +324,27 @@ func TestListShowsBuiltinsAndBinaries(t *testing.T) {
 	want := map[string]string{"alpha": "built-in", "beta": "external", "future": "error"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// TestMissingBuiltinBinaryIsNamed: a sanddune installed without its
+// plugin binaries says which file is missing and how to install it, and
+// lists the built-in with that error.
+func TestMissingBuiltinBinaryIsNamed(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t, "", "alpha")
+	bin := filepath.Join(filepath.Dir(h.opts.Executable), BinaryPrefix+"alpha")
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := h.Sandbox(context.Background(), "alpha")
+	if err == nil || !strings.Contains(err.Error(), `built-in plugin "alpha" is missing`) ||
+		!strings.Contains(err.Error(), bin) || !strings.Contains(err.Error(), "make install") {
+		t.Fatalf("err = %v, want the missing binary named with how to install it", err)
+	}
+	rows := h.List(context.Background())
+	if len(rows) != 1 || !rows[0].Source.Builtin() || rows[0].Err == nil {
+		t.Fatalf("list = %+v, want the built-in with its error", rows)
 	}
 }
 

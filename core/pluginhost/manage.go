@@ -40,10 +40,13 @@ func (h *Host) Sources() (srcs []Source, ignored []Source) {
 		}
 	}
 	for _, s := range listBinaries(h.dirs) {
-		if s.Path == h.opts.Executable || seen[s.Name] {
+		if seen[s.Name] {
 			continue
 		}
 		if h.isBuiltin(s.Name) {
+			if s.Path == h.builtinPath(s.Name) {
+				continue // the built-in itself
+			}
 			ignored = append(ignored, s)
 			continue
 		}

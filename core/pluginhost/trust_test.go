@@ -26,8 +26,7 @@ func (e trustEnv) host(t *testing.T, builtins ...string) *Host {
 	t.Helper()
 	h := New(Options{
 		Builtins:   builtins,
-		Executable: fakePlugin,
-		ServeArgs:  []string{"serve"},
+		Executable: installed(t, builtins...),
 		RepoRoot:   e.repo,
 		Getenv: func(k string) string {
 			switch k {

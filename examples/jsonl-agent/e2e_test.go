@@ -15,9 +15,9 @@ import (
 // id, the session is captured to the host, and a second run resumes it.
 func TestRunThroughSanddune(t *testing.T) {
 	bin := t.TempDir()
-	// sanddune is built in its own module (the repository root); the
-	// plugin in this one, against the sdk module only.
-	for _, b := range [][3]string{{"sanddune", "../..", "./cmd/sanddune"}, {"sanddune-plugin-jsonl", ".", "."}} {
+	// sanddune and its built-in plugins are built in their own module (the
+	// repository root); the plugin in this one, against the sdk module only.
+	for _, b := range [][3]string{{"/", "../..", "./cmd/..."}, {"sanddune-plugin-jsonl", ".", "."}} {
 		if out, err := exec.Command("go", "build", "-C", b[1], "-o", filepath.Join(bin, b[0]), b[2]).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", b[2], err, out)
 		}

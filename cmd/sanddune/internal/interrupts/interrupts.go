@@ -1,9 +1,9 @@
 // Package interrupts catches the signals that end a run (Ctrl-C, kill's
 // default, the terminal closing) from the start of the process. Its init
-// runs as soon as os/signal is initialised, before the plugin, docker,
-// gRPC and kubernetes packages initialise (hundreds of milliseconds on a
-// loaded machine), so a signal at any moment after that is a cancellation
-// rather than the runtime's default exit (143, 129).
+// runs as soon as os/signal is initialised, before the go-plugin, gRPC and
+// HCL packages initialise (hundreds of milliseconds on a loaded machine), so
+// a signal at any moment after that is a cancellation rather than the
+// runtime's default exit (143, 129).
 package interrupts
 
 import (
@@ -36,20 +36,3 @@ func Caught() <-chan os.Signal { return caught }
 
 // Stop ends the catching.
 func Stop() { signal.Stop(caught) }
-
-// Release hands the signals back to their default action, for a process
-// that is not a command line (a built-in plugin: its host stops it); a
-// signal caught meanwhile is raised again and takes that action.
-func Release() {
-	signal.Stop(caught)
-	signal.Stop(pipe)
-	signal.Reset(append(signals, syscall.SIGPIPE)...)
-	for {
-		select {
-		case sig := <-caught:
-			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
-		default:
-			return
-		}
-	}
-}

@@ -1,7 +1,7 @@
-// Command fakeplugin is a test plugin binary. Built as
-// sanddune-plugin-<name>, it serves a sandbox component called <name>;
-// run as `fakeplugin serve <name>` it plays a built-in called <name>.
-// The name picks its behaviour:
+// Command fakeplugin is a test plugin binary. Run as sanddune-plugin-<name>
+// (a symlink), it serves a sandbox component called <name>, as a plugin
+// binary or as a built-in installed beside sanddune. The name picks its
+// behaviour:
 //   - "future": speaks plugin protocol 99 only;
 //   - "crashy": its sandboxes exit the process in the middle of Exec;
 //   - anything else: a sandbox whose Exec echoes its argv.
@@ -20,9 +20,6 @@ import (
 
 func main() {
 	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "sanddune-plugin-")
-	if len(os.Args) == 3 && os.Args[1] == "serve" {
-		name = os.Args[2]
-	}
 	opts := sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: &provider{name: name}}}
 	if name == "future" {
 		// The handshake line of a plugin that picked protocol 99; the host

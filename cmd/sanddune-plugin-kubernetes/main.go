@@ -1,0 +1,12 @@
+// Command sanddune-plugin-kubernetes serves sanddune's built-in kubernetes sandbox. It is
+// installed beside sanddune, which starts it like any plugin binary (ADR 0019).
+package main
+
+import (
+	"github.com/missingstudio/sanddune/plugins/kubernetes"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+func main() {
+	sdk.Serve(sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"kubernetes": kubernetes.New()}})
+}

@@ -1,0 +1,12 @@
+// Command sanddune-plugin-local serves sanddune's built-in local sandbox. It is
+// installed beside sanddune, which starts it like any plugin binary (ADR 0019).
+package main
+
+import (
+	"github.com/missingstudio/sanddune/plugins/local"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+func main() {
+	sdk.Serve(sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"local": local.New()}})
+}

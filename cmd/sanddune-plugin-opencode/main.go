@@ -1,0 +1,12 @@
+// Command sanddune-plugin-opencode serves sanddune's built-in opencode agent. It is
+// installed beside sanddune, which starts it like any plugin binary (ADR 0019).
+package main
+
+import (
+	"github.com/missingstudio/sanddune/plugins/opencode"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+func main() {
+	sdk.Serve(sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{"opencode": opencode.New()}})
+}
