@@ -128,14 +128,23 @@ func sample(root int, seen map[int]*proc) {
 		}
 		p := seen[pid]
 		if p == nil {
-			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-			cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			p = &proc{exe: exe, argv: strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))}
+			p = identify(pid)
+			if pp := identify(parent[pid]); p.exe == pp.exe && p.argv == pp.argv {
+				// Forked and not yet exec'd (os/exec starting git or docker):
+				// it shares its parent's memory, so its VmHWM is the parent's.
+				continue
+			}
 			seen[pid] = p
 		}
 		p.hwm = max(p.hwm, hwm)
 		p.pss = max(p.pss, field(pid, "smaps_rollup", "Pss:"))
 	}
+}
+
+func identify(pid int) *proc {
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return &proc{exe: exe, argv: strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))}
 }
 
 func descends(pid, root int, parent map[int]int) bool {
