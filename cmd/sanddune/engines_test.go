@@ -281,7 +281,7 @@ func pluginPID(parent int, name string) int {
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, c := range cmdlines {
 		b, err := os.ReadFile(c)
-		if err != nil || !bytes.HasSuffix(b, []byte("\x00"+serveCommand+"\x00"+name+"\x00")) {
+		if err != nil || !bytes.HasSuffix(b, []byte("/sanddune-plugin-"+name+"\x00")) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(c)))
