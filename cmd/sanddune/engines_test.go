@@ -169,16 +169,7 @@ run "hang" {
   }
 }
 `)
-	cmd := sandduneCmd(dir, "run")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
-	}
+	cmd, stderr := startUntil(t, t.TempDir(), 1, dir, "run")
 	ids := containers(t, dir)
 	if len(ids) != 1 {
 		t.Fatalf("containers while the agent runs: %v", ids)
@@ -188,10 +179,6 @@ run "hang" {
 		after = running(ids[0])
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -173,29 +172,13 @@ run "hang" {
   logging { type = "stdout" }
 }
 `)
-	cmd := sandduneCmd(dir, "run")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
-	}
+	cmd, stderr := startUntil(t, t.TempDir(), 1, dir, "run")
 	plugins := pluginProcesses(t, cmd.Process.Pid)
 	if len(plugins) == 0 {
 		t.Fatal("no plugin processes found while the run was going")
 	}
 	cmd.Process.Signal(os.Interrupt)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())

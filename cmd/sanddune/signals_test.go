@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,7 +116,19 @@ func startUntil(t *testing.T, tmp string, n int, dir string, args ...string) (*e
 	t.Helper()
 	cmd := sandduneCmd(dir, args...)
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	stdout, _ := cmd.StdoutPipe()
+	stdout, stderr := startScanning(t, cmd, n)
+	go io.Copy(io.Discard, stdout)
+	return cmd, stderr
+}
+
+// startScanning starts cmd and reads its stdout until n lines said
+// "started"; it returns the rest of stdout and what goes to stderr.
+func startScanning(t *testing.T, cmd *exec.Cmd, n int) (io.ReadCloser, *bytes.Buffer) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -127,11 +140,7 @@ func startUntil(t *testing.T, tmp string, n int, dir string, args ...string) (*e
 			started++
 		}
 	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return cmd, &stderr
+	return stdout, &stderr
 }
 
 // TestHangupAndDoubleInterruptKeepTheWork: SIGHUP (the terminal closed)
@@ -295,18 +304,7 @@ run "pipe" {
 `)
 	cmd := sandduneCmd(dir, "run")
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
-	}
+	stdout, stderr := startScanning(t, cmd, 1)
 	stdout.Close() // like head -1 exiting
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit %v, want 0 (the run ends as usual)\n%s", err, stderr.String())
