@@ -287,11 +287,6 @@ func agentCredentials(ctx context.Context, g *globals, dir, agent, model string)
 // one exists, even one created since init started; on failure it removes
 // what it wrote.
 func writeConfigDir(dir string, files []templates.File) error {
-	for _, f := range files {
-		if p := filepath.Join(dir, filepath.FromSlash(f.Path)); exists(p) {
-			return refuseExisting(p)
-		}
-	}
 	_, err := os.Lstat(dir)
 	created := errors.Is(err, os.ErrNotExist)
 	var written []string
