@@ -9,7 +9,7 @@ MODULES := . sdk examples
 # each runs $(1) in every module, and fails if it failed in any.
 each = status=0; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)) || status=1; done; exit $$status
 
-.PHONY: help install build test test-unit cross proto agents-compat vercel-compat bench e2e-k8s chaos fuzz
+.PHONY: help install build test test-unit cross proto agents-compat vercel-compat bench e2e-k8s chaos fuzz soak
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ fuzz: ## run every go test -fuzz target for FUZZTIME each (default 1m), one at a
 
 chaos: ## interrupt 60 real runs (docker, bubblewrap, local) at random moments; check nothing is lost or leaked
 	@bash scripts/chaos.sh $(TRIALS)
+
+soak: ## run every test ROUNDS times in a row (default 3) while a loop of real docker runs shares the daemon
+	@bash scripts/soak.sh $(ROUNDS)
 
 e2e-k8s: ## start a real single-node Kubernetes (root; binaries cached) and run the kubernetes e2e suite
 	@bash scripts/e2e-k8s.sh
