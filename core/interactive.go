@@ -3,6 +3,9 @@ package core
 import (
 	"context"
 
+	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/planning"
+
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -47,4 +50,12 @@ func Interactive(ctx context.Context, o InteractiveOptions) (*Result, error) {
 
 func errNoAttach(run string) error {
 	return &RunError{Run: run, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: "run." + run, Summary: "InteractiveOptions.Attach is not set"}}}
+}
+
+// apply makes o an interactive session on a's terminal; nil leaves it
+// unattended.
+func (a *Attachment) apply(o *planning.Options) {
+	if a != nil {
+		o.Interactive, o.Ask = &execute.Interactive{Attach: a.Attach, Term: a.Term}, a.Ask
+	}
 }

@@ -233,7 +233,7 @@ func (o WorktreeOptions) runOptions() RunOptions {
 
 // planEnv plans a worktree, or a sandbox in one: a run without an agent.
 func planEnv(ctx context.Context, o RunOptions) (*execute.Spec, error) {
-	p := &planner{ctx: ctx, repos: planning.Repos{}}
+	p := &planning.Planner{Ctx: ctx, Repos: planning.Repos{}}
 	o.Prompt = "-" // no agent, no prompt: the run checks still apply to the rest
 	caps := planning.NoSandboxCaps
 	var sbDesc sdk.SandboxDescription
@@ -250,7 +250,7 @@ func planEnv(ctx context.Context, o RunOptions) (*execute.Spec, error) {
 			return nil, &RunError{Run: o.Name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
 		}
 	}
-	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, sdk.AgentDescription{}, nil)
+	spec, ds := p.Run("run."+o.Name, o.options(nil), caps, sbDesc, sdk.AgentDescription{})
 	if ds.HasErrors() {
 		return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: ds.Errors()}
 	}

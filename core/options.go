@@ -7,6 +7,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/hooks"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
@@ -87,9 +88,36 @@ type RunOptions struct {
 	Logger hclog.Logger
 	// Version is sanddune's version, set as a label on provider resources.
 	Version string
-	// mergeArgs makes BRANCHES and CONFLICTS prompt built-ins (a run
-	// block with merge_branches).
-	mergeArgs bool
+}
+
+// options is o as the planner takes it; an interactive session when ia
+// is set.
+func (o RunOptions) options(ia *Attachment) planning.Options {
+	po := planning.Options{
+		Name: o.Name, Repo: o.Repo, BaseDir: o.BaseDir, NoSandbox: o.NoSandbox, AllowUnconfined: o.AllowUnconfined,
+		Prompt: o.Prompt, PromptFile: o.PromptFile, PromptArgs: o.PromptArgs, BranchStrategy: o.BranchStrategy,
+		MaxIterations: o.MaxIterations, CompletionSignals: o.CompletionSignals, IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout,
+		CopyToWorktree: o.CopyToWorktree, Env: o.Env, ShowEnv: o.ShowEnv, Hooks: o.Hooks, Output: o.Output, Timeouts: o.Timeouts,
+		ResumeOptions: o.ResumeOptions, LogMode: o.Logging.Mode, LogPath: o.Logging.Path, Terminal: o.Logging.Terminal,
+		ExpressionTimeout: o.ExpressionTimeout, Logger: o.Logger, Version: o.Version,
+	}
+	useRefs(&po, o.Sandbox, o.Agent)
+	if on := o.OnEvent; on != nil {
+		po.OnEvent = func(run string, n int, e sdk.Event) {
+			on(AgentEvent{Run: run, Iteration: n, Time: time.Now(), Event: e})
+		}
+	}
+	if on := o.OnSandboxProgress; on != nil {
+		po.OnSandboxProgress = func(run string, p sdk.Progress) { on(SandboxProgress{Run: run, Time: time.Now(), Progress: p}) }
+	}
+	ia.apply(&po)
+	return po
+}
+
+// useRefs makes sb and ag o's providers.
+func useRefs(o *planning.Options, sb SandboxRef, ag AgentRef) {
+	o.SandboxAddr, o.Sandbox, o.SandboxCfg = sb.Address, sb.Provider, sb.Config
+	o.AgentAddr, o.AgentPlugin, o.Agent, o.AgentCfg = ag.Address, ag.Plugin, ag.Provider, ag.Config
 }
 
 // SandboxRef is a sandbox provider block: its address for messages (e.g.
@@ -186,8 +214,8 @@ type SandboxProgress struct {
 
 // Defaults of RunOptions.
 const (
-	DefaultMaxIterations     = 1
-	DefaultCompletionSignal  = "<promise>COMPLETE</promise>"
-	DefaultIdleTimeout       = 10 * time.Minute
-	DefaultCompletionTimeout = 60 * time.Second
+	DefaultMaxIterations     = planning.DefaultMaxIterations     // 1
+	DefaultCompletionSignal  = planning.DefaultCompletionSignal  // "<promise>COMPLETE</promise>"
+	DefaultIdleTimeout       = planning.DefaultIdleTimeout       // 10m
+	DefaultCompletionTimeout = planning.DefaultCompletionTimeout // 60s
 )

@@ -21,16 +21,15 @@ type node = schedule.Node[*PlannedRun]
 // blockPlanner plans a run block's instances, at plan time and at run
 // time.
 type blockPlanner struct {
-	p      *planner
-	f      *config.File
-	r      *config.RunBlock
-	base   RunOptions
-	sb     SandboxRef
-	ag     AgentRef
+	p *planning.Planner
+	f *config.File
+	r *config.RunBlock
+	// base is the run's options but for the block's: its providers, and
+	// the interactive session when planned as one.
+	base   planning.Options
 	caps   sdk.SandboxCapabilities
 	sbDesc sdk.SandboxDescription
 	desc   sdk.AgentDescription
-	ia     *Attachment
 	// results are the run.<label> values when planning at run time; nil
 	// at plan time.
 	results map[string]cty.Value
@@ -46,13 +45,12 @@ func (bp *blockPlanner) instance(body config.RunBody, each *config.Each) (*Plann
 		r.Body.Name = &name
 	}
 	addr := "run." + r.Label
-	o, ds := optionsOf(bp.f, &r, bp.base)
-	o.Sandbox, o.Agent = bp.sb, bp.ag
-	o.mergeArgs = r.Pipeline.MergeBranches != nil
+	o, ds := planning.OptionsOf(bp.f, &r, bp.base)
+	o.MergeArgs = r.Pipeline.MergeBranches != nil
 	var spec *execute.Spec
 	if !ds.HasErrors() {
 		var more Diagnostics
-		spec, more = bp.p.run(addr, o, bp.caps, bp.sbDesc, bp.desc, bp.ia)
+		spec, more = bp.p.Run(addr, o, bp.caps, bp.sbDesc, bp.desc)
 		ds = append(ds, more...)
 	}
 	if spec != nil && !ds.HasErrors() {

@@ -18,26 +18,14 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/env"
-	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
-	"github.com/missingstudio/sanddune/core/prompt"
 	"github.com/missingstudio/sanddune/core/redact"
-	"github.com/missingstudio/sanddune/core/runlog"
-	"github.com/missingstudio/sanddune/core/session"
-	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -107,9 +95,9 @@ type RunPlan struct {
 // a Diagnostics, lists the errors.
 func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 	f := cfg.File
-	p := &planner{ctx: ctx, repos: planning.Repos{}}
+	p := &planning.Planner{Ctx: ctx, Repos: planning.Repos{}}
 	if r, ok := cfg.Plugins.(redactor); ok {
-		p.redact = r.Redact // plugin logs hide the runs' secrets too
+		p.Redact = r.Redact // plugin logs hide the runs' secrets too
 	}
 	providers := planning.Providers{File: f, Plugins: cfg.Plugins}
 	plan := &RunPlan{}
@@ -208,6 +196,7 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 	if len(selected) > 0 {
 		diags = append(diags, graph.CheckSelection(func(l string) bool { return selected[l] })...)
 	}
+	base := cfg.Run.options(nil)
 	var expandMu sync.Mutex // plans at run time share the planner
 	nodes := map[string]*node{}
 	names := map[string]string{}
@@ -233,11 +222,12 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 		n := &node{Label: r.Label, Addr: addr, Pipeline: graph.Pipeline[r.Label], ForEach: r.Pipeline.ForEach != nil}
 		var runs []*PlannedRun
 		if !ds.HasErrors() && sbOK && agOK {
-			var ia *Attachment
+			o := base
 			if wanted {
-				ia = sel.Interactive
+				sel.Interactive.apply(&o)
 			}
-			bp := &blockPlanner{p: p, f: f, r: r, base: cfg.Run, sb: sb, ag: ag, caps: sbCaps, sbDesc: sbDesc, desc: descs[r.Agent], ia: ia}
+			useRefs(&o, sb, ag)
+			bp := &blockPlanner{p: p, f: f, r: r, base: o, caps: sbCaps, sbDesc: sbDesc, desc: descs[r.Agent]}
 			var more Diagnostics
 			runs, more = bp.instances()
 			ds = append(ds, more...)
@@ -287,7 +277,7 @@ func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
 	}
 	for _, ss := range f.Sessions {
 		wanted := sel.Interactive == nil && (len(selected) == 0 || selected[ss.Label])
-		pr, ds := p.session(f, ss, sandboxes, agents, described, descs, cfg.Run)
+		pr, ds := planSession(p, f, ss, sandboxes, agents, described, descs, base)
 		if other, dup := names[ss.Name()]; dup {
 			ds = append(ds, Diagnostic{Severity: Error, Block: "session." + ss.Label, Attribute: "name", Summary: "Duplicate run name",
 				Detail: fmt.Sprintf("%q is already the name of run %q; run and session names must be unique (they name branches, worktrees and logs).", ss.Name(), other)})
@@ -328,7 +318,7 @@ func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error
 	if name == "" {
 		name = "run"
 	}
-	p := &planner{ctx: ctx, repos: planning.Repos{}}
+	p := &planning.Planner{Ctx: ctx, Repos: planning.Repos{}}
 	fail := func(ds Diagnostics) (*RunPlan, error) {
 		return nil, &RunError{Run: name, Phase: PhaseConfig, Err: ds.Errors()}
 	}
@@ -359,247 +349,13 @@ func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error
 	if err != nil {
 		return nil, &RunError{Run: name, Phase: PhasePreflight, Plugin: o.Agent.Address, Err: err}
 	}
-	spec, ds := p.run("run."+name, o, caps, sbDesc, desc, ia)
+	spec, ds := p.Run("run."+name, o.options(ia), caps, sbDesc, desc)
 	if ds.HasErrors() {
 		return fail(ds)
 	}
 	return &RunPlan{Runs: []*PlannedRun{plannedRun(spec)}, Diagnostics: ds, parallel: 1}, nil
 }
 
-// planner checks runs; the runs of one repository share its state.
-type planner struct {
-	ctx   context.Context
-	repos planning.Repos
-	// redact, when set, learns each run's secrets (redactor).
-	redact func(*redact.Redactor)
-}
-
 // redactor is a sink that hides the secrets of the runs planned: the
 // plugin host, for what its plugins log.
 type redactor interface{ Redact(*redact.Redactor) }
-
-var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
-// run checks one run and works out everything Execute needs. Each check
-// of a run lives here, once.
-func (p *planner) run(block string, o RunOptions, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription, ia *Attachment) (*execute.Spec, Diagnostics) {
-	var diags Diagnostics
-	fail := func(attr, summary string, err error) {
-		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
-	}
-	s := &execute.Spec{
-		Name: o.Name, Sandbox: o.Sandbox.Provider, SandboxAddr: o.Sandbox.Address, SandboxCfg: o.Sandbox.Config, Caps: caps,
-		Agent: o.Agent.Provider, AgentAddr: o.Agent.Address, AgentCfg: o.Agent.Config, Desc: desc,
-		CaptureSessions: session.CaptureEnabled(desc),
-		Hooks:           o.Hooks, MaxIterations: o.MaxIterations, Signals: o.CompletionSignals,
-		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
-		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession,
-		LogMode: o.Logging.Mode, LogPath: absPath(o.BaseDir, o.Logging.Path), Terminal: o.Logging.Terminal,
-		Logger: o.Logger, Version: o.Version,
-	}
-	if o.NoSandbox {
-		s.Sandbox = nil
-	}
-	s.Timeouts = o.Timeouts.WithDefaults()
-	for _, t := range []struct {
-		attr string
-		d    time.Duration
-	}{{"worktree", o.Timeouts.Worktree}, {"create_sandbox", o.Timeouts.CreateSandbox}, {"hooks", o.Timeouts.Hooks},
-		{"sync_in", o.Timeouts.SyncIn}, {"sync_out", o.Timeouts.SyncOut}, {"merge", o.Timeouts.Merge}, {"copy", o.Timeouts.Copy}} {
-		if t.d < 0 {
-			fail("timeouts."+t.attr, "Invalid duration", fmt.Errorf("timeouts.%s must be positive", t.attr))
-		}
-	}
-	s.Hooks = s.Hooks.WithTimeout(s.Timeouts.Hooks)
-	if ia != nil {
-		s.Interactive = &execute.Interactive{Attach: ia.Attach, Term: ia.Term}
-	}
-	diags = append(diags, planning.CheckBoundary(planning.Boundary{
-		Block: block, SandboxAddr: o.Sandbox.Address, AgentAddr: o.Agent.Address, Caps: caps, Desc: desc,
-		NoSandbox: o.NoSandbox, Interactive: ia != nil, AllowUnconfined: o.AllowUnconfined,
-		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
-	})...)
-	if s.Name == "" {
-		s.Name = "run"
-	}
-	if o.OnEvent != nil {
-		name := s.Name
-		s.OnEvent = func(n int, e sdk.Event) { o.OnEvent(AgentEvent{Run: name, Iteration: n, Time: time.Now(), Event: e}) }
-	}
-	if o.OnSandboxProgress != nil {
-		name := s.Name
-		s.OnSandboxProgress = func(p sdk.Progress) { o.OnSandboxProgress(SandboxProgress{Run: name, Time: time.Now(), Progress: p}) }
-	}
-	if s.MaxIterations == 0 {
-		s.MaxIterations = DefaultMaxIterations
-	}
-	if len(s.Signals) == 0 {
-		s.Signals = []string{DefaultCompletionSignal}
-	}
-	if s.IdleTimeout == 0 {
-		s.IdleTimeout = DefaultIdleTimeout
-	}
-	if s.CompletionTimeout == 0 {
-		s.CompletionTimeout = DefaultCompletionTimeout
-	}
-
-	if !runNameRE.MatchString(s.Name) || strings.Contains(s.Name, "..") || strings.HasSuffix(s.Name, ".lock") {
-		fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
-	} else if err := runlog.CheckRunName(s.Name); err != nil {
-		fail("name", "Run name too long", err)
-	}
-	if s.MaxIterations < 0 {
-		fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
-	}
-	if s.IdleTimeout < 0 {
-		fail("idle_timeout", "Invalid duration", errors.New("idle_timeout must be positive"))
-	}
-	if s.CompletionTimeout < 0 {
-		fail("completion_timeout", "Invalid duration", errors.New("completion_timeout must be positive"))
-	}
-	if slices.Contains(s.Signals, "") {
-		fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
-	}
-	if o.Prompt != "" && strings.TrimSpace(o.Prompt) == "" {
-		fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
-	}
-	for k := range o.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			fail("env", "Invalid env name", fmt.Errorf("%q is not a valid environment variable name", k))
-		}
-	}
-	for _, h := range o.Hooks.SandboxOnSandboxReady {
-		if h.Sudo && !caps.Sudo {
-			fail("hooks", "Sandbox cannot run hooks with sudo", fmt.Errorf("a sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", o.Sandbox.Address))
-			break
-		}
-	}
-	for _, hs := range [][]Hook{o.Hooks.HostOnWorktreeReady, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady} {
-		for _, h := range hs {
-			if strings.TrimSpace(h.Command) == "" {
-				fail("hooks", "Empty hook command", errors.New("a hook needs a command"))
-			}
-		}
-	}
-	for _, c := range o.CopyToWorktree {
-		clean, err := worktree.CheckRelPath(c)
-		if err != nil {
-			fail("copy_to_worktree", "Invalid copy_to_worktree path", err)
-			continue
-		}
-		s.CopyPaths = append(s.CopyPaths, clean)
-	}
-	switch {
-	case o.ForkSession && o.ResumeSession == "":
-		fail("fork_session", "fork_session needs resume_session", errors.New("fork_session forks the session named by resume_session; set resume_session too"))
-	case o.ResumeSession != "" && s.MaxIterations > 1:
-		fail("resume_session", "resume_session needs max_iterations = 1",
-			fmt.Errorf("a resumed session continues one conversation, so the run can have only one iteration; max_iterations is %d", s.MaxIterations))
-	case o.ResumeSession != "":
-		if err := session.CheckResume(desc, o.ForkSession); err != nil {
-			fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.Agent.Address, err))
-		}
-	}
-	promptAttr := "prompt"
-	if o.PromptFile != "" {
-		promptAttr = "prompt_file"
-	}
-	src := prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.mergeArgs}
-	if ia != nil && ia.Ask != nil {
-		// Checked here without asking; asked once everything else holds.
-		src.Ask = func(string) (string, error) { return "", nil }
-	}
-	tpl, err := prompt.Load(src)
-	if err != nil {
-		fail(promptAttr, "Invalid prompt", err)
-	}
-	s.Prompt = tpl
-	if o.Output != nil {
-		out := *o.Output
-		diags = append(diags, planning.CheckOutput(planning.OutputCheck{Block: block, Spec: &out, MaxIterations: s.MaxIterations,
-			Prompt: tpl, PromptAttr: promptAttr, Interactive: ia != nil})...)
-		s.Output = &out
-	}
-
-	repoDir := absPath(o.BaseDir, o.Repo)
-	if repoDir == "" {
-		repoDir = "."
-	}
-	rs := p.repos.Open(p.ctx, repoDir)
-	if rs.Repo == nil {
-		d := rs.Err
-		d.Block = block
-		return nil, append(diags, d)
-	}
-	s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
-	if s.Strategy, err = worktree.Resolve(o.BranchStrategy, caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
-		var pe *worktree.PlanError
-		attr := "branch_strategy"
-		if errors.As(err, &pe) {
-			attr = pe.Attribute
-		}
-		fail(attr, "Invalid branch strategy", err)
-	}
-	if o.ResumeSession != "" && desc.Sessions != nil {
-		if _, err := session.FindHost(*desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
-			fail("resume_session", "Session not found", err)
-		}
-	}
-	if s.Env, err = env.Resolve(env.Layers{
-		DotEnv: rs.DotEnv, Agent: desc.Env, Sandbox: sbDesc.Env, Run: o.Env, Required: desc.RequiredEnv,
-	}); err != nil {
-		fail("env", "Invalid env", err)
-	}
-	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, desc.RequiredEnv, o.ShowEnv))
-	if p.redact != nil {
-		p.redact(s.Redact)
-	}
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	if src.Ask != nil {
-		src.Ask = ia.Ask
-		if s.Prompt, err = prompt.Load(src); err != nil {
-			fail(promptAttr, "Invalid prompt", err)
-			return nil, diags
-		}
-		tpl = s.Prompt
-	}
-	for _, w := range tpl.Warnings {
-		diags = append(diags, Diagnostic{Severity: Warning, Block: block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
-	}
-	return s, diags
-}
-
-func absPath(base, p string) string {
-	if p == "" || filepath.IsAbs(p) {
-		return p
-	}
-	if base == "" {
-		base, _ = os.Getwd()
-	}
-	return filepath.Join(base, p)
-}
-
-// secretEnv is what of the resolved env is redacted in logs and output:
-// the values of the credential keys, of .sanddune/.env and of the run's
-// env, except the keys the run shows.
-func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]string, show []string) map[string]string {
-	out := map[string]string{}
-	add := func(k string) {
-		if v, ok := resolved[k]; ok && !slices.Contains(show, k) {
-			out[k] = v
-		}
-	}
-	for _, group := range credentials {
-		for _, k := range group {
-			add(k)
-		}
-	}
-	for _, m := range []map[string]string{dotEnv, runEnv} {
-		for k := range m {
-			add(k)
-		}
-	}
-	return out
-}

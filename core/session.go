@@ -16,12 +16,12 @@ var stepAttrs = map[string]bool{
 	"completion_signal": true, "idle_timeout": true, "completion_timeout": true, "resume": true, "resume_session": true, "output": true,
 }
 
-// session plans a session block: each step is planned as a run made of
+// planSession plans a session block: each step is planned as a run made of
 // the session's attributes and the step's, and their diagnostics are
 // attributed to the session ("step.<label>.<attr>" for a step's own).
-func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map[*config.ProviderBlock]SandboxRef,
+func planSession(p *planning.Planner, f *config.File, ss *config.SessionBlock, sandboxes map[*config.ProviderBlock]SandboxRef,
 	agents map[*config.ProviderBlock]AgentRef, described map[*config.ProviderBlock]*planning.Sandbox,
-	descs map[*config.ProviderBlock]sdk.AgentDescription, base RunOptions) (*PlannedRun, Diagnostics) {
+	descs map[*config.ProviderBlock]sdk.AgentDescription, base planning.Options) (*PlannedRun, Diagnostics) {
 	block := "session." + ss.Label
 	diags := planning.FromHCL(block, ss.Diags)
 	sb, sbOK := sandboxes[ss.Sandbox]
@@ -48,8 +48,8 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 			Prompt: b.Prompt, PromptFile: b.PromptFile, PromptArgs: b.PromptArgs, MaxIterations: b.MaxIterations,
 			CompletionSignal: b.CompletionSignal, IdleTimeout: b.IdleTimeout, CompletionTimeout: b.CompletionTimeout, Output: b.Output,
 		}}
-		o, ds := optionsOf(f, run, base)
-		o.Sandbox, o.Agent = sb, ag
+		o, ds := planning.OptionsOf(f, run, base)
+		useRefs(&o, sb, ag)
 		resume := b.Resume != nil
 		ds = append(ds, planning.CheckStepResume(planning.StepResume{Block: block, Resume: b.Resume, First: i == 0,
 			MaxIterations: o.MaxIterations, Desc: descs[st.Agent], AgentAddr: ag.Address, Plugin: ag.Plugin, PreviousPlugin: previous})...)
@@ -62,7 +62,7 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 			if d := described[ss.Sandbox]; d != nil {
 				caps, sbDesc = d.Caps, d.Desc
 			}
-			spec, more = p.run(block, o, caps, sbDesc, descs[st.Agent], nil)
+			spec, more = p.Run(block, o, caps, sbDesc, descs[st.Agent])
 			ds = append(ds, more...)
 		}
 		for _, d := range ds {

@@ -1,0 +1,375 @@
+package planning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/output"
+	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/redact"
+	"github.com/missingstudio/sanddune/core/runlog"
+	"github.com/missingstudio/sanddune/core/session"
+	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// The defaults of a run that sets none.
+const (
+	DefaultMaxIterations     = 1
+	DefaultCompletionSignal  = "<promise>COMPLETE</promise>"
+	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultCompletionTimeout = 60 * time.Second
+)
+
+// Options is one run before its defaults and checks: core.RunOptions, or
+// a run block's values (OptionsOf). Zero values take the defaults.
+type Options struct {
+	Name, Repo, BaseDir string
+
+	SandboxAddr string
+	Sandbox     sdk.SandboxProvider
+	SandboxCfg  sdk.Config
+	AgentAddr   string
+	AgentPlugin string
+	Agent       sdk.AgentProvider
+	AgentCfg    sdk.Config
+	// NoSandbox is sandbox = "none" (an interactive session on the host).
+	NoSandbox       bool
+	AllowUnconfined bool
+
+	Prompt, PromptFile string
+	PromptArgs         map[string]string
+	// MergeArgs makes BRANCHES and CONFLICTS prompt built-ins (a run block
+	// with merge_branches).
+	MergeArgs bool
+
+	BranchStrategy    worktree.Strategy
+	MaxIterations     int
+	CompletionSignals []string
+	IdleTimeout       time.Duration
+	CompletionTimeout time.Duration
+	CopyToWorktree    []string
+	Env               map[string]string
+	ShowEnv           []string
+	Hooks             hooks.Set
+	Output            *output.Spec
+	Timeouts          execute.Timeouts
+	execute.ResumeOptions
+
+	LogMode  runlog.Mode
+	LogPath  string
+	Terminal *runlog.Terminal
+	// OnEvent and OnSandboxProgress, when set, see the run's agent events
+	// and its sandbox provider's progress reports.
+	OnEvent           func(run string, iteration int, e sdk.Event)
+	OnSandboxProgress func(run string, p sdk.Progress)
+	ExpressionTimeout time.Duration
+	Logger            hclog.Logger
+	Version           string
+
+	// Interactive, when set, makes the run an interactive session; Ask
+	// then supplies the prompt arguments it lacks (nil leaves them an
+	// error).
+	Interactive *execute.Interactive
+	Ask         func(key string) (string, error)
+}
+
+// Planner checks runs; the runs of one repository share its state.
+type Planner struct {
+	Ctx   context.Context
+	Repos Repos
+	// Redact, when set, learns each run's secrets: the plugin host, for
+	// what its plugins log.
+	Redact func(*redact.Redactor)
+}
+
+var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Run checks one run and works out everything Execute needs. Each check
+// of a run lives here, once.
+func (p *Planner) Run(block string, o Options, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
+	var diags Diagnostics
+	fail := func(attr, summary string, err error) {
+		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
+	}
+	s := &execute.Spec{
+		Name: o.Name, Sandbox: o.Sandbox, SandboxAddr: o.SandboxAddr, SandboxCfg: o.SandboxCfg, Caps: caps,
+		Agent: o.Agent, AgentAddr: o.AgentAddr, AgentCfg: o.AgentCfg, Desc: desc,
+		CaptureSessions: session.CaptureEnabled(desc),
+		Hooks:           o.Hooks, MaxIterations: o.MaxIterations, Signals: o.CompletionSignals,
+		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
+		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession,
+		LogMode: o.LogMode, LogPath: absPath(o.BaseDir, o.LogPath), Terminal: o.Terminal,
+		Logger: o.Logger, Version: o.Version,
+	}
+	if o.NoSandbox {
+		s.Sandbox = nil
+	}
+	s.Timeouts = o.Timeouts.WithDefaults()
+	for _, t := range []struct {
+		attr string
+		d    time.Duration
+	}{{"worktree", o.Timeouts.Worktree}, {"create_sandbox", o.Timeouts.CreateSandbox}, {"hooks", o.Timeouts.Hooks},
+		{"sync_in", o.Timeouts.SyncIn}, {"sync_out", o.Timeouts.SyncOut}, {"merge", o.Timeouts.Merge}, {"copy", o.Timeouts.Copy}} {
+		if t.d < 0 {
+			fail("timeouts."+t.attr, "Invalid duration", fmt.Errorf("timeouts.%s must be positive", t.attr))
+		}
+	}
+	s.Hooks = s.Hooks.WithTimeout(s.Timeouts.Hooks)
+	if o.Interactive != nil {
+		ia := *o.Interactive
+		s.Interactive = &ia
+	}
+	interactive := o.Interactive != nil
+	diags = append(diags, CheckBoundary(Boundary{
+		Block: block, SandboxAddr: o.SandboxAddr, AgentAddr: o.AgentAddr, Caps: caps, Desc: desc,
+		NoSandbox: o.NoSandbox, Interactive: interactive, AllowUnconfined: o.AllowUnconfined,
+		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
+	})...)
+	if s.Name == "" {
+		s.Name = "run"
+	}
+	if o.OnEvent != nil {
+		name := s.Name
+		s.OnEvent = func(n int, e sdk.Event) { o.OnEvent(name, n, e) }
+	}
+	if o.OnSandboxProgress != nil {
+		name := s.Name
+		s.OnSandboxProgress = func(p sdk.Progress) { o.OnSandboxProgress(name, p) }
+	}
+	if s.MaxIterations == 0 {
+		s.MaxIterations = DefaultMaxIterations
+	}
+	if len(s.Signals) == 0 {
+		s.Signals = []string{DefaultCompletionSignal}
+	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout = DefaultIdleTimeout
+	}
+	if s.CompletionTimeout == 0 {
+		s.CompletionTimeout = DefaultCompletionTimeout
+	}
+
+	if !runNameRE.MatchString(s.Name) || strings.Contains(s.Name, "..") || strings.HasSuffix(s.Name, ".lock") {
+		fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
+	} else if err := runlog.CheckRunName(s.Name); err != nil {
+		fail("name", "Run name too long", err)
+	}
+	if s.MaxIterations < 0 {
+		fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
+	}
+	if s.IdleTimeout < 0 {
+		fail("idle_timeout", "Invalid duration", errors.New("idle_timeout must be positive"))
+	}
+	if s.CompletionTimeout < 0 {
+		fail("completion_timeout", "Invalid duration", errors.New("completion_timeout must be positive"))
+	}
+	if slices.Contains(s.Signals, "") {
+		fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
+	}
+	if o.Prompt != "" && strings.TrimSpace(o.Prompt) == "" {
+		fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
+	}
+	for k := range o.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			fail("env", "Invalid env name", fmt.Errorf("%q is not a valid environment variable name", k))
+		}
+	}
+	for _, h := range o.Hooks.SandboxOnSandboxReady {
+		if h.Sudo && !caps.Sudo {
+			fail("hooks", "Sandbox cannot run hooks with sudo", fmt.Errorf("a sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", o.SandboxAddr))
+			break
+		}
+	}
+	for _, hs := range [][]hooks.Hook{o.Hooks.HostOnWorktreeReady, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady} {
+		for _, h := range hs {
+			if strings.TrimSpace(h.Command) == "" {
+				fail("hooks", "Empty hook command", errors.New("a hook needs a command"))
+			}
+		}
+	}
+	for _, c := range o.CopyToWorktree {
+		clean, err := worktree.CheckRelPath(c)
+		if err != nil {
+			fail("copy_to_worktree", "Invalid copy_to_worktree path", err)
+			continue
+		}
+		s.CopyPaths = append(s.CopyPaths, clean)
+	}
+	switch {
+	case o.ForkSession && o.ResumeSession == "":
+		fail("fork_session", "fork_session needs resume_session", errors.New("fork_session forks the session named by resume_session; set resume_session too"))
+	case o.ResumeSession != "" && s.MaxIterations > 1:
+		fail("resume_session", "resume_session needs max_iterations = 1",
+			fmt.Errorf("a resumed session continues one conversation, so the run can have only one iteration; max_iterations is %d", s.MaxIterations))
+	case o.ResumeSession != "":
+		if err := session.CheckResume(desc, o.ForkSession); err != nil {
+			fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.AgentAddr, err))
+		}
+	}
+	promptAttr := "prompt"
+	if o.PromptFile != "" {
+		promptAttr = "prompt_file"
+	}
+	src := prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.MergeArgs}
+	if interactive && o.Ask != nil {
+		// Checked here without asking; asked once everything else holds.
+		src.Ask = func(string) (string, error) { return "", nil }
+	}
+	tpl, err := prompt.Load(src)
+	if err != nil {
+		fail(promptAttr, "Invalid prompt", err)
+	}
+	s.Prompt = tpl
+	if o.Output != nil {
+		out := *o.Output
+		diags = append(diags, CheckOutput(OutputCheck{Block: block, Spec: &out, MaxIterations: s.MaxIterations,
+			Prompt: tpl, PromptAttr: promptAttr, Interactive: interactive})...)
+		s.Output = &out
+	}
+
+	repoDir := absPath(o.BaseDir, o.Repo)
+	if repoDir == "" {
+		repoDir = "."
+	}
+	rs := p.Repos.Open(p.Ctx, repoDir)
+	if rs.Repo == nil {
+		d := rs.Err
+		d.Block = block
+		return nil, append(diags, d)
+	}
+	s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
+	if s.Strategy, err = worktree.Resolve(o.BranchStrategy, caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
+		var pe *worktree.PlanError
+		attr := "branch_strategy"
+		if errors.As(err, &pe) {
+			attr = pe.Attribute
+		}
+		fail(attr, "Invalid branch strategy", err)
+	}
+	if o.ResumeSession != "" && desc.Sessions != nil {
+		if _, err := session.FindHost(*desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
+			fail("resume_session", "Session not found", err)
+		}
+	}
+	if s.Env, err = env.Resolve(env.Layers{
+		DotEnv: rs.DotEnv, Agent: desc.Env, Sandbox: sbDesc.Env, Run: o.Env, Required: desc.RequiredEnv,
+	}); err != nil {
+		fail("env", "Invalid env", err)
+	}
+	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, desc.RequiredEnv, o.ShowEnv))
+	if p.Redact != nil {
+		p.Redact(s.Redact)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if src.Ask != nil {
+		src.Ask = o.Ask
+		if s.Prompt, err = prompt.Load(src); err != nil {
+			fail(promptAttr, "Invalid prompt", err)
+			return nil, diags
+		}
+		tpl = s.Prompt
+	}
+	for _, w := range tpl.Warnings {
+		diags = append(diags, Diagnostic{Severity: Warning, Block: block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
+	}
+	return s, diags
+}
+
+func absPath(base, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	return filepath.Join(base, p)
+}
+
+// secretEnv is what of the resolved env is redacted in logs and output:
+// the values of the credential keys, of .sanddune/.env and of the run's
+// env, except the keys the run shows.
+func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]string, show []string) map[string]string {
+	out := map[string]string{}
+	add := func(k string) {
+		if v, ok := resolved[k]; ok && !slices.Contains(show, k) {
+			out[k] = v
+		}
+	}
+	for _, group := range credentials {
+		for _, k := range group {
+			add(k)
+		}
+	}
+	for _, m := range []map[string]string{dotEnv, runEnv} {
+		for k := range m {
+			add(k)
+		}
+	}
+	return out
+}
+
+// OptionsOf converts a decoded run block into Options; defaults and checks
+// are Run's. base holds what the caller sets for every run.
+func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagnostics) {
+	b := r.Body
+	v := &Values{Block: "run." + r.Label}
+	str := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	o := base
+	o.Name, o.BaseDir = r.Name(), f.Dir
+	if o.Repo == "" {
+		o.Repo = str(b.Repo)
+	}
+	o.Prompt, o.PromptFile, o.PromptArgs = str(b.Prompt), str(b.PromptFile), b.PromptArgs
+	o.CopyToWorktree, o.Env, o.ShowEnv, o.ResumeSession = b.CopyToWorktree, b.Env, b.ShowEnv, str(b.ResumeSession)
+	o.ForkSession = b.ForkSession != nil && *b.ForkSession
+	o.NoSandbox = r.NoSandbox
+	o.AllowUnconfined = b.AllowUnconfined != nil && *b.AllowUnconfined
+	if b.MaxIterations != nil {
+		if o.MaxIterations = *b.MaxIterations; o.MaxIterations < 1 {
+			v.Diags = append(v.Diags, Diagnostic{Severity: Error, Block: v.Block, Attribute: "max_iterations", Summary: "Invalid max_iterations",
+				Detail: fmt.Sprintf("max_iterations must be at least 1, got %d.", o.MaxIterations)})
+		}
+	}
+	o.IdleTimeout = v.Duration("idle_timeout", b.IdleTimeout)
+	o.CompletionTimeout = v.Duration("completion_timeout", b.CompletionTimeout)
+	o.CompletionSignals = v.Signals(b.CompletionSignal)
+	o.BranchStrategy = v.Strategy(b.BranchStrategy)
+	o.Hooks = v.Hooks(b.Hooks)
+	o.Output = v.Output(b.Output)
+	if t := b.Timeouts; t != nil {
+		o.Timeouts = execute.Timeouts{
+			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),
+			Hooks: v.Duration("timeouts.hooks", t.Hooks), SyncIn: v.Duration("timeouts.sync_in", t.SyncIn),
+			SyncOut: v.Duration("timeouts.sync_out", t.SyncOut), Merge: v.Duration("timeouts.merge", t.Merge),
+			Copy: v.Duration("timeouts.copy", t.Copy),
+		}
+	}
+	if b.Logging != nil {
+		o.LogMode, o.LogPath = v.Logging(b.Logging)
+	}
+	if base.LogMode != "" { // run --log
+		o.LogMode = base.LogMode
+	}
+	return o, v.Diags
+}
