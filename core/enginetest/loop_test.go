@@ -2,6 +2,8 @@ package enginetest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -170,5 +172,92 @@ func TestObserverPanicRecovered(t *testing.T) {
 	o.OnEvent = func(core.AgentEvent) { panic("observer bug") }
 	if res := run(t, o); res.CompletionSignal != signal {
 		t.Errorf("signal %q", res.CompletionSignal)
+	}
+}
+
+// sessionAgent writes the session file "$HOME/.fake/<id>.json" holding the
+// iteration's number and reports session <id> (id(n)); fails(n) makes
+// iteration n exit 1 after that.
+func sessionAgent(id func(n int) string, fails func(n int) bool) *fakeAgent {
+	return &fakeAgent{
+		Script: func(n int) string {
+			s := fmt.Sprintf(`mkdir -p "$HOME/.fake" && echo '{"iteration":%d}' >"$HOME/.fake/%s.json" && echo 'SESSION %s'`, n, id(n), id(n))
+			if fails(n) {
+				s += " && exit 1"
+			}
+			return s
+		},
+		Desc: sdk.AgentDescription{Sessions: &sdk.SessionStorage{PathPattern: "{home}/.fake/{session_id}.json"}, CaptureSessions: true},
+	}
+}
+
+// hostSession reads a captured session file.
+func hostSession(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("captured session: %v", err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// TestFakeEverySessionCaptured: each iteration's session reaches the host
+// (captured while the next iteration runs), the last one too, and each
+// iteration names its own file.
+func TestFakeEverySessionCaptured(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home) // the host side of {home}
+	f := sessionAgent(func(n int) string { return fmt.Sprintf("s%d", n) }, func(int) bool { return false })
+	o := options(newRepo(t), localSandbox(t), fake(t, f), &buffer{})
+	o.MaxIterations = 4
+	res := run(t, o)
+	if len(res.Iterations) != 4 {
+		t.Fatalf("%d iterations, want 4", len(res.Iterations))
+	}
+	for i, it := range res.Iterations {
+		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
+		if it.SessionFilePath != want || hostSession(t, want) != fmt.Sprintf(`{"iteration":%d}`, i+1) {
+			t.Errorf("iteration %d: session file %q, want %q holding its session", i+1, it.SessionFilePath, want)
+		}
+	}
+}
+
+// TestFakeOneSessionForAllIterationsKeepsTheLast: captures overlap the
+// next iteration but run in order, so when every iteration reports the same
+// session the host holds the last iteration's copy.
+func TestFakeOneSessionForAllIterationsKeepsTheLast(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	f := sessionAgent(func(int) string { return "same" }, func(int) bool { return false })
+	o := options(newRepo(t), localSandbox(t), fake(t, f), &buffer{})
+	o.MaxIterations = 5
+	res := run(t, o)
+	want := filepath.Join(home, ".fake", "same.json")
+	if len(res.Iterations) != 5 || res.Iterations[4].SessionFilePath != want {
+		t.Fatalf("iterations %+v, want 5 with the last captured to %s", res.Iterations, want)
+	}
+	if got := hostSession(t, want); got != `{"iteration":5}` {
+		t.Fatalf("host session = %s, want the last iteration's", got)
+	}
+}
+
+// TestFakeSessionsKeptWhenALaterIterationFails: iteration 2 fails while
+// iteration 1's session is still being captured; the failed run still
+// returns both sessions, captured on the host.
+func TestFakeSessionsKeptWhenALaterIterationFails(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	f := sessionAgent(func(n int) string { return fmt.Sprintf("s%d", n) }, func(n int) bool { return n == 2 })
+	o := options(newRepo(t), localSandbox(t), fake(t, f), &buffer{})
+	o.MaxIterations = 3
+	res, err := core.Run(t.Context(), o)
+	if exitCode(err) != exitFailure || res == nil || len(res.Iterations) != 2 {
+		t.Fatalf("err = %v, result %+v: want iteration 2's failure after 2 iterations", err, res)
+	}
+	for i, it := range res.Iterations {
+		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
+		if it.SessionFilePath != want || hostSession(t, want) != fmt.Sprintf(`{"iteration":%d}`, i+1) {
+			t.Errorf("iteration %d: session file %q, want %q holding its session", i+1, it.SessionFilePath, want)
+		}
 	}
 }

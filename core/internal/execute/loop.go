@@ -29,6 +29,11 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 	stdout := agentexec.NewRing(MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()
 	final := "" // the last iteration's output
+	// Each iteration's session is captured while the next one runs; all
+	// captures end before the output is read and before iterate returns,
+	// so before the sandbox closes.
+	var captures sessionCaptures
+	defer func() { captures.wait(r.res.Iterations) }()
 	for n := 1; n <= r.MaxIterations; n++ {
 		if ctx.Err() != nil {
 			return r.fail(ctx, PhaseAgent, "", n, context.Cause(ctx), "")
@@ -45,7 +50,8 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 		ph := r.progress.Phase(fmt.Sprintf("Running agent (iteration %d/%d)", n, r.MaxIterations))
 		out, err := ar.Invoke(ctx, n, text, resume, fork)
 		ph.Done(err)
-		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.SessionID, SessionFilePath: r.captureSession(ctx, out.SessionID), Usage: out.Usage})
+		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.SessionID, Usage: out.Usage})
+		captures.start(len(r.res.Iterations)-1, func() string { return r.captureSession(ctx, out.SessionID) })
 		if n > 1 && out.Output != "" && stdout.Len() > 0 {
 			stdout.WriteString("\n")
 		}
@@ -62,10 +68,12 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 		if out.Signal != "" {
 			r.res.CompletionSignal = out.Signal
 			r.progress.Info("agent signalled completion (%s) after %d iteration(s)", out.Signal, n)
+			captures.wait(r.res.Iterations)
 			return r.output(ctx, final)
 		}
 	}
 	r.progress.Info("reached max iterations (%d) without a completion signal", r.MaxIterations)
+	captures.wait(r.res.Iterations)
 	return r.output(ctx, final)
 }
 

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"context"
+	"time"
 
 	"github.com/missingstudio/sanddune/core/session"
 )
@@ -26,12 +27,20 @@ func (r *runner) prepareResume(ctx context.Context) error {
 	return err
 }
 
+// captureTimeout bounds one session capture, which cancelling the run
+// does not cut short.
+const captureTimeout = 2 * time.Minute
+
 // captureSession copies an iteration's session to the host and returns
-// its path; a failure is a warning and gives "".
+// its path; a failure is a warning and gives "". It runs while the next
+// iteration does (sessionCaptures), so a Ctrl-C then does not cancel it:
+// the session of an iteration that has ended is kept.
 func (r *runner) captureSession(ctx context.Context, id string) string {
 	if id == "" || r.Desc.Sessions == nil || !r.CaptureSessions {
 		return ""
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), captureTimeout)
+	defer cancel()
 	path, err := session.Capture(ctx, r.sessionTransfer(id))
 	if err != nil {
 		r.progress.Warn("could not capture agent session %s: %v", id, err)
@@ -39,4 +48,41 @@ func (r *runner) captureSession(ctx context.Context, id string) string {
 	}
 	r.progress.Info("agent session %s saved to %s", id, path)
 	return path
+}
+
+// sessionCaptures captures iterations' sessions in the background, one
+// after another in iteration order: when an agent reports one session for
+// several iterations, the last iteration's copy is the one kept.
+type sessionCaptures struct {
+	last  chan struct{}  // closed when the latest capture has ended
+	paths map[int]string // iteration index → host path; each capture writes after the one before
+}
+
+// start captures iteration i's session once the captures before it ended.
+func (c *sessionCaptures) start(i int, capture func() string) {
+	if c.paths == nil {
+		c.paths = map[int]string{}
+	}
+	prev, done := c.last, make(chan struct{})
+	c.last = done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		if p := capture(); p != "" {
+			c.paths[i] = p
+		}
+	}()
+}
+
+// wait waits for the captures started and records their paths in its.
+func (c *sessionCaptures) wait(its []Iteration) {
+	if c.last == nil {
+		return
+	}
+	<-c.last
+	for i, p := range c.paths {
+		its[i].SessionFilePath = p
+	}
 }
