@@ -1,6 +1,8 @@
 package enginetest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -253,6 +255,42 @@ func TestFakeSessionsKeptWhenALaterIterationFails(t *testing.T) {
 	res, err := core.Run(t.Context(), o)
 	if exitCode(err) != exitFailure || res == nil || len(res.Iterations) != 2 {
 		t.Fatalf("err = %v, result %+v: want iteration 2's failure after 2 iterations", err, res)
+	}
+	for i, it := range res.Iterations {
+		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
+		if it.SessionFilePath != want || hostSession(t, want) != fmt.Sprintf(`{"iteration":%d}`, i+1) {
+			t.Errorf("iteration %d: session file %q, want %q holding its session", i+1, it.SessionFilePath, want)
+		}
+	}
+}
+
+// TestFakeSessionsKeptWhenCancelled: the run is cancelled while iteration 2
+// runs, with iteration 1's session possibly still being captured; the
+// cancelled run still returns both iterations' sessions, captured on the
+// host (a capture is not cut short by the cancellation).
+func TestFakeSessionsKeptWhenCancelled(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	f := sessionAgent(func(n int) string { return fmt.Sprintf("s%d", n) }, func(int) bool { return false })
+	script := f.Script
+	f.Script = func(n int) string {
+		if n == 2 {
+			return script(n) + " && echo 'TEXT ready' && sleep 600"
+		}
+		return script(n)
+	}
+	o := options(newRepo(t), localSandbox(t), fake(t, f), &buffer{})
+	o.MaxIterations = 3
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	o.OnEvent = func(e core.AgentEvent) {
+		if e.Iteration == 2 && e.Event.Text == "ready" {
+			cancel()
+		}
+	}
+	res, err := core.Run(ctx, o)
+	if exitCode(err) != exitCancelled || !errors.Is(err, context.Canceled) || res == nil || len(res.Iterations) != 2 {
+		t.Fatalf("err = %v, result %+v: want the cancellation during iteration 2", err, res)
 	}
 	for i, it := range res.Iterations {
 		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
