@@ -203,6 +203,18 @@ func hostSession(t *testing.T, path string) string {
 	return strings.TrimSpace(string(data))
 }
 
+// checkSessions checks that iteration n's session s<n> was captured to
+// home/.fake/s<n>.json and holds that iteration's number.
+func checkSessions(t *testing.T, home string, its []core.Iteration) {
+	t.Helper()
+	for i, it := range its {
+		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
+		if it.SessionFilePath != want || hostSession(t, want) != fmt.Sprintf(`{"iteration":%d}`, i+1) {
+			t.Errorf("iteration %d: session file %q, want %q holding its session", i+1, it.SessionFilePath, want)
+		}
+	}
+}
+
 // TestFakeEverySessionCaptured: each iteration's session reaches the host
 // (captured while the next iteration runs), the last one too, and each
 // iteration names its own file.
@@ -216,12 +228,7 @@ func TestFakeEverySessionCaptured(t *testing.T) {
 	if len(res.Iterations) != 4 {
 		t.Fatalf("%d iterations, want 4", len(res.Iterations))
 	}
-	for i, it := range res.Iterations {
-		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
-		if it.SessionFilePath != want || hostSession(t, want) != fmt.Sprintf(`{"iteration":%d}`, i+1) {
-			t.Errorf("iteration %d: session file %q, want %q holding its session", i+1, it.SessionFilePath, want)
-		}
-	}
+	checkSessions(t, home, res.Iterations)
 }
 
 // TestFakeOneSessionForAllIterationsKeepsTheLast: captures overlap the
@@ -256,12 +263,7 @@ func TestFakeSessionsKeptWhenALaterIterationFails(t *testing.T) {
 	if exitCode(err) != exitFailure || res == nil || len(res.Iterations) != 2 {
 		t.Fatalf("err = %v, result %+v: want iteration 2's failure after 2 iterations", err, res)
 	}
-	for i, it := range res.Iterations {
-		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
-		if it.SessionFilePath != want || hostSession(t, want) != fmt.Sprintf(`{"iteration":%d}`, i+1) {
-			t.Errorf("iteration %d: session file %q, want %q holding its session", i+1, it.SessionFilePath, want)
-		}
-	}
+	checkSessions(t, home, res.Iterations)
 }
 
 // TestFakeSessionsKeptWhenCancelled: the run is cancelled while iteration 2
@@ -292,10 +294,5 @@ func TestFakeSessionsKeptWhenCancelled(t *testing.T) {
 	if exitCode(err) != exitCancelled || !errors.Is(err, context.Canceled) || res == nil || len(res.Iterations) != 2 {
 		t.Fatalf("err = %v, result %+v: want the cancellation during iteration 2", err, res)
 	}
-	for i, it := range res.Iterations {
-		want := filepath.Join(home, ".fake", fmt.Sprintf("s%d.json", i+1))
-		if it.SessionFilePath != want || hostSession(t, want) != fmt.Sprintf(`{"iteration":%d}`, i+1) {
-			t.Errorf("iteration %d: session file %q, want %q holding its session", i+1, it.SessionFilePath, want)
-		}
-	}
+	checkSessions(t, home, res.Iterations)
 }
