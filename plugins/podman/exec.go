@@ -3,10 +3,10 @@ package podman
 import (
 	"context"
 	"fmt"
-	"syscall"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/containerkit"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -39,7 +39,7 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 		Timeout: req.Timeout,
 		Kill: func(pgid int) {
 			s.kill(user, marker)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			_ = procgroup.Kill(pgid)
 		},
 	}, out)
 }
