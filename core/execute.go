@@ -7,6 +7,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
 	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
@@ -60,9 +61,7 @@ type PlannedRun struct {
 	// its agent starts.
 	MergeBranches []string `json:"merge_branches"`
 
-	spec  *execute.Spec
-	steps []execute.Step
-	key   cty.Value
+	spec *execute.Spec
 }
 
 // PlannedOutput is a run's structured output in the plan: its tag, its
@@ -73,7 +72,19 @@ type PlannedOutput struct {
 	Schema bool        `json:"schema"`
 }
 
-func plannedRun(s *execute.Spec) *PlannedRun {
+// plannedRun shows a planned run, or session with its steps.
+func plannedRun(p *planning.Planned) *PlannedRun {
+	pr := specView(p.Spec)
+	pr.Name, pr.Block, pr.Key, pr.DependsOn, pr.Pipeline, pr.ForEach, pr.AtRunTime = p.Name, p.Block, p.Key, p.DependsOn, p.Pipeline, p.ForEach, p.AtRunTime
+	for _, st := range p.Steps {
+		s := specView(st.Spec)
+		s.Name = st.Label
+		pr.Steps = append(pr.Steps, s)
+	}
+	return pr
+}
+
+func specView(s *execute.Spec) *PlannedRun {
 	var out *PlannedOutput
 	if s.Output != nil {
 		out = &PlannedOutput{Tag: s.Output.Tag, Type: s.Output.Type, Schema: s.Output.Schema != ""}
@@ -100,20 +111,14 @@ type Outcome = execute.Outcome
 // Config.Parallel at once, and at most a pipeline's max_parallel of its
 // runs. A for_each run has one outcome per instance.
 func Execute(ctx context.Context, p *RunPlan) []Outcome {
-	nodes := p.nodes
-	if nodes == nil { // planned in Go: independent runs
-		for _, r := range p.Runs {
-			nodes = append(nodes, &node{Label: r.Name, Addr: "run." + r.Name, Runs: []*PlannedRun{r}})
-		}
-	}
-	return schedule.Execute(ctx, nodes, p.parallel, schedule.Runs[*PlannedRun]{
-		Name: func(pr *PlannedRun) string { return pr.Name },
-		Key:  func(pr *PlannedRun) (string, cty.Value) { return pr.Key, pr.key },
-		Run: func(ctx context.Context, pr *PlannedRun) (*Result, error) {
-			if pr.steps != nil {
-				return execute.RunSession(ctx, pr.Name, pr.steps)
+	return schedule.Execute(ctx, p.nodes, p.parallel, schedule.Runs[*planning.Planned]{
+		Name: func(pr *planning.Planned) string { return pr.Name },
+		Key:  func(pr *planning.Planned) (string, cty.Value) { return pr.Key, pr.KeyVal },
+		Run: func(ctx context.Context, pr *planning.Planned) (*Result, error) {
+			if pr.Steps != nil {
+				return execute.RunSession(ctx, pr.Name, pr.Steps)
 			}
-			return execute.Run(ctx, pr.spec)
+			return execute.Run(ctx, pr.Spec)
 		},
 	})
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 // WorktreeOptions is a worktree kept open across runs (CreateWorktree):
@@ -77,7 +76,7 @@ func CreateWorktree(ctx context.Context, o WorktreeOptions) (*Worktree, error) {
 			Summary: "A worktree needs a branch or merge-to-head strategy",
 			Detail:  `a worktree of its own is on a named branch (type "branch") or a temporary one merged at the end (type "merge-to-head"); "head" works in the host's working directory`}}}
 	}
-	spec, err := planEnv(ctx, ro)
+	spec, err := planning.PlanEnv(ctx, ro.options(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +96,7 @@ func (w *Worktree) Branch() string { return w.l.Branch() }
 func (w *Worktree) CreateSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 	ro := w.opts
 	ro.Sandbox, ro.Env, ro.Hooks.HostOnSandboxReady, ro.Hooks.SandboxOnSandboxReady = o.Sandbox, o.Env, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady
-	spec, err := planEnv(ctx, ro)
+	spec, err := planning.PlanEnv(ctx, ro.options(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -229,30 +228,4 @@ func (o WorktreeOptions) runOptions() RunOptions {
 	return RunOptions{Name: name, Repo: o.Repo, BaseDir: o.BaseDir, BranchStrategy: o.BranchStrategy,
 		CopyToWorktree: o.CopyToWorktree, Hooks: Hooks{HostOnWorktreeReady: o.Hooks.HostOnWorktreeReady}, Logging: o.Logging,
 		Timeouts: o.Timeouts, Logger: o.Logger, Version: o.Version}
-}
-
-// planEnv plans a worktree, or a sandbox in one: a run without an agent.
-func planEnv(ctx context.Context, o RunOptions) (*execute.Spec, error) {
-	p := &planning.Planner{Ctx: ctx, Repos: planning.Repos{}}
-	o.Prompt = "-" // no agent, no prompt: the run checks still apply to the rest
-	caps := planning.NoSandboxCaps
-	var sbDesc sdk.SandboxDescription
-	if o.Sandbox.Provider != nil {
-		info, err := o.Sandbox.Provider.Info(ctx)
-		if err != nil {
-			return nil, &RunError{Run: o.Name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
-		}
-		if info.Sandbox == nil {
-			return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}}}
-		}
-		caps = *info.Sandbox
-		if sbDesc, err = o.Sandbox.Provider.Describe(ctx, o.Sandbox.Config); err != nil {
-			return nil, &RunError{Run: o.Name, Phase: PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
-		}
-	}
-	spec, ds := p.Run("run."+o.Name, o.options(nil), caps, sbDesc, sdk.AgentDescription{})
-	if ds.HasErrors() {
-		return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: ds.Errors()}
-	}
-	return spec, nil
 }

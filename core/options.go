@@ -101,7 +101,8 @@ func (o RunOptions) options(ia *Attachment) planning.Options {
 		ResumeOptions: o.ResumeOptions, LogMode: o.Logging.Mode, LogPath: o.Logging.Path, Terminal: o.Logging.Terminal,
 		ExpressionTimeout: o.ExpressionTimeout, Logger: o.Logger, Version: o.Version,
 	}
-	useRefs(&po, o.Sandbox, o.Agent)
+	po.SandboxAddr, po.Sandbox, po.SandboxCfg = o.Sandbox.Address, o.Sandbox.Provider, o.Sandbox.Config
+	po.AgentAddr, po.Agent, po.AgentCfg = o.Agent.Address, o.Agent.Provider, o.Agent.Config
 	if on := o.OnEvent; on != nil {
 		po.OnEvent = func(run string, n int, e sdk.Event) {
 			on(AgentEvent{Run: run, Iteration: n, Time: time.Now(), Event: e})
@@ -112,12 +113,6 @@ func (o RunOptions) options(ia *Attachment) planning.Options {
 	}
 	ia.apply(&po)
 	return po
-}
-
-// useRefs makes sb and ag o's providers.
-func useRefs(o *planning.Options, sb SandboxRef, ag AgentRef) {
-	o.SandboxAddr, o.Sandbox, o.SandboxCfg = sb.Address, sb.Provider, sb.Config
-	o.AgentAddr, o.AgentPlugin, o.Agent, o.AgentCfg = ag.Address, ag.Plugin, ag.Provider, ag.Config
 }
 
 // SandboxRef is a sandbox provider block: its address for messages (e.g.

@@ -43,7 +43,6 @@ type Options struct {
 	Sandbox     sdk.SandboxProvider
 	SandboxCfg  sdk.Config
 	AgentAddr   string
-	AgentPlugin string
 	Agent       sdk.AgentProvider
 	AgentCfg    sdk.Config
 	// NoSandbox is sandbox = "none" (an interactive session on the host).
@@ -87,20 +86,33 @@ type Options struct {
 	Ask         func(key string) (string, error)
 }
 
-// Planner checks runs; the runs of one repository share its state.
-type Planner struct {
-	Ctx   context.Context
-	Repos Repos
-	// Redact, when set, learns each run's secrets: the plugin host, for
+// useSandbox and useAgent make configured blocks o's providers; a nil
+// sandbox is none (the host).
+func (o *Options) useSandbox(addr string, sb *Sandbox) {
+	o.SandboxAddr, o.Sandbox, o.SandboxCfg = addr, nil, sdk.Config{}
+	if sb != nil {
+		o.Sandbox, o.SandboxCfg = sb.Provider, sb.Config
+	}
+}
+
+func (o *Options) useAgent(b *config.ProviderBlock, ag *Agent) {
+	o.AgentAddr, o.Agent, o.AgentCfg = b.Address, ag.Provider, ag.Config
+}
+
+// planner checks runs; the runs of one repository share its state.
+type planner struct {
+	ctx   context.Context
+	repos Repos
+	// redact, when set, learns each run's secrets: the plugin host, for
 	// what its plugins log.
-	Redact func(*redact.Redactor)
+	redact func(*redact.Redactor)
 }
 
 var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// Run checks one run and works out everything Execute needs. Each check
+// run checks one run and works out everything Execute needs. Each check
 // of a run lives here, once.
-func (p *Planner) Run(block string, o Options, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
+func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
 	var diags Diagnostics
 	fail := func(attr, summary string, err error) {
 		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
@@ -245,7 +257,7 @@ func (p *Planner) Run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 	if repoDir == "" {
 		repoDir = "."
 	}
-	rs := p.Repos.Open(p.Ctx, repoDir)
+	rs := p.repos.Open(p.ctx, repoDir)
 	if rs.Repo == nil {
 		d := rs.Err
 		d.Block = block
@@ -271,8 +283,8 @@ func (p *Planner) Run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 		fail("env", "Invalid env", err)
 	}
 	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, desc.RequiredEnv, o.ShowEnv))
-	if p.Redact != nil {
-		p.Redact(s.Redact)
+	if p.redact != nil {
+		p.redact(s.Redact)
 	}
 	if diags.HasErrors() {
 		return nil, diags
@@ -325,7 +337,7 @@ func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]strin
 }
 
 // OptionsOf converts a decoded run block into Options; defaults and checks
-// are Run's. base holds what the caller sets for every run.
+// are planner.run's. base holds what the caller sets for every run.
 func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagnostics) {
 	b := r.Body
 	v := &Values{Block: "run." + r.Label}
@@ -372,4 +384,76 @@ func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagn
 		o.LogMode = base.LogMode
 	}
 	return o, v.Diags
+}
+
+// PlanRun plans one run built in Go (core.PlanRun), whose providers the
+// caller configured. A failure is a *execute.RunError.
+func PlanRun(ctx context.Context, o Options) (*Plan, error) {
+	if o.Name == "" {
+		o.Name = "run"
+	}
+	fail := func(ds Diagnostics) (*Plan, error) {
+		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: ds.Errors()}
+	}
+	if ctx.Err() != nil {
+		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
+	}
+	if (o.Sandbox == nil && !o.NoSandbox) || o.Agent == nil {
+		return fail(Diagnostics{{Severity: Error, Block: "run." + o.Name, Summary: "A run needs a sandbox provider and an agent provider"}})
+	}
+	if o.NoSandbox {
+		o.useSandbox(NoSandbox, nil)
+	}
+	caps, sbDesc, err := describeSandbox(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := o.Agent.Describe(ctx, o.AgentCfg)
+	if err != nil {
+		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.AgentAddr, Err: err}
+	}
+	p := &planner{ctx: ctx, repos: Repos{}}
+	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, desc)
+	if ds.HasErrors() {
+		return fail(ds)
+	}
+	pr := planned(spec)
+	return &Plan{Runs: []*Planned{pr}, Nodes: []*Node{{Label: pr.Name, Addr: "run." + pr.Name, Runs: []*Planned{pr}}}, Parallel: 1, Diagnostics: ds}, nil
+}
+
+// PlanEnv plans a worktree, or a sandbox in one (core.CreateWorktree,
+// Worktree.CreateSandbox): a run without an agent.
+func PlanEnv(ctx context.Context, o Options) (*execute.Spec, error) {
+	o.Prompt = "-" // no agent, no prompt: the run checks still apply to the rest
+	caps, sbDesc, err := describeSandbox(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	p := &planner{ctx: ctx, repos: Repos{}}
+	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, sdk.AgentDescription{})
+	if ds.HasErrors() {
+		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: ds.Errors()}
+	}
+	return spec, nil
+}
+
+// describeSandbox asks a sandbox provider the caller configured for its
+// capabilities and its description; none is the host's.
+func describeSandbox(ctx context.Context, o Options) (sdk.SandboxCapabilities, sdk.SandboxDescription, error) {
+	if o.Sandbox == nil {
+		return NoSandboxCaps, sdk.SandboxDescription{}, nil
+	}
+	info, err := o.Sandbox.Info(ctx)
+	if err != nil {
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+	}
+	if info.Sandbox == nil {
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig,
+			Err: Diagnostics{{Severity: Error, Block: o.SandboxAddr, Summary: "The plugin declares no sandbox capabilities"}}}
+	}
+	desc, err := o.Sandbox.Describe(ctx, o.SandboxCfg)
+	if err != nil {
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+	}
+	return *info.Sandbox, desc, nil
 }

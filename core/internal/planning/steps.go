@@ -2,7 +2,11 @@ package planning
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 
+	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/session"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -50,4 +54,79 @@ func CheckStepResume(s StepResume) Diagnostics {
 		return fail("Cannot resume a session with this agent", fmt.Sprintf("%s: %v", s.AgentAddr, err))
 	}
 	return nil
+}
+
+// stepAttrs are the attributes a step sets; the others are the session's.
+var stepAttrs = map[string]bool{
+	"agent": true, "prompt": true, "prompt_file": true, "prompt_args": true, "max_iterations": true,
+	"completion_signal": true, "idle_timeout": true, "completion_timeout": true, "resume": true, "resume_session": true, "output": true,
+}
+
+// session plans a session block: each step is planned as a run made of
+// the session's attributes and the step's, and their diagnostics are
+// attributed to the session ("step.<label>.<attr>" for a step's own).
+func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map[*config.ProviderBlock]*Sandbox,
+	agents map[*config.ProviderBlock]*Agent, base Options) (*Planned, Diagnostics) {
+	block := "session." + ss.Label
+	diags := FromHCL(block, ss.Diags)
+	sb, sbOK := sandboxes[ss.Sandbox]
+	if diags.HasErrors() || !sbOK {
+		return nil, diags
+	}
+	seen := map[string]bool{}
+	var steps []execute.Step
+	previous := "" // the previous step's agent plugin
+	for i, st := range ss.Steps {
+		ag, agOK := agents[st.Agent]
+		if !agOK {
+			continue // reported with the agent block
+		}
+		b := st.Body
+		env := maps.Clone(ss.Body.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		maps.Copy(env, b.Env)
+		run := &config.RunBlock{Label: ss.Label, Sandbox: ss.Sandbox, Agent: st.Agent, Body: config.RunBody{
+			Name: ss.Body.Name, Repo: ss.Body.Repo, BranchStrategy: ss.Body.BranchStrategy, CopyToWorktree: ss.Body.CopyToWorktree,
+			Env: env, AllowUnconfined: ss.Body.AllowUnconfined, Hooks: ss.Body.Hooks, Logging: ss.Body.Logging, Timeouts: ss.Body.Timeouts,
+			Prompt: b.Prompt, PromptFile: b.PromptFile, PromptArgs: b.PromptArgs, MaxIterations: b.MaxIterations,
+			CompletionSignal: b.CompletionSignal, IdleTimeout: b.IdleTimeout, CompletionTimeout: b.CompletionTimeout, Output: b.Output,
+		}}
+		o, ds := OptionsOf(f, run, base)
+		o.useSandbox(ss.Sandbox.Address, sb)
+		o.useAgent(st.Agent, ag)
+		resume := b.Resume != nil
+		ds = append(ds, CheckStepResume(StepResume{Block: block, Resume: b.Resume, First: i == 0,
+			MaxIterations: o.MaxIterations, Desc: ag.Desc, AgentAddr: st.Agent.Address, Plugin: st.Agent.Plugin, PreviousPlugin: previous})...)
+		previous = st.Agent.Plugin
+		var spec *execute.Spec
+		if !ds.HasErrors() {
+			var more Diagnostics
+			spec, more = p.run(block, o, sb.Caps, sb.Desc, ag.Desc)
+			ds = append(ds, more...)
+		}
+		for _, d := range ds {
+			if stepAttrs[firstName(d.Attribute)] {
+				d.Attribute = "step." + st.Label + "." + d.Attribute
+			}
+			key := d.Attribute + "\x00" + d.Summary + "\x00" + d.Detail
+			if !seen[key] {
+				seen[key] = true
+				diags = append(diags, d)
+			}
+		}
+		if spec != nil {
+			steps = append(steps, execute.Step{Label: st.Label, Spec: spec, ResumePrevious: resume})
+		}
+	}
+	if diags.HasErrors() || len(steps) != len(ss.Steps) {
+		return nil, diags
+	}
+	return &Planned{Name: ss.Name(), Spec: steps[0].Spec, Steps: steps}, diags
+}
+
+func firstName(path string) string {
+	name, _, _ := strings.Cut(path, ".")
+	return name
 }
