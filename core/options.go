@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -101,7 +102,7 @@ func (o RunOptions) options(ia *Attachment) planning.Options {
 		ResumeOptions: o.ResumeOptions, LogMode: o.Logging.Mode, LogPath: o.Logging.Path, Terminal: o.Logging.Terminal,
 		ExpressionTimeout: o.ExpressionTimeout, Logger: o.Logger, Version: o.Version,
 	}
-	po.SandboxAddr, po.Sandbox, po.SandboxCfg = o.Sandbox.Address, o.Sandbox.Provider, o.Sandbox.Config
+	po.SandboxAddr, po.Sandbox, po.SandboxCfg, po.RestartSandbox = o.Sandbox.Address, o.Sandbox.Provider, o.Sandbox.Config, o.Sandbox.Restart
 	po.AgentAddr, po.Agent, po.AgentCfg = o.Agent.Address, o.Agent.Provider, o.Agent.Config
 	if on := o.OnEvent; on != nil {
 		po.OnEvent = func(run string, n int, e sdk.Event) {
@@ -123,6 +124,10 @@ type SandboxRef struct {
 	Plugin   string
 	Provider sdk.SandboxProvider
 	Config   sdk.Config
+	// Restart returns the provider anew once its plugin died (relaunching
+	// it): a run then removes its sandbox through it, salvaging an
+	// isolated one's work first. Nil: the run's error names what is left.
+	Restart func(context.Context) (sdk.SandboxProvider, error)
 }
 
 // AgentRef is an agent provider block, like SandboxRef.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -109,27 +111,48 @@ func TestAgentRetryNoticesAreWarnings(t *testing.T) {
 	}
 }
 
-// TestSandboxPluginCrashIsBlamedOnTheSandbox: the sandbox plugin dies while
-// the agent runs (the agent kills it: its parent process). The error names
-// the sandbox plugin, not the agent, the sandbox it left (id and run
-// label) and the gc command that salvages and removes it.
+// TestSandboxPluginCrashIsBlamedOnTheSandbox: the local sandbox plugin
+// dies while the agent runs (the agent kills it: its parent process).
+// The error blames the sandbox plugin, not the agent; sanddune restarts
+// the plugin and, through it, salvages the isolated sandbox (the agent's
+// commit onto the run's branch, its uncommitted file into a patch), stops
+// the agent and removes the sandbox, and says so (ADR 0016).
 func TestSandboxPluginCrashIsBlamedOnTheSandbox(t *testing.T) {
 	dir := gitRepo(t)
+	pidFile := filepath.Join(t.TempDir(), "agent.pid")
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "a" {
-  command = ["sh", "-c", "echo hi > f.txt; kill -9 $PPID; sleep 30"]
+  command = ["sh", "-c", "echo hi > f.txt && git add f.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo more > g.txt && echo $$ > `+pidFile+` && kill -9 $PPID; exec sleep 30"]
 }
 run "crash" {
-  prompt = "hi"
+  prompt          = "hi"
+  branch_strategy = { type = "branch", branch = "agent/crash" }
 }
 `)
 	r := run(t, dir, "run")
-	if m := regexp.MustCompile(`the sandbox (\S+) is left in place`).FindStringSubmatch(r.stderr); m != nil {
+	if m := regexp.MustCompile(`sandbox (\S+) is left`).FindStringSubmatch(r.stderr); m != nil {
 		t.Cleanup(func() { os.RemoveAll(m[1]) })
 	}
+	m := regexp.MustCompile("removed sandbox (\\S+) after salvaging 1 commit\\(s\\) onto branch agent/crash and its uncommitted work to (\\S+\\.patch)").FindStringSubmatch(r.stderr)
 	if r.code != 1 || !strings.Contains(r.stderr, "[sandbox.local.dev]") || strings.Contains(r.stderr, "[agent.command.a]") ||
-		!strings.Contains(r.stderr, "sandbox plugin crashed and left sandbox ") || !strings.Contains(r.stderr, "label sanddune.run=crash-") ||
-		!strings.Contains(r.stderr, "`sanddune gc` salvages its work and removes it") {
-		t.Fatalf("exit %d, want 1 blaming sandbox.local.dev and naming the sandbox it left and sanddune gc:\n%s", r.code, r.stderr)
+		!strings.Contains(r.stderr, "plugin process exited") || !strings.Contains(r.stderr, "the sandbox plugin died; sanddune restarted it and") ||
+		m == nil || !strings.Contains(r.stderr, "1 commit(s) kept on branch agent/crash") {
+		t.Fatalf("exit %d, want 1 blaming sandbox.local.dev, saying the plugin died and what its restart salvaged and removed:\n%s", r.code, r.stderr)
+	}
+	if got := gitOut(t, dir, "show", "agent/crash:f.txt"); got != "hi" {
+		t.Fatalf("the agent's commit was lost: %q", got)
+	}
+	if patch, err := os.ReadFile(m[2]); err != nil || !strings.Contains(string(patch), "g.txt") {
+		t.Fatalf("the agent's uncommitted file is not in the patch %s: %v\n%s", m[2], err, patch)
+	}
+	if _, err := os.Stat(m[1]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("sandbox directory %s left: %v", m[1], err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || processAlive(pid) {
+		t.Errorf("the agent (pid %s) outlived the run", b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
@@ -283,21 +285,74 @@ func pluginPID(parent int, name string) int {
 	return 0
 }
 
-// TestDockerSandboxPluginKilled: the docker plugin is SIGKILLed while the
-// agent runs. The run fails against the sandbox plugin, names the
-// container it left (by id and run label) and `sanddune gc`; the commit
-// is on the branch; after `sanddune gc` no container of the run is left.
-func TestDockerSandboxPluginKilled(t *testing.T) {
-	requireDocker(t)
-	dir := gitRepo(t)
-	t.Cleanup(func() {
-		for _, id := range containers(t, dir) {
-			exec.Command("docker", "rm", "-f", id).Run()
-		}
-	})
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
-  image = "`+testImage()+`"
-}
+// TestSandboxPluginKilledIsCleanedUp: the docker (or bubblewrap) plugin is
+// SIGKILLed while the agent runs. The run fails against the sandbox plugin
+// and says it died; sanddune restarts the plugin and removes the run's
+// sandbox through it before it exits, and says so; no process of the
+// sandbox (the agent's) outlives the run, and the agent's commit is on
+// the run's branch (ADR 0016).
+func TestSandboxPluginKilledIsCleanedUp(t *testing.T) {
+	for _, tc := range []struct {
+		plugin, block string
+		require       func(t *testing.T)
+		// procs are the host pids of the sandbox's processes.
+		procs func(t *testing.T, id string, plugin int) []int
+		// id finds the run's sandbox while it runs; gone says it is gone.
+		id   func(t *testing.T, dir string) string
+		gone func(id string) bool
+	}{{
+		plugin: "docker", block: `sandbox "docker" "default" { image = "` + testImage() + `" }`,
+		require: requireDocker,
+		procs: func(t *testing.T, id string, _ int) []int {
+			top, err := exec.Command("docker", "top", id, "-o", "pid").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pids []int
+			for _, f := range strings.Fields(string(top))[1:] {
+				n, _ := strconv.Atoi(f)
+				pids = append(pids, n)
+			}
+			return pids
+		},
+		id: func(t *testing.T, dir string) string {
+			out, _ := exec.Command("docker", "ps", "-aq", "--no-trunc", "--filter", "label=sanddune.repo="+dir).Output()
+			if ids := strings.Fields(string(out)); len(ids) == 1 {
+				return ids[0]
+			}
+			return ""
+		},
+		gone: func(id string) bool { return exec.Command("docker", "inspect", id).Run() != nil },
+	}, {
+		plugin: "bubblewrap", block: `sandbox "bubblewrap" "default" {}`,
+		require: func(t *testing.T) {
+			_, err := exec.LookPath("bwrap")
+			kittest.RequireEngine(t, "bubblewrap", err)
+		},
+		procs: func(_ *testing.T, _ string, plugin int) []int { return descendants(plugin) },
+		id: func(t *testing.T, dir string) string {
+			labels, _ := filepath.Glob(filepath.Join(os.TempDir(), "sanddune-bwrap-*", "labels.json"))
+			for _, l := range labels {
+				if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"sanddune.repo":"`+dir+`"`)) {
+					return filepath.Dir(l)
+				}
+			}
+			return ""
+		},
+		gone: func(id string) bool {
+			_, err := os.Stat(id)
+			return errors.Is(err, os.ErrNotExist)
+		},
+	}} {
+		t.Run(tc.plugin, func(t *testing.T) {
+			tc.require(t)
+			dir := gitRepo(t)
+			t.Cleanup(func() {
+				for _, id := range containers(t, dir) {
+					exec.Command("docker", "rm", "-f", id).Run()
+				}
+			})
+			writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), tc.block+`
 agent "command" "hang" {
   command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
 }
@@ -309,44 +364,117 @@ run "killed" {
   }
 }
 `)
+			cmd := sandduneCmd(dir, "run")
+			stdout, stderr := startScanning(t, cmd, 1)
+			defer cmd.Process.Kill()
+			go io.Copy(io.Discard, stdout)
+			pid := pluginPID(cmd.Process.Pid, tc.plugin)
+			if pid == 0 {
+				t.Fatalf("no %s plugin process while the agent runs", tc.plugin)
+			}
+			id := tc.id(t, dir)
+			procs := tc.procs(t, id, pid)
+			if id == "" || len(procs) == 0 {
+				t.Fatalf("no process in sandbox %s while the agent runs", id)
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			msg := stderr.String()
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(msg, "[sandbox."+tc.plugin+".default]") ||
+				!strings.Contains(msg, "plugin process exited") ||
+				!strings.Contains(msg, "the sandbox plugin died; sanddune restarted it and removed sandbox "+id+" with anything still running in it") ||
+				!strings.Contains(msg, "1 commit(s) kept on branch agent/killed") {
+				t.Fatalf("exit %v, want 1 naming the sandbox plugin, saying it died and that sandbox %s was removed, and the branch:\n%s", err, id, msg)
+			}
+			if !tc.gone(id) {
+				t.Errorf("sandbox %s left after sanddune exited", id)
+			}
+			for _, p := range procs {
+				if processAlive(p) {
+					t.Errorf("process %d of the sandbox (the agent's) outlived the run", p)
+				}
+			}
+			if got := gitOut(t, dir, "show", "agent/killed:work.txt"); got != "work" {
+				t.Fatalf("the agent's commit was lost: %q", got)
+			}
+		})
+	}
+}
+
+// descendants are the processes below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if p, err := strconv.Atoi(e.Name()); err == nil {
+			pp := parentOf(e.Name())
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
+
+// TestDockerInterruptWhileTheDaemonAnswersLate: Ctrl-C once the daemon has
+// made the run's container but before its answer to the create arrives (a
+// proxy holds it). The docker plugin still waits for that answer when
+// sanddune stops it, beyond its 2 s of shutdown grace, so it is killed
+// before it could remove the container; sanddune starts it again and
+// removes the container through it before it exits (ADR 0016).
+func TestDockerInterruptWhileTheDaemonAnswersLate(t *testing.T) {
+	requireDocker(t)
+	dir := gitRepo(t)
+	t.Cleanup(func() {
+		for _, id := range containers(t, dir) {
+			exec.Command("docker", "rm", "-f", id).Run()
+		}
+	})
+	created := make(chan struct{})
+	proxy := containerkittest.HoldCreates(t, created, nil)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+  image = "`+testImage()+`"
+}
+agent "command" "a" {
+  command = ["true"]
+}
+run "late" {
+  prompt = "hi"
+}
+`)
 	cmd := sandduneCmd(dir, "run")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Env = append(cmd.Env, "DOCKER_HOST="+proxy)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-created:
+	case err := <-exited:
+		t.Fatalf("sanddune exited (%v) before the daemon made the container:\n%s", err, out.String())
 	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	ids := containers(t, dir)
-	pid := pluginPID(cmd.Process.Pid, "docker")
-	if len(ids) != 1 || pid == 0 {
-		t.Fatalf("containers %v, docker plugin pid %d while the agent runs", ids, pid)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	err := <-exited
 	var ee *exec.ExitError
-	msg := stderr.String()
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(msg, "[sandbox.docker.default]") ||
-		!strings.Contains(msg, "sandbox plugin crashed and left sandbox "+ids[0]) || !strings.Contains(msg, "label sanddune.run=killed-") ||
-		!strings.Contains(msg, "`sanddune gc` salvages its work and removes it") || !strings.Contains(msg, "1 commit(s) kept on branch agent/killed") {
-		t.Fatalf("exit %v, want 1 naming the sandbox plugin, the container %s it left, sanddune gc and the branch:\n%s", err, ids[0], msg)
-	}
-	if got := gitOut(t, dir, "show", "agent/killed:work.txt"); got != "work" {
-		t.Fatalf("the agent's commit was lost: %q", got)
-	}
-	if r := run(t, dir, "gc"); r.code != 0 {
-		t.Fatalf("sanddune gc: exit %d\n%s", r.code, r.stderr)
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130:\n%s", err, out.String())
 	}
 	if c := containers(t, dir); len(c) != 0 {
-		t.Fatalf("containers left after sanddune gc: %v", c)
+		t.Fatalf("containers of the run left after sanddune exited: %v\n%s", c, out.String())
+	}
+	if !strings.Contains(out.String(), "its plugin was killed before it had shut down") {
+		t.Fatalf("sanddune does not say it removed the container through the plugin restarted:\n%s", out.String())
 	}
 }

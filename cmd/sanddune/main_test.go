@@ -210,19 +210,24 @@ func pluginProcesses(t *testing.T, parent int) []int {
 		if err != nil || !strings.HasPrefix(string(cmdline), filepath.Join(filepath.Dir(sanddune), "sanddune-plugin-")) {
 			continue
 		}
-		// /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		var state string
-		var ppid int
-		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-		if _, err := fmt.Sscan(rest, &state, &ppid); err == nil && ppid == parent {
+		if parentOf(e.Name()) == parent {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// parentOf is the parent of process pid, 0 when it cannot be read.
+func parentOf(pid string) int {
+	// /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces.
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return 0
+	}
+	var state string
+	var ppid int
+	fmt.Sscan(string(stat[strings.LastIndexByte(string(stat), ')')+1:]), &state, &ppid)
+	return ppid
 }
 
 func processAlive(pid int) bool {

@@ -79,7 +79,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	if err != nil {
 		return err
 	}
-	defer p.host.Close()
+	defer stopPlugins(ctx, p.host, os.Stderr)
 	if f.dryRun {
 		return printPlan(cmd.OutOrStdout(), p.plan, f.json)
 	}

@@ -7,6 +7,9 @@
 //
 // A provider resource (sdk.ResourceLister) is orphaned when its labels say
 // it was made on this host by a sanddune process that is gone (Orphaned).
+// With Options.Mine, gc collects the resources of this process instead
+// (OfRun), through a sandbox plugin relaunched after it died (or was
+// killed before it had shut down).
 // Resources of bind-mount providers are removed: the work lives in the
 // host worktree. A resource of an isolated provider can hold the agent's
 // commits and uncommitted changes that were never synced out, so before it
@@ -55,6 +58,14 @@ type Options struct {
 	// Force removes isolated sandboxes whose work cannot be salvaged, with
 	// that work.
 	Force bool
+	// Mine collects the resources of this (live) sanddune process
+	// instead of the orphans of dead ones: those its runs left through a
+	// sandbox plugin that died or was killed before it had shut down,
+	// collected through the plugin relaunched (ADR 0016).
+	Mine bool
+	// Run narrows Mine to one run, by its sdk.LabelRun value: a run whose
+	// sandbox plugin died, which holds its branch's lock already.
+	Run string
 }
 
 // Provider is a sandbox provider to collect from.
@@ -223,7 +234,7 @@ func Sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, opts Opt
 	var out []Sandbox
 	var contract sdk.Contract
 	for _, r := range res {
-		if !Orphaned(r.Labels) {
+		if opts.Mine && !OfRun(r.Labels, opts.Run) || !opts.Mine && !Orphaned(r.Labels) {
 			continue
 		}
 		if contract == "" {
@@ -261,6 +272,13 @@ func Orphaned(labels map[string]string) bool {
 		return false
 	}
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// OfRun reports whether a resource belongs to run (its sdk.LabelRun;
+// "" for any) of this sanddune process.
+func OfRun(labels map[string]string, run string) bool {
+	host, _ := os.Hostname()
+	return (run == "" || labels[sdk.LabelRun] == run) && labels[sdk.LabelHost] == host && labels[sdk.LabelPID] == strconv.Itoa(os.Getpid())
 }
 
 // remove removes the resource (or says it would).

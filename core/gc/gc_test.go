@@ -113,3 +113,26 @@ func TestFakeListingErrors(t *testing.T) {
 		t.Errorf("Run errors %v", rep.Errors)
 	}
 }
+
+// TestFakeRunScopedCollectsOneLiveRun: with Options.Mine and Run, gc
+// collects the resources of that run of this live process (a run whose
+// sandbox plugin died), and none of its other runs' or of dead processes.
+func TestFakeRunScopedCollectsOneLiveRun(t *testing.T) {
+	t.Parallel()
+	mine, other, dead := labels(t, os.Getpid()), labels(t, os.Getpid()), labels(t, deadPID(t))
+	mine[sdk.LabelRun], other[sdk.LabelRun] = "mine-1", "other-1"
+	dead[sdk.LabelRun] = "mine-1"
+	p := &fakeProvider{caps: &sdk.SandboxCapabilities{Contract: sdk.ContractBindMount}, resources: []sdk.Resource{
+		{ID: "mine", Labels: mine}, {ID: "other", Labels: other}, {ID: "dead", Labels: dead},
+	}}
+	sbs, err := Sandboxes(context.Background(), "fake", p, Options{Mine: true, Run: "mine-1"})
+	if err != nil || len(sbs) != 1 || sbs[0].Action != Removed || !slices.Equal(p.removed, []string{"mine"}) {
+		t.Fatalf("gc: %+v, %v, removed %v", sbs, err, p.removed)
+	}
+	// Without Run: every run of this process (they have all ended).
+	p.removed = nil
+	sbs, err = Sandboxes(context.Background(), "fake", p, Options{Mine: true})
+	if err != nil || len(sbs) != 2 || !slices.Equal(p.removed, []string{"mine", "other"}) {
+		t.Fatalf("gc: %+v, %v, removed %v", sbs, err, p.removed)
+	}
+}

@@ -48,12 +48,14 @@ func salvage(ctx context.Context, p sdk.SandboxProvider, rl sdk.ResourceLister, 
 
 	// Lock the run's branch: a live run on it would race with the salvage.
 	key := "branch " + spec.Branch
-	if opts.DryRun {
+	switch {
+	case opts.Run != "": // the run holds it
+	case opts.DryRun:
 		if h, err := repo.Holder(key); err != nil || h != nil {
 			keep(s, lockReason(spec.Branch, h, err))
 			return
 		}
-	} else {
+	default:
 		lock, err := repo.Lock(key, "sanddune gc")
 		if err != nil {
 			var le *worktree.LockedError

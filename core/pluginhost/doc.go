@@ -24,7 +24,10 @@
 // sanddune-plugin-acme-vm, then sanddune-plugin-acme.
 //
 // The Host launches each source once and shares the process between all
-// runs. Plugin processes get their own process group (so a terminal's
-// Ctrl-C reaches sanddune first, which then cancels runs cleanly) and a
-// parent-death signal, and Close kills them all.
+// runs; one that died is launched again on the next Resolve (a run whose
+// sandbox plugin died cleans up through it, ADR 0016). Plugin processes
+// get their own process group (so a terminal's Ctrl-C reaches sanddune
+// first, which then cancels runs cleanly) and a parent-death signal, and
+// Close kills them all; Stopped names the sandbox plugins it had to kill
+// before they had shut down.
 package pluginhost

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -68,6 +69,9 @@ type Host struct {
 	lockErr error
 	mu      sync.Mutex
 	procs   map[string]*process
+	// stopped are the sandbox components of plugins Close had to kill
+	// (Stopped).
+	stopped []string
 	warned  map[string]bool // binaries ignored because a built-in has the name
 	// sockets is where the plugins make their Unix sockets: a directory of
 	// this process (core/tempdir), removed by Close, or by gc after a kill.
@@ -86,6 +90,9 @@ type process struct {
 	rpc     plugin.ClientProtocol
 	catalog []sdk.Info
 	err     error
+	// forced: kill had to SIGKILL the plugin, which had not finished
+	// shutting down (or it was killed before).
+	forced bool
 }
 
 // New returns a Host. Call Close when done.
@@ -231,7 +238,7 @@ func (h *Host) Agent(ctx context.Context, label string) (sdk.AgentProvider, Comp
 }
 
 // Resolve finds the component of a kind with a type label, launching its
-// plugin process if it is not running yet.
+// plugin process if it is not running yet, or again if it died.
 func (h *Host) Resolve(ctx context.Context, kind sdk.Kind, label string) (Component, error) {
 	for _, name := range candidates(label) {
 		src, ok := h.source(name)
@@ -360,16 +367,54 @@ func (h *Host) start(ctx context.Context, src Source) *process {
 	}
 	h.mu.Lock()
 	p, ok := h.procs[key]
+	var dead *process
+	if ok && p.exited() {
+		dead, ok = p, false
+	}
 	if !ok {
 		p = &process{ready: make(chan struct{}), killed: make(chan struct{}), src: src}
 		h.procs[key] = p
 	}
 	h.mu.Unlock()
+	if dead != nil {
+		h.opts.Logger.Warn("plugin process died; starting it again", "plugin", src.Name)
+		dead.kill()
+	}
 	if !ok {
 		go p.run(ctx, h)
 	}
 	<-p.ready
 	return p
+}
+
+// exited reports whether a started plugin's process is gone (or no longer
+// answers): the next Resolve relaunches it, so that a run whose sandbox
+// plugin died can clean up through it (ADR 0016).
+func (p *process) exited() bool {
+	select {
+	case <-p.ready:
+	default:
+		return false // starting
+	}
+	if p.client == nil {
+		return false // failed to start: the error stays
+	}
+	return p.client.Exited() || p.rpc.Ping() != nil
+}
+
+// kill stops the plugin and what is left of its processes, once started.
+func (p *process) kill() {
+	<-p.ready
+	if p.client != nil {
+		p.client.Kill() // returns once the process was waited for
+		if st := p.cmd.ProcessState; st != nil {
+			ws, ok := st.Sys().(syscall.WaitStatus)
+			p.forced = ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+		}
+		p.killLeftovers()
+		p.closeStderr()
+	}
+	close(p.killed)
 }
 
 // run launches the plugin from a goroutine locked to its OS thread until
@@ -629,22 +674,36 @@ func (h *Host) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-p.ready
-			if p.client != nil {
-				p.client.Kill()
-				p.killLeftovers()
-				p.closeStderr()
-			}
-			close(p.killed)
+			p.kill()
 		}()
 	}
 	wg.Wait()
 	h.mu.Lock()
+	for _, p := range procs {
+		for _, info := range p.catalog {
+			if p.forced && info.Kind == sdk.KindSandbox {
+				h.stopped = append(h.stopped, info.Name)
+			}
+		}
+	}
 	if h.sockets != "" {
 		os.RemoveAll(h.sockets)
 		h.sockets = ""
 	}
 	h.mu.Unlock()
+}
+
+// Stopped returns, and forgets, the sandbox components of the plugins
+// Close had to kill (SIGKILL after go-plugin's 2 s of shutdown grace)
+// before they had shut down: a Create or Close they were still running
+// may have left a resource. Resolving one again relaunches its plugin,
+// through which the caller can collect them (ADR 0016).
+func (h *Host) Stopped() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.stopped
+	h.stopped = nil
+	return s
 }
 
 // maxSocketPath is the longest Unix socket path Linux takes (sun_path,

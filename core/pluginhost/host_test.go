@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,6 +294,83 @@ func TestPluginCrashMidCallNamesOperation(t *testing.T) {
 	if !strings.Contains(err.Error(), "crashy") || !strings.Contains(err.Error(), "Exec") {
 		t.Fatalf("error %q should name the plugin and the operation", err)
 	}
+}
+
+// TestDeadPluginRelaunchedOnResolve: once a plugin process died mid-call,
+// the next Resolve starts the binary again and its provider answers; a
+// live plugin is not restarted.
+func TestDeadPluginRelaunchedOnResolve(t *testing.T) {
+	t.Parallel()
+	h, logs := newHost(t, pluginDir(t, "crashy"))
+	p, _, err := h.Sandbox(context.Background(), "crashy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := pids(h)
+	sb, err := p.Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrPluginShutdown) {
+		t.Fatalf("err = %v, want ErrPluginShutdown", err)
+	}
+	p2, _, err := h.Sandbox(context.Background(), "crashy")
+	if err != nil {
+		t.Fatalf("Resolve after the plugin died: %v", err)
+	}
+	if _, err := p2.Info(context.Background()); err != nil {
+		t.Fatalf("the relaunched plugin does not answer: %v", err)
+	}
+	after := pids(h)
+	if len(after) != 1 || after[0] == before[0] {
+		t.Fatalf("plugin processes %v, then %v: want one new process", before, after)
+	}
+	if _, _, err := h.Sandbox(context.Background(), "crashy"); err != nil || !slices.Equal(pids(h), after) {
+		t.Fatalf("a live plugin was restarted (%v, then %v) or failed: %v", after, pids(h), err)
+	}
+	if !strings.Contains(logs.String(), "plugin process died; starting it again") {
+		t.Errorf("no warning about the relaunch in the logs:\n%s", logs)
+	}
+}
+
+// TestStoppedNamesPluginsKilledBeforeTheyShutDown: Close stops a plugin
+// that does not exit when asked (its Create still runs) with SIGKILL, and
+// Stopped names its sandbox once; one that shut down is not named.
+func TestStoppedNamesPluginsKilledBeforeTheyShutDown(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t, pluginDir(t, "stuck", "fine"))
+	p, _, err := h.Sandbox(context.Background(), "stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Sandbox(context.Background(), "fine"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	go p.Create(context.Background(), sdk.CreateRequest{HostRepoPath: dir})
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "creating")); err == nil {
+			break // the Create runs in the plugin
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.Close()
+	if got := h.Stopped(); !slices.Equal(got, []string{"stuck"}) {
+		t.Fatalf("Stopped = %v, want [stuck]", got)
+	}
+	if got := h.Stopped(); got != nil {
+		t.Fatalf("Stopped names plugins twice: %v", got)
+	}
+}
+
+func pids(h *Host) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []int
+	for _, p := range h.procs {
+		out = append(out, p.client.ReattachConfig().Pid)
+	}
+	return out
 }
 
 func TestNotFoundListsSearchDirs(t *testing.T) {

@@ -3,65 +3,16 @@ package docker
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
-
-// holdCreates is a proxy to the real daemon's socket that forwards every
-// request, but holds the daemon's answer to a container create: it closes
-// created once the daemon has made the container, and passes the answer
-// on only once release is closed (or drops it when the client gave up).
-func holdCreates(t *testing.T, created, release chan struct{}) string {
-	t.Helper()
-	daemon := client.DefaultDockerHost
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		daemon = h
-	}
-	sock, ok := strings.CutPrefix(daemon, "unix://")
-	if !ok {
-		t.Skipf("DOCKER_HOST %s is not a unix socket: no proxy", daemon)
-	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: "http", Host: "docker"}) },
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}},
-		ModifyResponse: func(resp *http.Response) error {
-			if !strings.HasSuffix(resp.Request.URL.Path, "/containers/create") {
-				return nil
-			}
-			close(created)
-			select {
-			case <-release:
-			case <-resp.Request.Context().Done():
-			}
-			return nil
-		},
-	}
-	path := filepath.Join(t.TempDir(), "docker.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: proxy}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	return "unix://" + path
-}
 
 // seesCancel closes seen once the context of a Create is cancelled.
 type seesCancel struct {
@@ -84,7 +35,7 @@ func (p seesCancel) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sand
 func TestCancelDuringCreateLeavesNoContainer(t *testing.T) {
 	cli := requireDocker(t)
 	created, release := make(chan struct{}), make(chan struct{})
-	t.Setenv("DOCKER_HOST", holdCreates(t, created, release))
+	t.Setenv("DOCKER_HOST", containerkittest.HoldCreates(t, created, release))
 	run := containerkittest.RunID()
 	byRun := container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", sdk.LabelRun+"="+run))}
 	t.Cleanup(func() {

@@ -48,6 +48,9 @@ type Spec struct {
 	SandboxAddr string
 	SandboxCfg  sdk.Config
 	Caps        sdk.SandboxCapabilities
+	// RestartSandbox relaunches the sandbox provider's plugin after it
+	// died, so the teardown can clean up through it; nil when it cannot.
+	RestartSandbox func(context.Context) (sdk.SandboxProvider, error)
 
 	Agent     sdk.AgentProvider
 	AgentAddr string
@@ -157,6 +160,10 @@ type runner struct {
 	sb       sdk.Sandbox
 	res      *Result
 	syncedIn bool
+	// sandboxDied: the sandbox plugin's process is gone; the teardown
+	// cleans up through it relaunched (collect), and says so in cleanup.
+	sandboxDied bool
+	cleanup     *cleanup
 	// sandboxBase is the branch tip a sandbox opened in a kept worktree,
 	// or after merge_branches, starts from ("" = ws.Base); see syncBase.
 	sandboxBase string
@@ -187,8 +194,8 @@ func (r *runner) preflight(ctx context.Context) error {
 
 // fail builds the RunError of a failed step, marking cancellations.
 func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration int, err error, hint string) *RunError {
-	if plugin == r.SandboxAddr && errors.Is(err, sdk.ErrPluginShutdown) {
-		hint = r.crashHint()
+	if plugin == r.SandboxAddr && pluginDied(err) {
+		r.sandboxDied, hint = true, r.crashHint()
 	}
 	e := &RunError{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
 	if ctx.Err() != nil {
@@ -198,16 +205,6 @@ func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration
 		}
 	}
 	return e
-}
-
-// crashHint says what a sandbox plugin that died left, and how to
-// remove it: nothing can reach the sandbox until the plugin runs again.
-func (r *runner) crashHint() string {
-	if r.sb == nil {
-		return "the sandbox plugin crashed and may have left its sandbox behind: run `sanddune gc` to salvage and remove it, then run again"
-	}
-	return fmt.Sprintf("the sandbox plugin crashed and left sandbox %s (label %s=%s) with whatever the agent still runs in it: "+
-		"once this run has exited, `sanddune gc` salvages its work and removes it; then run again", r.sb.Info().ID, sdk.LabelRun, r.runID())
 }
 
 // runID is the run's sdk.LabelRun value.
@@ -311,6 +308,9 @@ func (r *runner) finish(ctx context.Context, runErr *RunError) error {
 	runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
 	if oe, ok := runErr.Err.(*OutputError); ok {
 		oe.Branch, oe.Commits, oe.PreservedWorktree = r.res.Branch, r.res.Commits, r.res.PreservedWorktreePath
+	}
+	if r.cleanup != nil {
+		runErr.Hint = r.crashHint()
 	}
 	if runErr.Cancelled && runErr.Hint == "" {
 		runErr.Hint = r.rerunHint()

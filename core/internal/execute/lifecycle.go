@@ -62,6 +62,7 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 	r := l.r
 	c := *r.Spec
 	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps, c.Env = s.Sandbox, s.SandboxAddr, s.SandboxCfg, s.Caps, s.Env
+	c.RestartSandbox = s.RestartSandbox
 	c.Hooks.HostOnSandboxReady, c.Hooks.SandboxOnSandboxReady = s.Hooks.HostOnSandboxReady, s.Hooks.SandboxOnSandboxReady
 	r.Spec = &c
 	// Earlier steps may have moved the branch: an isolated sandbox starts
@@ -108,6 +109,7 @@ func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*Result, error) {
 	c := *s
 	if !onHost {
 		c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps = shared.Sandbox, shared.SandboxAddr, shared.SandboxCfg, shared.Caps
+		c.RestartSandbox = shared.RestartSandbox
 	}
 	r.Spec, r.res = &c, &Result{Name: s.Name}
 	start := time.Now()

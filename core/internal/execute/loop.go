@@ -168,18 +168,33 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 }
 
 // closeSandbox syncs the commits out of an isolated sandbox and removes
-// it; a sandbox whose sync-out failed is kept, and said so.
+// it; a sandbox whose sync-out failed is kept, and said so. When the
+// sandbox plugin died, the run's resources are collected through it
+// relaunched instead.
 func (r *runner) closeSandbox(tctx context.Context) *RunError {
-	if r.sb == nil {
+	sb, died := r.sb, r.sandboxDied
+	r.sb, r.sandboxDied = nil, false
+	switch {
+	case died && sb == nil: // Create failed: it may have made one
+		r.collect(tctx, "")
+		return nil
+	case sb == nil:
+		return nil
+	case died:
+		r.collect(tctx, sb.Info().ID)
 		return nil
 	}
-	sb := r.sb
-	r.sb = nil
 	_, failed, keep := r.syncOut(tctx, sb, false)
+	if failed != nil && pluginDied(failed.Err) {
+		r.collect(tctx, sb.Info().ID)
+		return failed
+	}
 	if keep {
 		return failed
 	}
-	if err := sb.Close(tctx); err != nil {
+	if err := sb.Close(tctx); pluginDied(err) {
+		r.collect(tctx, sb.Info().ID)
+	} else if err != nil {
 		r.progress.Warn("closing sandbox %s failed: %v", sb.Info().ID, err)
 	}
 	return failed

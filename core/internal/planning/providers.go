@@ -25,6 +25,9 @@ type Sandbox struct {
 	Config   sdk.Config
 	Caps     sdk.SandboxCapabilities
 	Desc     sdk.SandboxDescription
+	// Restart resolves the provider again, relaunching its plugin when
+	// it died (the teardown of a run cleans up through it).
+	Restart func(context.Context) (sdk.SandboxProvider, error)
 }
 
 // Agent is an agent block resolved, decoded, configured and described.
@@ -56,7 +59,11 @@ func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandb
 		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.DeclRange.Ptr(), Err: err,
 			Summary: "Plugin failed to describe the sandbox", Detail: fmt.Sprintf("%s (%s): %v", b.Address, comp.Source, err)})
 	}
-	return &Sandbox{Provider: prov, Config: cfg, Caps: *comp.Info.Sandbox, Desc: desc}, diags
+	restart := func(ctx context.Context) (sdk.SandboxProvider, error) {
+		prov, _, err := p.Plugins.Sandbox(ctx, b.Plugin)
+		return prov, err
+	}
+	return &Sandbox{Provider: prov, Config: cfg, Caps: *comp.Info.Sandbox, Desc: desc, Restart: restart}, diags
 }
 
 // Agent resolves, decodes, configures and describes an agent block; nil

@@ -42,6 +42,8 @@ type Options struct {
 	SandboxAddr string
 	Sandbox     sdk.SandboxProvider
 	SandboxCfg  sdk.Config
+	// RestartSandbox resolves the sandbox provider again (core.SandboxRef).
+	RestartSandbox func(context.Context) (sdk.SandboxProvider, error)
 	AgentAddr   string
 	Agent       sdk.AgentProvider
 	AgentCfg    sdk.Config
@@ -89,9 +91,9 @@ type Options struct {
 // useSandbox and useAgent make configured blocks o's providers; a nil
 // sandbox is none (the host).
 func (o *Options) useSandbox(addr string, sb *Sandbox) {
-	o.SandboxAddr, o.Sandbox, o.SandboxCfg = addr, nil, sdk.Config{}
+	o.SandboxAddr, o.Sandbox, o.SandboxCfg, o.RestartSandbox = addr, nil, sdk.Config{}, nil
 	if sb != nil {
-		o.Sandbox, o.SandboxCfg = sb.Provider, sb.Config
+		o.Sandbox, o.SandboxCfg, o.RestartSandbox = sb.Provider, sb.Config, sb.Restart
 	}
 }
 
@@ -127,8 +129,9 @@ func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 		LogMode: o.LogMode, LogPath: absPath(o.BaseDir, o.LogPath), Terminal: o.Terminal,
 		Logger: o.Logger, Version: o.Version,
 	}
+	s.RestartSandbox = o.RestartSandbox
 	if o.NoSandbox {
-		s.Sandbox = nil
+		s.Sandbox, s.RestartSandbox = nil, nil
 	}
 	s.Timeouts = o.Timeouts.WithDefaults()
 	for _, t := range []struct {

@@ -4,6 +4,8 @@
 // behaviour:
 //   - "future": speaks plugin protocol 99 only;
 //   - "crashy": its sandboxes exit the process in the middle of Exec;
+//   - "stuck": its Create writes HostRepoPath/creating and never returns
+//     (so the plugin does not stop when asked to);
 //   - anything else: a sandbox whose Exec echoes its argv.
 package main
 
@@ -50,7 +52,11 @@ func (p *provider) Describe(context.Context, sdk.Config) (sdk.SandboxDescription
 }
 
 func (p *provider) Preflight(context.Context, sdk.PreflightRequest) error { return nil }
-func (p *provider) Create(context.Context, sdk.CreateRequest) (sdk.Sandbox, error) {
+func (p *provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	if p.name == "stuck" {
+		os.WriteFile(filepath.Join(req.HostRepoPath, "creating"), nil, 0o644)
+		select {}
+	}
 	return &sandbox{crashy: p.name == "crashy"}, nil
 }
 
