@@ -46,7 +46,7 @@ func detectEngine() (map[string]cty.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkVersion(ctx, c); err != nil {
+	if _, err := checkVersion(ctx, c); err != nil {
 		return nil, err
 	}
 	if _, err := c.run(ctx, nil, "image", "exists", testImage()); err != nil {

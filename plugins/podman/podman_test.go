@@ -3,8 +3,11 @@ package podman
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -253,5 +256,66 @@ func TestInfo(t *testing.T) {
 	}
 	if c := info.Sandbox; c.Contract != sdk.ContractBindMount || !c.Confines || !c.NetworkNone || !c.Sudo || c.TTY {
 		t.Fatalf("capabilities %+v", c)
+	}
+}
+
+// A preflight that passed is remembered in the repo's state dir (ignored by
+// git), so a later sanddune process starts no second test container; a
+// change to what the test depends on (here the podman binary) tests again,
+// and so does the preflight after a container that did not start. The
+// podman binary is a wrapper around the real one that logs its calls and
+// refuses `create` while a flag file exists.
+func TestPreflightRemembersAPassedTestContainer(t *testing.T) {
+	t.Parallel()
+	requirePodman(t)
+	real, err := exec.LookPath("podman")
+	must(t, err)
+	dir, repo := t.TempDir(), t.TempDir()
+	calls, refuse, wrapper := filepath.Join(dir, "calls"), filepath.Join(dir, "refuse-create"), filepath.Join(dir, "podman")
+	script := fmt.Sprintf(`#!/bin/sh
+echo "$*" >>%q
+case " $* " in *" create "*) if [ -e %q ]; then echo "Error: create refused by the test" >&2; exit 125; fi;; esac
+exec %q "$@"
+`, calls, refuse, real)
+	must(t, os.WriteFile(wrapper, []byte(script), 0o755))
+	cfg := cfgOf(t, map[string]cty.Value{"binary": cty.StringVal(wrapper)})
+	preflight := func() {
+		t.Helper()
+		must(t, New().Preflight(context.Background(), sdk.PreflightRequest{Config: cfg, HostRepoPath: repo, HostUID: os.Getuid(), HostGID: os.Getgid()}))
+	}
+	tests := func() int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), "--name sanddune-preflight-")
+	}
+
+	preflight()
+	if n := tests(); n != 1 {
+		t.Fatalf("%d test containers, want 1", n)
+	}
+	if b, err := os.ReadFile(filepath.Join(repo, ".sanddune", "cache", ".gitignore")); err != nil || !strings.Contains(string(b), "\n*\n") {
+		t.Fatalf("the cache dir is not ignored by git: %q %v", b, err)
+	}
+	preflight() // a new provider: another sanddune process
+	if n := tests(); n != 1 {
+		t.Fatalf("%d test containers after a second preflight of the same shape, want 1", n)
+	}
+
+	must(t, os.WriteFile(refuse, nil, 0o644))
+	_, err = New().Create(context.Background(), sdk.CreateRequest{Config: cfg, RunID: runID(), RunName: t.Name(),
+		HostRepoPath: repo, WorktreePath: repo, HostUID: os.Getuid(), HostGID: os.Getgid()})
+	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("Create with create refused: %v", err)
+	}
+	must(t, os.Remove(refuse))
+	preflight()
+	if n := tests(); n != 2 {
+		t.Fatalf("%d test containers, want 2: a container that did not start makes preflight test again", n)
+	}
+
+	later := time.Now().Add(time.Minute)
+	must(t, os.Chtimes(wrapper, later, later))
+	preflight()
+	if n := tests(); n != 3 {
+		t.Fatalf("%d test containers, want 3: another podman binary is tested again", n)
 	}
 }

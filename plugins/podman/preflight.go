@@ -39,7 +39,8 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if err != nil {
 		return err
 	}
-	if err := checkVersion(ctx, c); err != nil {
+	version, err := checkVersion(ctx, c)
+	if err != nil {
 		return err
 	}
 	rootless, err := c.rootless(ctx)
@@ -54,18 +55,19 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 
 	image := cfg.ImageFor(req.HostRepoPath)
 	var imgs []struct {
+		ID     string `json:"Id"`
 		Config struct {
 			User string `json:"User"`
 		} `json:"Config"`
 	}
-	imageOK := false
+	imageID := ""
 	switch err := c.runJSON(ctx, &imgs, "image", "inspect", "--format", "json", image); {
 	case noSuchObject(err):
 		fail("image %q not found locally: build it with `%s`", image, engine.BuildImageFix(cfg.Config, image))
 	case err != nil:
 		fail("inspect image %q: %w", image, err)
 	case len(imgs) == 1:
-		imageOK = true
+		imageID = imgs[0].ID
 		u, _, _ := strings.Cut(imgs[0].Config.User, ":")
 		if n, err := strconv.Atoi(u); err == nil && n != req.HostUID {
 			fail("UID mismatch: image %q was built for UID %d, but the sandbox runs as UID %d: rebuild it with `sanddune podman build-image` (which passes your UID)",
@@ -85,8 +87,9 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		}
 	}
 	errs = append(errs, cfg.CheckHostPaths(req.HostRepoPath, true)...)
-	if imageOK && len(errs) == 0 {
-		if err := p.checked.testContainer(ctx, cfg, rootless, image, req.HostUID, req.HostGID); err != nil {
+	if imageID != "" && len(errs) == 0 {
+		args := containerArgs(cfg, rootless, req.HostUID, req.HostGID)
+		if err := p.checked.testContainer(ctx, c, cfg, rootless, image, req.HostUID, req.HostGID, req.HostRepoPath, passedKey(c, args, imageID, version)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -104,7 +107,9 @@ func networkMode(n string) bool {
 	return false
 }
 
-func checkVersion(ctx context.Context, c cli) error {
+// checkVersion checks that podman (and its service, with a socket) is
+// recent enough, and returns the versions it reports.
+func checkVersion(ctx context.Context, c cli) (string, error) {
 	type version struct {
 		Version string `json:"Version"`
 	}
@@ -114,23 +119,25 @@ func checkVersion(ctx context.Context, c cli) error {
 	}
 	if err := c.runJSON(ctx, &v, "version", "--format", "json"); err != nil {
 		if c.socket != "" {
-			return fmt.Errorf("cannot reach the podman service at %s: %w: start it with `podman system service %s`, or fix socket", c.socket, err, c.socket)
+			return "", fmt.Errorf("cannot reach the podman service at %s: %w: start it with `podman system service %s`, or fix socket", c.socket, err, c.socket)
 		}
-		return fmt.Errorf("podman does not run (%s): %w", c.bin, err)
+		return "", fmt.Errorf("podman does not run (%s): %w", c.bin, err)
 	}
+	var versions []string
 	for _, ver := range []*version{&v.Client, v.Server} {
 		if ver == nil {
 			continue
 		}
 		var major, minor int
 		if _, err := fmt.Sscanf(ver.Version, "%d.%d", &major, &minor); err != nil {
-			return fmt.Errorf("podman reports an unreadable version %q", ver.Version)
+			return "", fmt.Errorf("podman reports an unreadable version %q", ver.Version)
 		}
 		if major < minVersion[0] || major == minVersion[0] && minor < minVersion[1] {
-			return fmt.Errorf("podman %s is too old: sanddune needs podman %d.%d or later", ver.Version, minVersion[0], minVersion[1])
+			return "", fmt.Errorf("podman %s is too old: sanddune needs podman %d.%d or later", ver.Version, minVersion[0], minVersion[1])
 		}
+		versions = append(versions, ver.Version)
 	}
-	return nil
+	return strings.Join(versions, " "), nil
 }
 
 // rootlessPrerequisites checks what rootless podman needs of the host:
@@ -176,34 +183,33 @@ func hasSubIDs(file, name, uid string) bool {
 }
 
 // checkedConfigs remembers the test containers that started, so that one
-// plugin process (one sanddune invocation) starts each shape only once.
+// plugin process (one sanddune invocation) starts each shape only once;
+// across processes, the repo's state dir remembers them (passedKey).
 type checkedConfigs struct {
 	mu sync.Mutex
 	ok map[string]bool
 }
 
 // testContainer starts a throwaway container the way Create would (no
-// mounts) and, when it does not start, looks for the settings that make it
-// start.
-func (cc *checkedConfigs) testContainer(ctx context.Context, cfg config, rootless bool, image string, uid, gid int) error {
-	c, err := newCLI(cfg)
-	if err != nil {
-		return err
-	}
-	key := strings.Join(append(c.argv(containerArgs(cfg, rootless, uid, gid)...), image), "\x00")
+// mounts), unless the same shape passed before (in this process, or with
+// key in hostRepo's state dir), and, when it does not start, looks for the
+// settings that make it start.
+func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, rootless bool, image string, uid, gid int, hostRepo, key string) error {
+	mem := strings.Join(append(c.argv(containerArgs(cfg, rootless, uid, gid)...), image), "\x00")
 	cc.mu.Lock()
-	ok := cc.ok[key]
+	ok := cc.ok[mem]
 	cc.mu.Unlock()
-	if ok {
+	if ok || passed(hostRepo, key) {
 		return nil
 	}
 	first := startTest(ctx, c, cfg, rootless, image, uid, gid)
 	if first == nil {
+		rememberPassed(hostRepo, key)
 		cc.mu.Lock()
 		if cc.ok == nil {
 			cc.ok = map[string]bool{}
 		}
-		cc.ok[key] = true
+		cc.ok[mem] = true
 		cc.mu.Unlock()
 		return nil
 	}
