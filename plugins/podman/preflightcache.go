@@ -75,11 +75,11 @@ func passedKey(c cli, args []string, imageID, version string) string {
 			line(f, "-")
 			continue
 		}
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if st == nil {
-			st = &syscall.Stat_t{}
+		var ino uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
 		}
-		line(f, fi.Size(), fi.ModTime().UnixNano(), st.Ino, st.Ctim.Nano())
+		line(f, fi.Size(), fi.ModTime().UnixNano(), ino)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
