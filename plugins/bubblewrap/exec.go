@@ -128,16 +128,20 @@ func (s *sandbox) attempt(c sandboxkit.Command, command []string, run func(sandb
 // mountArgs are the bwrap mount arguments of an Exec: the host root
 // read-only, the hide entries that exist now (a hidden path that went away
 // since Create, such as the docker socket of a stopped dockerd, would make
-// bwrap fail), then the sandbox's roots.
+// bwrap fail), each once (/var/run/docker.sock is often /run/docker.sock),
+// then the sandbox's roots.
 func (s *sandbox) mountArgs() []string {
 	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
+	seen := map[string]bool{}
 	for _, h := range s.hide {
 		hidden, isDir, ok := s.hidden(h)
-		switch {
-		case !ok:
-		case isDir:
+		if !ok || seen[hidden] {
+			continue
+		}
+		seen[hidden] = true
+		if isDir {
 			args = append(args, "--tmpfs", hidden)
-		default:
+		} else {
 			args = append(args, "--ro-bind", "/dev/null", hidden)
 		}
 	}

@@ -314,3 +314,28 @@ func TestHelperPluginProcess(t *testing.T) {
 	fmt.Println("ready", sb.Info().ID)
 	time.Sleep(time.Hour)
 }
+
+// A path that two hide entries resolve to (/var/run is a symlink to /run
+// on most systems: the docker socket is in the default list twice) is
+// hidden once.
+func TestMountArgsHideEachPathOnce(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "run", "docker.sock")
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "run"), filepath.Join(dir, "var-run")); err != nil {
+		t.Fatal(err)
+	}
+	s := &sandbox{hide: []string{sock, filepath.Join(dir, "var-run", "docker.sock"), filepath.Join(dir, "run")}}
+	args := strings.Join(s.mountArgs(), " ")
+	if n := strings.Count(args, "--ro-bind /dev/null "+sock); n != 1 {
+		t.Errorf("the socket is hidden %d times: %s", n, args)
+	}
+	if n := strings.Count(args, "--tmpfs "+filepath.Join(dir, "run")); n != 1 {
+		t.Errorf("the directory is hidden %d times: %s", n, args)
+	}
+}
