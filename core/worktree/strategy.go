@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agext/levenshtein"
+
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -77,6 +79,21 @@ func Resolve(s Strategy, contract sdk.Contract, hostBranch string, copyToWorktre
 			t = StrategyMergeToHead
 		}
 	}
+	switch t {
+	case StrategyHead, StrategyMergeToHead, StrategyBranch:
+	default:
+		detail, best := "valid strategies are head, merge-to-head and branch", 3
+		var sug StrategyType
+		for _, known := range []StrategyType{StrategyHead, StrategyMergeToHead, StrategyBranch} {
+			if d := levenshtein.Distance(string(t), string(known), nil); d < best {
+				best, sug = d, known
+			}
+		}
+		if sug != "" {
+			detail = fmt.Sprintf("did you mean %q? %s", sug, detail)
+		}
+		return Plan{}, &PlanError{Attribute: "branch_strategy.type", Summary: fmt.Sprintf("unknown branch strategy %q", t), Detail: detail}
+	}
 	p := Plan{Type: t, Contract: contract}
 	if t != StrategyBranch {
 		if s.Branch != "" {
@@ -134,10 +151,6 @@ func Resolve(s Strategy, contract sdk.Contract, hostBranch string, copyToWorktre
 		}
 		p.Branch, p.BaseBranch, p.TargetBranch = s.Branch, s.BaseBranch, s.Branch
 		p.Worktree = contract == sdk.ContractBindMount
-	default:
-		return Plan{}, &PlanError{Attribute: "branch_strategy.type",
-			Summary: fmt.Sprintf("unknown branch strategy %q", t),
-			Detail:  "valid strategies are head, merge-to-head and branch"}
 	}
 	return p, nil
 }

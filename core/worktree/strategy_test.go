@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -83,6 +84,22 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A mistyped strategy is reported as unknown, with the strategy it is
+// closest to, before what its other keys would mean for it.
+func TestResolveUnknownStrategySuggests(t *testing.T) {
+	t.Parallel()
+	_, err := Resolve(Strategy{Type: "brnach", Branch: "x"}, sdk.ContractBindMount, "main", false)
+	var pe *PlanError
+	if !errors.As(err, &pe) || pe.Attribute != "branch_strategy.type" ||
+		pe.Summary != `unknown branch strategy "brnach"` || !strings.HasPrefix(pe.Detail, `did you mean "branch"?`) {
+		t.Fatalf("got %#v", err)
+	}
+	_, err = Resolve(Strategy{Type: "rebase"}, sdk.ContractBindMount, "main", false)
+	if !errors.As(err, &pe) || strings.Contains(pe.Detail, "did you mean") {
+		t.Fatalf("a strategy close to none: %#v", err)
 	}
 }
 
