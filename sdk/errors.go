@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,6 +23,21 @@ var ErrNotSupported = errors.New("not supported by this plugin")
 // the host can tell the user so, rather than blame the command that was
 // running.
 var ErrSandboxGone = errors.New("the sandbox disappeared")
+
+// ErrUsage means a plugin command was given arguments it does not take (an
+// unknown flag, a missing value): the host reports the error as a usage
+// error (exit 2). RunCommand returns it as Usagef's error.
+var ErrUsage = errors.New("usage error")
+
+// Usagef is a usage error with its own message (matching ErrUsage).
+func Usagef(format string, a ...any) error {
+	return &usageError{fmt.Sprintf(format, a...)}
+}
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
 
 // PluginError is an error from a call to a plugin: Plugin names the
 // component (empty for plugin-wide calls) and Op the operation (Exec,
@@ -50,6 +66,8 @@ func toStatus(err error) error {
 		return status.Error(codes.Unimplemented, err.Error())
 	case errors.Is(err, ErrSandboxGone):
 		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, ErrUsage):
+		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

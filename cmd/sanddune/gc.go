@@ -69,8 +69,13 @@ would be salvaged and removed.`,
 	return cmd
 }
 
-// printGC prints what gc did; it reports whether a removal failed.
+// printGC prints what gc did, or that there was nothing to do; it reports
+// whether a removal failed.
 func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
+	if len(rep.Locks)+len(rep.Sandboxes)+len(rep.Worktrees)+len(rep.Branches)+len(rep.Temp)+len(rep.Errors) == 0 {
+		fmt.Fprintln(w, "nothing to clean up")
+		return false
+	}
 	for _, l := range rep.Locks {
 		fmt.Fprintf(w, "lock %s: %s (run %s, pid %d is gone)\n", l.Info.Key, l.Action, l.Info.Run, l.Info.PID)
 	}

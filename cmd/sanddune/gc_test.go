@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/missingstudio/sanddune/core/gc"
+	"github.com/missingstudio/sanddune/core/tempdir"
 )
 
 // killedRun starts run "orphan" with agent script in dir, waits until the
@@ -265,5 +268,21 @@ func TestGCNeverReportsASalvageThatFailed(t *testing.T) {
 	}
 	if _, err := os.Stat(sandbox); err != nil {
 		t.Errorf("the sandbox holding the only copy is gone: %v", err)
+	}
+}
+
+// gc says so when there is nothing to clean up, rather than print nothing;
+// it says nothing of the kind when it did something. (A sanddune gc run
+// here would see the shared docker daemon's orphans of other test runs.)
+func TestGCSaysWhenNothingIsLeft(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if printGC(&out, gc.Report{}, false) || out.String() != "nothing to clean up\n" {
+		t.Fatalf("empty report printed %q", out.String())
+	}
+	out.Reset()
+	printGC(&out, gc.Report{Temp: []tempdir.Swept{{Path: "/tmp/sanddune-sync-1-x", PID: 1, Action: "removed"}}}, false)
+	if strings.Contains(out.String(), "nothing") || !strings.Contains(out.String(), "/tmp/sanddune-sync-1-x") {
+		t.Fatalf("report with a temp dir printed %q", out.String())
 	}
 }

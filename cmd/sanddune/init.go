@@ -66,15 +66,16 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	if err != nil {
 		return err
 	}
-	root := wd
-	if repo, err := worktree.Open(ctx, wd); err == nil {
-		root = repo.Root
+	repo, err := worktree.Open(ctx, wd)
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s is not in a git repository: init writes %s/ at a repository's root, and runs work on its commits (git init first)", wd, configDirName)}
 	}
+	root := repo.Root
 	dir := filepath.Join(root, configDirName)
 	if cfg := filepath.Join(dir, "sanddune.hcl"); exists(cfg) {
 		return refuseExisting(cfg)
 	}
-	ask := initAsker{flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
+	ask := &initAsker{flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
 	o := templates.Options{ImageName: f.imageName}
 	if o.ImageName == "" {
 		o.ImageName = containerkit.DefaultImage(root)
@@ -89,19 +90,24 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	if o.Sandbox, err = ask.choose("sandbox", "Sandbox", f.sandbox, plainOptions(templates.Sandboxes)); err != nil {
 		return err
 	}
-	if o.BacklogManager, err = ask.choose("issue-tracker", "Backlog manager", f.backlog, backlogOptions()); err != nil {
-		return err
-	}
 	if o.Template, err = ask.choose("template", "Template", f.template, templateOptions()); err != nil {
 		return err
 	}
-	if o.BacklogManager == "github-issues" {
+	if templates.UsesBacklog(o.Template) || cmd.Flags().Changed("issue-tracker") {
+		if o.BacklogManager, err = ask.choose("issue-tracker", "Backlog manager", f.backlog, backlogOptions()); err != nil {
+			return err
+		}
+	}
+	if o.BacklogManager == "github-issues" || o.BacklogManager == "" && templates.UsesBacklog(o.Template) { // "": not given
 		if o.Label, err = ask.confirm("create-label", fmt.Sprintf("Create the GitHub label %q and work only on issues carrying it?", templates.Label), f.createLabel); err != nil {
 			return err
 		}
 	}
 	build, err := ask.confirm("build-image", fmt.Sprintf("Build the image %s now?", o.ImageName), f.buildImage)
 	if err != nil {
+		return err
+	}
+	if err := ask.missingFlags(); err != nil {
 		return err
 	}
 
@@ -116,7 +122,11 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "Wrote %s (template %s, agent %s, model %s, sandbox %s, backlog manager %s):\n", dir, o.Template, o.Agent, o.Model, o.Sandbox, o.BacklogManager)
+	backlog := ""
+	if o.BacklogManager != "" {
+		backlog = ", backlog manager " + o.BacklogManager
+	}
+	fmt.Fprintf(out, "Wrote %s (template %s, agent %s, model %s, sandbox %s%s):\n", dir, o.Template, o.Agent, o.Model, o.Sandbox, backlog)
 	for _, file := range files {
 		fmt.Fprintf(out, "  %s\n", filepath.Join(configDirName, filepath.FromSlash(file.Path)))
 	}
@@ -145,18 +155,37 @@ func exists(path string) bool {
 }
 
 // initAsker answers init's questions from the flags, else on the terminal.
+// Without a terminal, it notes each question whose flag is missing (the
+// answer is then empty or false): missingFlags reports them all at once.
 type initAsker struct {
-	flags interface{ Changed(string) bool }
-	tty   bool
+	flags  interface{ Changed(string) bool }
+	tty    bool
+	missed []string // --flag=example
 }
 
-// missing is the error of a question that has no flag and no terminal to
-// ask it on, naming the flag.
-func (a initAsker) missing(flag, example string) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf("--%s is required when stdin is not a terminal (e.g. --%s=%s)", flag, flag, example)}
+// missing notes a question that has no flag and no terminal to ask it on.
+func (a *initAsker) missing(flag, example string) {
+	a.missed = append(a.missed, "--"+flag+"="+example)
 }
 
-func (a initAsker) choose(flag, title, value string, opts []huh.Option[string]) (string, error) {
+// missingFlags is the error naming every flag a question lacked.
+func (a *initAsker) missingFlags() error {
+	if len(a.missed) == 0 {
+		return nil
+	}
+	var names []string
+	for _, m := range a.missed {
+		name, _, _ := strings.Cut(m, "=")
+		names = append(names, name)
+	}
+	verb := "are"
+	if len(names) == 1 {
+		verb = "is"
+	}
+	return &exitError{code: exitUsage, err: fmt.Errorf("%s %s required when stdin is not a terminal (e.g. %s)", strings.Join(names, ", "), verb, strings.Join(a.missed, " "))}
+}
+
+func (a *initAsker) choose(flag, title, value string, opts []huh.Option[string]) (string, error) {
 	names := make([]string, len(opts))
 	for i, o := range opts {
 		names[i] = o.Value
@@ -170,14 +199,15 @@ func (a initAsker) choose(flag, title, value string, opts []huh.Option[string]) 
 		return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s %q: want one of %s", flag, value, strings.Join(names, ", "))}
 	}
 	if !a.tty {
-		return "", a.missing(flag, names[0])
+		a.missing(flag, names[0])
+		return "", nil
 	}
 	v := names[0]
 	err := runForm(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v))
 	return v, err
 }
 
-func (a initAsker) input(flag, title, value, def string) (string, error) {
+func (a *initAsker) input(flag, title, value, def string) (string, error) {
 	if a.flags.Changed(flag) {
 		if strings.TrimSpace(value) == "" {
 			return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s is empty", flag)}
@@ -192,12 +222,13 @@ func (a initAsker) input(flag, title, value, def string) (string, error) {
 	return strings.TrimSpace(v), err
 }
 
-func (a initAsker) confirm(flag, title string, value bool) (bool, error) {
+func (a *initAsker) confirm(flag, title string, value bool) (bool, error) {
 	if a.flags.Changed(flag) {
 		return value, nil
 	}
 	if !a.tty {
-		return false, a.missing(flag, "true")
+		a.missing(flag, "true")
+		return false, nil
 	}
 	v := true
 	err := runForm(huh.NewConfirm().Title(title).Value(&v))

@@ -22,7 +22,7 @@ func initFlagsFor(template, agent, sandbox, backlog string, extra ...string) []s
 
 func TestInitWithoutATerminalNamesTheMissingFlag(t *testing.T) {
 	t.Parallel()
-	all := initFlagsFor("blank", "claude", "docker", "github-issues")
+	all := initFlagsFor("simple-loop", "claude", "docker", "github-issues")
 	for _, flag := range []string{"--agent", "--sandbox", "--issue-tracker", "--template", "--create-label", "--build-image"} {
 		t.Run(flag, func(t *testing.T) {
 			t.Parallel()

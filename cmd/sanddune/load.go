@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
@@ -78,10 +79,21 @@ func fileExists(p string) bool {
 
 // planned is a config file, planned.
 type planned struct {
-	file *config.File
-	plan *core.RunPlan
-	host *pluginhost.Host
+	file  *config.File
+	plan  *core.RunPlan
+	host  *pluginhost.Host
+	diags hcl.Diagnostics // warnings
 }
+
+// configError is a config that does not plan: its message, and its
+// diagnostics (printed on stderr already) for run --json.
+type configError struct {
+	err   error
+	diags hcl.Diagnostics
+}
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
 
 // planConfig loads a config file and plans it (core.Plan): the selected
 // runs, with base as what every run gets from the command line.
@@ -103,7 +115,7 @@ func planConfig(ctx context.Context, g *globals, f *configFlags, sel core.Select
 	file, diags := config.Load(f.path, vars, os.Environ())
 	if diags.HasErrors() {
 		file.WriteDiagnostics(os.Stderr, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s has errors (see above)", f.path)}
+		return nil, &exitError{code: exitUsage, err: &configError{fmt.Errorf("%s has errors (see above)", f.path), diags}}
 	}
 	host := g.newHost(file.Dir, file.RequiredPlugins...)
 	plan, err := core.Plan(ctx, core.Config{File: file, Plugins: host, Run: base, Parallel: parallel}, sel)
@@ -121,9 +133,9 @@ func planConfig(ctx context.Context, g *globals, f *configFlags, sel core.Select
 		if !diags.HasErrors() { // e.g. no such run: nothing printed
 			msg = err
 		}
-		return nil, &exitError{code: exitUsage, err: msg}
+		return nil, &exitError{code: exitUsage, err: &configError{msg, diags}}
 	}
-	return &planned{file: file, plan: plan, host: host}, nil
+	return &planned{file: file, plan: plan, host: host, diags: diags}, nil
 }
 
 func termWidth() uint {

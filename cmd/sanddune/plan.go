@@ -2,27 +2,29 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/missingstudio/sanddune/core"
 	"github.com/missingstudio/sanddune/core/config"
 )
 
 // printPlan prints what each planned run would do (run --dry-run).
-func printPlan(w io.Writer, p *core.RunPlan, asJSON bool) error {
+func printPlan(w io.Writer, pl *planned, asJSON bool) error {
+	f, p := pl.file, pl.plan
 	if asJSON {
 		runs := p.Runs
 		if runs == nil {
 			runs = []*core.PlannedRun{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(struct {
-			Runs []*core.PlannedRun `json:"runs"`
-		}{runs})
+		return writeJSON(w, struct {
+			Runs        []*core.PlannedRun `json:"runs"`
+			Diagnostics []jsonDiagnostic   `json:"diagnostics"`
+		}{runs, jsonDiagnostics(pl.diags)})
 	}
 	for _, r := range p.Runs {
 		kind := "run"
@@ -43,6 +45,8 @@ func printPlan(w io.Writer, p *core.RunPlan, asJSON bool) error {
 		}
 		if len(r.MergeBranches) > 0 {
 			fmt.Fprintf(w, "  merges:    %s, before the agent starts\n", strings.Join(r.MergeBranches, ", "))
+		} else if b := f.Run(r.Block); r.AtRunTime && b != nil && b.Pipeline.MergeBranches != nil {
+			fmt.Fprintf(w, "  merges:    %s (known once the runs above are done), before the agent starts\n", f.ExprText(b.Pipeline.MergeBranches))
 		}
 		fmt.Fprintf(w, "  repo:      %s\n", r.Repo)
 		fmt.Fprintf(w, "  sandbox:   %s (%s)\n", r.Sandbox, r.Contract)
@@ -101,4 +105,51 @@ func outputLine(o *core.PlannedOutput) string {
 		what = "JSON"
 	}
 	return fmt.Sprintf("the last <%s>…</%s> of the agent's final text, as %s", o.Tag, o.Tag, what)
+}
+
+// jsonDiagnostic is a config diagnostic in run's --json output.
+type jsonDiagnostic struct {
+	Severity string  `json:"severity"` // "error" or "warning"
+	Summary  string  `json:"summary"`
+	Detail   string  `json:"detail"`
+	File     *string `json:"file"`
+	Line     *int    `json:"line"`
+	Column   *int    `json:"column"`
+}
+
+func jsonDiagnostics(diags hcl.Diagnostics) []jsonDiagnostic {
+	out := []jsonDiagnostic{}
+	for _, d := range diags {
+		jd := jsonDiagnostic{Severity: "warning", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagError {
+			jd.Severity = "error"
+		}
+		if r := d.Subject; r != nil {
+			jd.File, jd.Line, jd.Column = &r.Filename, &r.Start.Line, &r.Start.Column
+		}
+		out = append(out, jd)
+	}
+	return out
+}
+
+// printConfigErrorJSON prints run --json's document for a config that did
+// not plan: no runs, and its diagnostics (the error itself when it has
+// none, such as a missing config file).
+func printConfigErrorJSON(w io.Writer, err error) {
+	diags := hcl.Diagnostics{{Severity: hcl.DiagError, Summary: err.Error()}}
+	var ce *configError
+	if errors.As(err, &ce) && ce.diags.HasErrors() {
+		diags = ce.diags
+	}
+	writeJSON(w, struct {
+		Runs        []core.Outcome   `json:"runs"`
+		Diagnostics []jsonDiagnostic `json:"diagnostics"`
+	}{[]core.Outcome{}, jsonDiagnostics(diags)})
+}
+
+func writeJSON(w io.Writer, doc any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(doc)
 }

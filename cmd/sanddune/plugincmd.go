@@ -59,7 +59,10 @@ func addPluginCommands(ctx context.Context, root *cobra.Command, g *globals, arg
 				return unknownSubcommand(cmd, args[0])
 			}
 			cmd.Help()
-			return &exitError{code: exitUsage, err: errors.New("")}
+			if len(specs) == 0 { // no command group: a plugin's name is no command
+				return &exitError{code: exitUsage, err: errors.New("")}
+			}
+			return nil // like every command group
 		},
 	}
 	parent.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own path
@@ -71,7 +74,7 @@ func addPluginCommands(ctx context.Context, root *cobra.Command, g *globals, arg
 		if usage == "" {
 			usage = s.Name
 		}
-		parent.AddCommand(&cobra.Command{
+		sub := &cobra.Command{
 			Use:                usage,
 			Short:              s.Short,
 			DisableFlagParsing: true, // the plugin's own arguments
@@ -84,7 +87,17 @@ func addPluginCommands(ctx context.Context, root *cobra.Command, g *globals, arg
 				defer stop()
 				return runPluginCommand(ctx, cp, word, s.Name, args)
 			},
+		}
+		// Only the plugin knows its flags: its own --help lists them.
+		sub.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s\n\n", s.Short)
+			if err := runPluginCommand(ctx, cp, word, s.Name, []string{"--help"}); err != nil {
+				fmt.Fprintf(w, "Usage:\n  %s %s\n", parent.CommandPath(), usage)
+			}
+			fmt.Fprintf(w, "\nGlobal Flags:\n%s", cmd.InheritedFlags().FlagUsages())
 		})
+		parent.AddCommand(sub)
 	}
 	root.AddCommand(parent)
 	return host.Close
@@ -112,11 +125,15 @@ func runPluginCommand(ctx context.Context, cp sdk.CommandProvider, plugin, name 
 	case err != nil && ctx.Err() != nil:
 		return &exitError{code: exitCancelled, err: errors.New("")}
 	case err != nil:
+		code := exitFailure
+		if errors.Is(err, sdk.ErrUsage) {
+			code = exitUsage
+		}
 		var pe *sdk.PluginError
 		if errors.As(err, &pe) && !errors.Is(err, sdk.ErrPluginShutdown) {
 			err = pe.Err // the plugin's own message; the command line names the plugin
 		}
-		return &exitError{code: exitFailure, err: fmt.Errorf("sanddune %s %s: %w", plugin, name, err)}
+		return &exitError{code: code, err: fmt.Errorf("sanddune %s %s: %w", plugin, name, err)}
 	case code != 0:
 		return &exitError{code: code, err: errors.New("")}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/pluginhost"
@@ -50,7 +51,27 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		newGCCommand(g),
 	)
 	rejectUnknownSubcommands(root)
+	root.SetFlagErrorFunc(suggestFlag)
 	return root, g
+}
+
+// suggestFlag adds a did-you-mean to an unknown long flag (cobra suggests
+// commands only): the command's flag closest to it.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	word, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if sug := config.Suggest(word, names); sug != "" {
+		return fmt.Errorf("%w\n\nDid you mean this?\n\t--%s", err, sug)
+	}
+	return err
 }
 
 // rejectUnknownSubcommands makes every command group (a command with

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/missingstudio/sanddune/core"
@@ -39,7 +39,7 @@ where uncommitted work is preserved.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRuns(cmd, g, f, args) },
 	}
 	f.register(cmd)
-	cmd.Flags().BoolVar(&f.json, "json", false, `print the results as JSON on stdout ({"runs":[...]}); progress goes to stderr`)
+	cmd.Flags().BoolVar(&f.json, "json", false, `print the results as JSON on stdout ({"runs":[...],"diagnostics":[...]}, also on a config error); progress goes to stderr`)
 	cmd.Flags().StringVar(&f.log, "log", "", "where progress goes: file (default; .sanddune/logs) or stdout; overrides the runs' logging blocks")
 	cmd.Flags().StringVar(&f.events, "events", "", "write every agent event as a JSON line to this file")
 	cmd.Flags().StringVar(&f.configFlags.repo, "repo", "", "host git repository (default: the repo containing the working directory); overrides the runs' repo")
@@ -77,30 +77,31 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	}
 	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
 	if err != nil {
+		var ee *exitError
+		if f.json && errors.As(err, &ee) && ee.code == exitUsage {
+			printConfigErrorJSON(cmd.OutOrStdout(), err)
+		}
 		return err
 	}
 	defer stopPlugins(ctx, p.host, os.Stderr)
 	if f.dryRun {
-		return printPlan(cmd.OutOrStdout(), p.plan, f.json)
+		return printPlan(cmd.OutOrStdout(), p, f.json)
 	}
 
 	outs := core.Execute(ctx, p.plan)
 	if f.json {
-		printJSON(cmd, outs)
+		printJSON(cmd, outs, p.diags)
 	} else {
 		printSummary(base.Logging.Terminal, outs)
 	}
 	return worstExit(outs)
 }
 
-func printJSON(cmd *cobra.Command, outs []core.Outcome) {
-	doc := struct {
-		Runs []core.Outcome `json:"runs"`
-	}{outs}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	enc.Encode(doc)
+func printJSON(cmd *cobra.Command, outs []core.Outcome, diags hcl.Diagnostics) {
+	writeJSON(cmd.OutOrStdout(), struct {
+		Runs        []core.Outcome   `json:"runs"`
+		Diagnostics []jsonDiagnostic `json:"diagnostics"`
+	}{outs, jsonDiagnostics(diags)})
 	for _, o := range outs {
 		if o.Err != nil {
 			fmt.Fprintln(os.Stderr, "Error:", o.Err)
@@ -120,9 +121,7 @@ func printSummary(term *runlog.Terminal, outs []core.Outcome) {
 			continue
 		}
 		line := fmt.Sprintf("✓ %s: %d commit(s) on %s", r.Name, len(r.Commits), r.Branch)
-		if r.CompletionSignal != "" {
-			line += ", completed with " + r.CompletionSignal
-		}
+		line += signalNote(r)
 		if r.PreservedWorktreePath != "" {
 			line += "; uncommitted work kept in " + r.PreservedWorktreePath
 		}
@@ -135,9 +134,18 @@ func printSummary(term *runlog.Terminal, outs []core.Outcome) {
 				term.Println(fmt.Sprintf("  ✗ step %s failed", st.Name))
 				continue
 			}
-			term.Println(fmt.Sprintf("  ✓ step %s: %d commit(s)", st.Name, len(st.Result.Commits)))
+			term.Println(fmt.Sprintf("  ✓ step %s: %d commit(s)%s", st.Name, len(st.Result.Commits), signalNote(st.Result)))
 		}
 	}
+}
+
+// signalNote says how a run that succeeded ended: with its completion
+// signal, or after max_iterations without it (a success all the same).
+func signalNote(r *core.Result) string {
+	if r.CompletionSignal != "" {
+		return ", completed with " + r.CompletionSignal
+	}
+	return fmt.Sprintf("; completion signal not seen after %d iteration(s)", len(r.Iterations))
 }
 
 // worstExit maps the runs' errors to the command's exit code: cancelled

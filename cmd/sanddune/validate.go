@@ -35,7 +35,7 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)\n", f.path, len(p.file.Runs), len(p.file.Sandboxes), len(p.file.Agents))
 			if graph {
 				nodes, _ := core.Graph(p.file) // its problems were the plan's
-				return printGraph(cmd.OutOrStdout(), nodes, false, false)
+				return printGraph(cmd.OutOrStdout(), nodes, graphSessions(p.file), false, false)
 			}
 			return nil
 		},

@@ -42,7 +42,6 @@ func (p *Provider) Commands(ctx context.Context) ([]sdk.CommandSpec, error) {
 
 func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, out sdk.OutputFunc) (int, error) {
 	fset := flag.NewFlagSet(req.Name, flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
 	imageName := fset.String("image-name", "", "image name (default sanddune:<repo-dir-name>)")
 	var dockerfile *string
 	switch req.Name {
@@ -52,15 +51,11 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 	default:
 		return 2, fmt.Errorf("unknown docker command %q (want build-image or remove-image)", req.Name)
 	}
-	if err := fset.Parse(req.Args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printf(out, sdk.Stdout, "usage: sanddune docker %s", usage(req.Name))
-			return 0, nil
-		}
-		return 2, fmt.Errorf("usage: sanddune docker %s: %w", usage(req.Name), err)
-	}
-	if fset.NArg() > 0 {
-		return 2, fmt.Errorf("usage: sanddune docker %s: unexpected argument %q", usage(req.Name), fset.Arg(0))
+	help, err := containerkit.ParseCommandArgs(fset, "sanddune docker "+usage(req.Name), req.Args, out)
+	if err != nil {
+		return 2, err
+	} else if help {
+		return 0, nil
 	}
 	repo, name := containerkit.CommandImage(req, *imageName)
 	cli, err := p.client()

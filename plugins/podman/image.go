@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,7 +42,6 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 		return 2, fmt.Errorf("unknown podman command %q (want build-image or remove-image)", req.Name)
 	}
 	fset := flag.NewFlagSet(req.Name, flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
 	imageName := fset.String("image-name", "", "image name (default sanddune:<repo-dir-name>)")
 	var cfg config
 	containerfile := new(string)
@@ -53,15 +51,11 @@ func (p *Provider) RunCommand(ctx context.Context, req sdk.RunCommandRequest, ou
 		fset.StringVar(&cfg.Runtime, "runtime", "", "OCI runtime for RUN steps (as the sandbox block's runtime)")
 		fset.StringVar(&cfg.CgroupManager, "cgroup-manager", "", "cgroup manager for RUN steps (as the sandbox block's cgroup_manager)")
 	}
-	if err := fset.Parse(req.Args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printf(out, "usage: sanddune podman %s", usage)
-			return 0, nil
-		}
-		return 2, fmt.Errorf("usage: sanddune podman %s: %w", usage, err)
-	}
-	if fset.NArg() > 0 {
-		return 2, fmt.Errorf("usage: sanddune podman %s: unexpected argument %q", usage, fset.Arg(0))
+	help, err := containerkit.ParseCommandArgs(fset, "sanddune podman "+usage, req.Args, out)
+	if err != nil {
+		return 2, err
+	} else if help {
+		return 0, nil
 	}
 	repo, name := containerkit.CommandImage(req, *imageName)
 	c, err := newCLI(cfg)

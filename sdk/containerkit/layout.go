@@ -3,7 +3,10 @@ package containerkit
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -189,4 +192,32 @@ func CommandImage(req sdk.RunCommandRequest, name string) (repo, image string) {
 		name = DefaultImage(repo)
 	}
 	return repo, name
+}
+
+// ParseCommandArgs parses a plugin command's arguments (usage is its usage
+// line, e.g. "sanddune docker build-image [--image-name N]"). With -h or
+// --help it writes the usage line and the flags on out and returns help
+// true: the command is done. A bad flag or an argument is an sdk.Usagef
+// error.
+func ParseCommandArgs(fset *flag.FlagSet, usage string, args []string, out sdk.OutputFunc) (help bool, err error) {
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			lines := []string{"usage: " + usage, "", "Flags:"}
+			fset.VisitAll(func(f *flag.Flag) {
+				typ, help := flag.UnquoteUsage(f)
+				lines = append(lines, fmt.Sprintf("  --%-22s %s", f.Name+" "+typ, help))
+			})
+			for _, line := range lines {
+				out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(line)})
+			}
+			return true, nil
+		}
+		return false, sdk.Usagef("usage: %s: %v", usage, err)
+	}
+	if fset.NArg() > 0 {
+		return false, sdk.Usagef("usage: %s: unexpected argument %q", usage, fset.Arg(0))
+	}
+	return false, nil
 }

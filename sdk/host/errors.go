@@ -36,6 +36,8 @@ func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
 		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrSandboxGone}}
 	case st.Code() == codes.Canceled:
 		return &sdk.PluginError{Plugin: c.component, Op: op, Err: context.Canceled}
+	case st.Code() == codes.InvalidArgument && op == "RunCommand":
+		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrUsage}}
 	case st.Code() == codes.DeadlineExceeded:
 		return &sdk.PluginError{Plugin: c.component, Op: op, Err: context.DeadlineExceeded}
 	}

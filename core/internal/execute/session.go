@@ -40,6 +40,10 @@ type Outcome struct {
 func RunSession(ctx context.Context, name string, steps []Step) (*Result, error) {
 	first := *steps[0].Spec
 	first.Name = name
+	first.MaxIterations = 0 // the session's: all its steps'
+	for _, st := range steps {
+		first.MaxIterations += st.Spec.MaxIterations
+	}
 	// The sandbox gets every step's env; a later step's value wins.
 	first.Env = map[string]string{}
 	for _, st := range steps {

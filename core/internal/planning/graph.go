@@ -105,11 +105,14 @@ func (g *Graph) CheckSelection(selected func(label string) bool) Diagnostics {
 			continue
 		}
 		for _, need := range g.Needs[label] {
-			if !selected(need.Label) {
-				diags = append(diags, Diagnostic{Severity: Error, Block: "run." + label, Summary: "Dependency not selected",
-					Detail:  fmt.Sprintf("run.%s needs run.%s, which is not selected: select both (sanddune run %s %s) or the pipeline that lists them.", label, need.Label, need.Label, label),
-					Subject: need.Range.Ptr()})
+			if selected(need.Label) {
+				continue
 			}
+			summary, detail := "Dependency not selected", fmt.Sprintf("run.%s needs run.%s, which is not selected: select both (sanddune run %s %s) or the pipeline that lists them.", label, need.Label, need.Label, label)
+			if g.Ancestors(need.Label)[label] { // selecting both would not help
+				summary, detail = "Dependency cycle", fmt.Sprintf("run.%s needs run.%s, which needs run.%s in turn: break the cycle by removing this reference, or the one that makes run.%s need run.%s.", label, need.Label, label, need.Label, label)
+			}
+			diags = append(diags, Diagnostic{Severity: Error, Block: "run." + label, Summary: summary, Detail: detail, Subject: need.Range.Ptr()})
 		}
 	}
 	return diags

@@ -611,7 +611,7 @@ func BuildImage(t *testing.T, e Engine, c BuildImageCase) {
 	if code, err := p.RunCommand(ctx, remove, func(sdk.OutputLine) {}); code != 1 || err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("remove a missing image: %d %v", code, err)
 	}
-	if code, err := p.RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Args: []string{"--bogus"}}, func(sdk.OutputLine) {}); code != 2 || err == nil {
+	if code, err := p.RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Args: []string{"--bogus"}}, func(sdk.OutputLine) {}); code != 2 || !errors.Is(err, sdk.ErrUsage) {
 		t.Fatalf("bad flag: %d %v", code, err)
 	}
 	if code, err := p.RunCommand(ctx, sdk.RunCommandRequest{Name: "build-image", Cwd: t.TempDir()}, func(sdk.OutputLine) {}); code != 1 || err == nil || !strings.Contains(err.Error(), "sanddune init") {

@@ -24,15 +24,23 @@ var files embed.FS
 type Template struct {
 	Name        string
 	Description string
+	// Backlog says its prompts read issues from a backlog manager.
+	Backlog bool
 }
 
 // Templates are the templates init offers, in the order it offers them.
 var Templates = []Template{
-	{"blank", "Bare scaffold: one run and a prompt to write yourself"},
-	{"simple-loop", "Picks issues one by one, implements and closes them, in a loop"},
-	{"sequential-reviewer", "Implements an issue, then reviews it, in one session"},
-	{"parallel-planner", "Plans independent issues, implements each on its own branch in parallel, then merges"},
-	{"parallel-planner-with-review", "The same, with a review of each branch before the merge"},
+	{"blank", "Bare scaffold: one run and a prompt to write yourself", false},
+	{"simple-loop", "Picks issues one by one, implements and closes them, in a loop", true},
+	{"sequential-reviewer", "Implements an issue, then reviews it, in one session", true},
+	{"parallel-planner", "Plans independent issues, implements each on its own branch in parallel, then merges", true},
+	{"parallel-planner-with-review", "The same, with a review of each branch before the merge", true},
+}
+
+// UsesBacklog says whether the template named name needs a backlog manager.
+func UsesBacklog(name string) bool {
+	t, ok := find(Templates, func(t Template) string { return t.Name }, name)
+	return !ok || t.Backlog
 }
 
 // Agent is an agent plugin init can install in the image.
@@ -130,7 +138,7 @@ func Render(o Options) ([]File, error) {
 		return nil, fmt.Errorf("unknown sandbox %q; available: %s", o.Sandbox, strings.Join(Sandboxes, ", "))
 	}
 	bm, ok := find(BacklogManagers, func(b BacklogManager) string { return b.Name }, o.BacklogManager)
-	if !ok {
+	if !ok && (o.BacklogManager != "" || UsesBacklog(o.Template)) {
 		return nil, fmt.Errorf("unknown backlog manager %q; available: %s", o.BacklogManager, strings.Join(BacklogManagerNames(), ", "))
 	}
 	filter := ""
