@@ -41,8 +41,9 @@ its prompt files, the sandbox image's Dockerfile (Containerfile for podman), .en
 with the agent's credential keys, and .gitignore. Refuses when one of these files exists
 (what sanddune keeps in .sanddune, such as logs and preserved worktrees, stays as it is).
 
-On a terminal, init asks for what its flags do not say; without one, a missing flag is an
-error naming it. Templates: ` + strings.Join(templates.TemplateNames(), ", ") + `.`,
+On a terminal, init asks for what its flags do not say; without one, the missing flags are
+one error naming them all (blank needs no --issue-tracker). Outside a git repository init
+refuses. Templates: ` + strings.Join(templates.TemplateNames(), ", ") + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runInit(cmd, g, f)

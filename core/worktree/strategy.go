@@ -69,6 +69,18 @@ func (e *PlanError) Diagnostic() sdk.Diagnostic {
 // the branch checked out in the host repo ("" when detached). It is pure:
 // every error is a *PlanError.
 func Resolve(s Strategy, contract sdk.Contract, hostBranch string, copyToWorktree bool) (Plan, error) {
+	return resolve(s, contract, hostBranch, true, copyToWorktree)
+}
+
+// CheckStrategy is Resolve's checks that need no host repository, for a
+// run whose repository cannot be opened: its other problems are reported
+// all the same.
+func CheckStrategy(s Strategy, contract sdk.Contract, copyToWorktree bool) error {
+	_, err := resolve(s, contract, "", false, copyToWorktree)
+	return err
+}
+
+func resolve(s Strategy, contract sdk.Contract, hostBranch string, hostKnown, copyToWorktree bool) (Plan, error) {
 	if contract != sdk.ContractBindMount && contract != sdk.ContractIsolated {
 		return Plan{}, &PlanError{Attribute: "sandbox", Summary: fmt.Sprintf("unknown sandbox contract %q", contract)}
 	}
@@ -117,14 +129,14 @@ func Resolve(s Strategy, contract sdk.Contract, hostBranch string, copyToWorktre
 				Summary: "copy_to_worktree is not supported with branch strategy head",
 				Detail:  "with head the agent works in the host repo itself; there is no worktree to copy into"}
 		}
-		if hostBranch == "" {
+		if hostKnown && hostBranch == "" {
 			return Plan{}, &PlanError{Attribute: "branch_strategy.type",
 				Summary: "branch strategy head needs a branch checked out in the host repo",
 				Detail:  "HEAD is detached, so the agent's commits would land on no branch; check out a branch, or use branch strategy branch"}
 		}
 		p.Branch, p.TargetBranch = hostBranch, hostBranch
 	case StrategyMergeToHead:
-		if hostBranch == "" {
+		if hostKnown && hostBranch == "" {
 			return Plan{}, &PlanError{Attribute: "branch_strategy.type",
 				Summary: "merge-to-head needs a branch checked out in the host repo",
 				Detail:  "HEAD is detached; check out the branch to merge into, or use branch strategy branch"}
@@ -143,7 +155,7 @@ func Resolve(s Strategy, contract sdk.Contract, hostBranch string, copyToWorktre
 			return Plan{}, &PlanError{Attribute: "branch_strategy.base_branch",
 				Summary: fmt.Sprintf("invalid base branch %q", s.BaseBranch)}
 		}
-		if s.Branch == hostBranch {
+		if hostKnown && s.Branch == hostBranch {
 			return Plan{}, &PlanError{Attribute: "branch_strategy.branch",
 				Summary: fmt.Sprintf("branch %s is checked out in the host repo", s.Branch),
 				Detail: "git cannot check out one branch in two places; use branch strategy head to work on it " +

@@ -275,6 +275,7 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 	}
 	plan.Parallel = schedule.Parallelism(req.Parallel, plan.Nodes)
 	diags = append(diags, checkParallel(f, graph, plan)...)
+	diags = diags.Once() // a repository's problem, not each run's
 	plan.Diagnostics = diags
 	if diags.HasErrors() {
 		plan.Runs, plan.Nodes = nil, nil

@@ -157,6 +157,35 @@ type Repo struct {
 	Err        Diagnostic
 }
 
+// repoError is a repository's problem: every run in the repository has
+// it, and Once reports it once.
+type repoError struct{ error }
+
+func (e *repoError) Unwrap() error { return e.error }
+
+// Once drops the repeats of a repository's problem (one diagnostic per
+// run in it), keeping the first error among them, else the first.
+func (ds Diagnostics) Once() Diagnostics {
+	var out Diagnostics
+	at := map[*repoError]int{}
+	for _, d := range ds {
+		re, ok := d.Err.(*repoError)
+		if !ok {
+			out = append(out, d)
+			continue
+		}
+		if i, seen := at[re]; seen {
+			if out[i].Severity != Error && d.Severity == Error {
+				out[i] = d
+			}
+			continue
+		}
+		at[re] = len(out)
+		out = append(out, d)
+	}
+	return out
+}
+
 // Repos opens each repository once.
 type Repos map[string]*Repo
 
@@ -168,7 +197,7 @@ func (rs Repos) Open(ctx context.Context, dir string) *Repo {
 	s := &Repo{}
 	rs[dir] = s
 	fail := func(attr, summary string, err error) *Repo {
-		s.Repo, s.Err = nil, Diagnostic{Severity: Error, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err}
+		s.Repo, s.Err = nil, Diagnostic{Severity: Error, Attribute: attr, Summary: summary, Detail: err.Error(), Err: &repoError{err}}
 		return s
 	}
 	var err error

@@ -264,16 +264,15 @@ func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 	if rs.Repo == nil {
 		d := rs.Err
 		d.Block = block
+		// What does not depend on the repository is checked all the same.
+		if err := worktree.CheckStrategy(o.BranchStrategy, caps.Contract, len(s.CopyPaths) > 0); err != nil {
+			fail(strategyAttr(err), "Invalid branch strategy", err)
+		}
 		return nil, append(diags, d)
 	}
 	s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
 	if s.Strategy, err = worktree.Resolve(o.BranchStrategy, caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
-		var pe *worktree.PlanError
-		attr := "branch_strategy"
-		if errors.As(err, &pe) {
-			attr = pe.Attribute
-		}
-		fail(attr, "Invalid branch strategy", err)
+		fail(strategyAttr(err), "Invalid branch strategy", err)
 	}
 	if o.ResumeSession != "" && desc.Sessions != nil {
 		if _, err := session.FindHost(*desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
@@ -304,6 +303,15 @@ func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 		diags = append(diags, Diagnostic{Severity: Warning, Block: block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
 	}
 	return s, diags
+}
+
+// strategyAttr is the attribute a branch strategy's error is at.
+func strategyAttr(err error) string {
+	var pe *worktree.PlanError
+	if errors.As(err, &pe) {
+		return pe.Attribute
+	}
+	return "branch_strategy"
 }
 
 func absPath(base, p string) string {
