@@ -279,10 +279,10 @@ func TestInteractiveInitOnATerminal(t *testing.T) {
 	s.send("\r") // its default model
 	s.expect("Sandbox")
 	s.send(down + "\r") // podman
-	s.expect("Backlog manager")
-	s.send(down + "\r") // beads
 	s.expect("Template")
-	s.send(down + "\r") // simple-loop
+	s.send(down + "\r")         // simple-loop
+	s.expect("Backlog manager") // after the template: blank reads no issues
+	s.send(down + "\r")         // beads
 	s.expect("Build the image")
 	s.send("n")
 	s.expect("Next steps")
