@@ -44,9 +44,9 @@ type Options struct {
 	SandboxCfg  sdk.Config
 	// RestartSandbox resolves the sandbox provider again (core.SandboxRef).
 	RestartSandbox func(context.Context) (sdk.SandboxProvider, error)
-	AgentAddr   string
-	Agent       sdk.AgentProvider
-	AgentCfg    sdk.Config
+	AgentAddr      string
+	Agent          sdk.AgentProvider
+	AgentCfg       sdk.Config
 	// NoSandbox is sandbox = "none" (an interactive session on the host).
 	NoSandbox       bool
 	AllowUnconfined bool
