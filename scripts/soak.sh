@@ -55,7 +55,8 @@ loop_pid=$!
 failed=0
 for ((r = 1; r <= rounds; r++)); do
   start=$(date +%s)
-  if SANDDUNE_REQUIRE_ENGINES=1 make test >"$work/round$r.log" 2>&1; then
+  # -count=1: every round runs every test anew (go test would replay its cache).
+  if GOFLAGS=-count=1 SANDDUNE_REQUIRE_ENGINES=1 make test >"$work/round$r.log" 2>&1; then
     verdict=pass
   else
     verdict=FAIL failed=1
