@@ -73,6 +73,11 @@ func TestPipelineLimitKeepsOrderAcrossPipelines(t *testing.T) {
 	rec := &recorder{}
 	rs := rec.runs()
 	inner := rs.Run
+	// a gets the second place at the start, b only once a place frees. Two
+	// places granted at once start concurrently, so p1 holds its place
+	// until a has started: else a goroutine the machine is slow to
+	// schedule lets p1..p3 and b run before a records its start.
+	aStarted := make(chan struct{})
 	rs.Run = func(ctx context.Context, r string) (*execute.Result, error) {
 		mu.Lock()
 		if r[0] == 'p' {
@@ -87,7 +92,14 @@ func TestPipelineLimitKeepsOrderAcrossPipelines(t *testing.T) {
 			}
 			mu.Unlock()
 		}()
-		return inner(ctx, r)
+		res, err := inner(ctx, r)
+		switch r {
+		case "a":
+			close(aStarted)
+		case "p1":
+			<-aStarted
+		}
+		return res, err
 	}
 	out := Execute(context.Background(), nodes, 2, rs)
 	if most != 1 {
