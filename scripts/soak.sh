@@ -37,10 +37,11 @@ run "soak" {
 }
 HCL
 
-# The other run: one sanddune run after another until the rounds are done.
+# The other run: one sanddune run after another until the rounds are done
+# (the stop file ends the loop after its current run, which is waited for).
 (
   n=0
-  while :; do
+  while [ ! -e "$work/stop" ]; do
     n=$((n + 1))
     if ! (cd "$repo" && "$work/bin/sanddune" run >"$work/loop.out" 2>&1); then
       echo "soak: background run $n failed:" >&2
@@ -65,12 +66,11 @@ for ((r = 1; r <= rounds; r++)); do
   echo "soak: round $r/$rounds: $verdict in $(($(date +%s) - start)) s, background runs so far: $(cat "$work/loop.count" 2>/dev/null || echo 0)"
 done
 
-kill "$loop_pid" 2>/dev/null
+touch "$work/stop"
 wait "$loop_pid" 2>/dev/null
 loop_pid=
-sleep 1
 loop_failed=$(wc -l <"$work/loop.failed" 2>/dev/null || echo 0)
 left=$(docker ps -aq --filter "label=sanddune.repo=$repo")
 [ -n "$left" ] && docker rm -f $left >/dev/null
-echo "soak: $rounds rounds, $( [ $failed = 0 ] && echo all passed || echo some FAILED ); background: $(cat "$work/loop.count" 2>/dev/null || echo 0) runs, $loop_failed failed (the last one may be the kill), containers left: ${left:-none}"
+echo "soak: $rounds rounds, $( [ $failed = 0 ] && echo all passed || echo some FAILED ); background: $(cat "$work/loop.count" 2>/dev/null || echo 0) runs, $loop_failed failed, containers left: ${left:-none}"
 [ "$failed" = 0 ] && [ -z "$left" ]
