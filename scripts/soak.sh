@@ -62,6 +62,7 @@ for ((r = 1; r <= rounds; r++)); do
   else
     verdict=FAIL failed=1
     grep -E '^(--- FAIL|FAIL|panic:)' "$work/round$r.log" | head -20
+    cp "$work/round$r.log" "soak-round$r.log" && echo "soak: the round's whole output: soak-round$r.log"
   fi
   echo "soak: round $r/$rounds: $verdict in $(($(date +%s) - start)) s, background runs so far: $(cat "$work/loop.count" 2>/dev/null || echo 0)"
 done
