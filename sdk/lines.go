@@ -88,24 +88,52 @@ func SyncOutput(out OutputFunc) OutputFunc {
 
 // LineJoiner reassembles OutputLines split by MaxLineBytes into complete
 // lines, per stream. Add returns the complete line once its last piece
-// arrives (ok true); the returned slice is valid until the next Add.
+// arrives (ok true); the returned slice is valid until the next Add. With
+// Max set, a line keeps its first Max bytes, the rest is dropped and
+// Truncated says so: memory stays bounded whatever the process prints.
 type LineJoiner struct {
-	partial map[Stream][]byte
+	Max int // bytes kept of a line; 0 keeps all
+
+	partial   map[Stream]*joined
+	truncated bool
+}
+
+type joined struct {
+	text []byte
+	cut  bool
 }
 
 // Add takes one OutputLine.
 func (j *LineJoiner) Add(l OutputLine) (line []byte, ok bool) {
-	if j.partial == nil {
-		j.partial = map[Stream][]byte{}
+	p := j.partial[l.Stream]
+	if p == nil && !l.Partial {
+		line, j.truncated = j.fit(l.Text, 0)
+		return line, true
 	}
-	buf, pending := j.partial[l.Stream]
+	if p == nil {
+		if j.partial == nil {
+			j.partial = map[Stream]*joined{}
+		}
+		p = &joined{}
+		j.partial[l.Stream] = p
+	}
+	text, cut := j.fit(l.Text, len(p.text))
+	p.text, p.cut = append(p.text, text...), p.cut || cut
 	if l.Partial {
-		j.partial[l.Stream] = append(buf, l.Text...)
 		return nil, false
 	}
-	if !pending {
-		return l.Text, true
-	}
 	delete(j.partial, l.Stream)
-	return append(buf, l.Text...), true
+	j.truncated = p.cut
+	return p.text, true
+}
+
+// Truncated reports whether the line Add last returned was cut at Max.
+func (j *LineJoiner) Truncated() bool { return j.truncated }
+
+// fit cuts text to what Max leaves after have bytes of the line.
+func (j *LineJoiner) fit(text []byte, have int) ([]byte, bool) {
+	if j.Max <= 0 || have+len(text) <= j.Max {
+		return text, false
+	}
+	return text[:max(j.Max-have, 0)], true
 }

@@ -89,6 +89,37 @@ func TestLineJoiner(t *testing.T) {
 	}
 }
 
+// TestLineJoinerMax: a capped joiner keeps a line's first Max bytes and
+// says it cut the line, whether the line came whole or in pieces.
+func TestLineJoinerMax(t *testing.T) {
+	j := sdk.LineJoiner{Max: 5}
+	for _, c := range []struct {
+		pieces []string // all but the last Partial
+		want   string
+		cut    bool
+	}{
+		{[]string{"abc"}, "abc", false},
+		{[]string{"ab", "cdefg"}, "abcde", true},
+		{[]string{""}, "", false},
+		{[]string{"", ""}, "", false},
+		{[]string{"1234567"}, "12345", true},
+		{[]string{"123456", "7", "8"}, "12345", true},
+		{[]string{"12345"}, "12345", false},
+	} {
+		var line []byte
+		for i, p := range c.pieces {
+			l, ok := j.Add(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(p), Partial: i < len(c.pieces)-1})
+			if ok != (i == len(c.pieces)-1) {
+				t.Fatalf("%q: piece %d: ok %v", c.pieces, i, ok)
+			}
+			line = l
+		}
+		if string(line) != c.want || j.Truncated() != c.cut {
+			t.Errorf("%q: got %q (truncated %v), want %q (%v)", c.pieces, line, j.Truncated(), c.want, c.cut)
+		}
+	}
+}
+
 func BenchmarkLineWriter(b *testing.B) {
 	chunk := bytes.Repeat([]byte("0123456789 some output of a build tool\n"), 1000)
 	w := sdk.NewLineWriter(sdk.Stdout, func(sdk.OutputLine) {})

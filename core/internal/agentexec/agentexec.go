@@ -91,7 +91,7 @@ type stream struct {
 	stop  atomic.Int32
 
 	outMu  sync.Mutex
-	asm    assembler
+	join   sdk.LineJoiner
 	stdout *Ring
 	stderr *Ring
 
@@ -127,7 +127,7 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	s := &stream{
 		start:  time.Now(),
 		wake:   make(chan struct{}, 1),
-		asm:    assembler{max: MaxAgentLine},
+		join:   sdk.LineJoiner{Max: MaxAgentLine},
 		stdout: NewRing(tailBytes),
 		stderr: NewRing(tailBytes),
 		match:  newMatcher(a.Signals),
@@ -247,9 +247,11 @@ func (s *stream) output(ctx context.Context, l sdk.OutputLine, queue chan<- []by
 	if !l.Partial {
 		s.stdout.Write([]byte{'\n'})
 	}
-	line, truncated := s.asm.add(l.Text, l.Partial)
+	line, ok := s.join.Add(l)
+	line = append(make([]byte, 0, len(line)), line...) // queued: the joiner reuses its buffer
+	truncated := s.join.Truncated()
 	s.outMu.Unlock()
-	if line == nil {
+	if !ok {
 		return
 	}
 	if truncated {

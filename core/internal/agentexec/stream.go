@@ -74,39 +74,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(out, "\n")
 }
 
-// assembler joins sdk.OutputLine pieces (Partial) into whole lines, keeping
-// at most max bytes of a line.
-type assembler struct {
-	max       int
-	buf       []byte
-	truncated bool
-}
-
-// add takes one piece and returns a complete line (a fresh copy), or nil
-// while the line goes on; truncated reports a line cut at max.
-func (a *assembler) add(p []byte, partial bool) (line []byte, truncated bool) {
-	if !partial && a.buf == nil {
-		if len(p) > a.max {
-			return append([]byte{}, p[:a.max]...), true
-		}
-		return append([]byte{}, p...), false // never nil: an empty line is a line
-	}
-	if room := a.max - len(a.buf); room < len(p) {
-		p = p[:max(room, 0)]
-		a.truncated = true
-	}
-	a.buf = append(a.buf, p...)
-	if a.buf == nil {
-		a.buf = []byte{}
-	}
-	if partial {
-		return nil, false
-	}
-	line, truncated = a.buf, a.truncated
-	a.buf, a.truncated = nil, false
-	return line, truncated
-}
-
 // matcher looks for completion signals in a stream of text, keeping only
 // a window as long as the longest signal, so a signal split across text
 // deltas still matches.

@@ -26,32 +26,6 @@ func TestRing(t *testing.T) {
 	}
 }
 
-func TestAssembler(t *testing.T) {
-	t.Parallel()
-	a := assembler{max: 5}
-	if l, tr := a.add([]byte("abc"), false); string(l) != "abc" || tr {
-		t.Errorf("whole line: %q %v", l, tr)
-	}
-	if l, _ := a.add([]byte("ab"), true); l != nil {
-		t.Errorf("partial piece returned %q", l)
-	}
-	if l, tr := a.add([]byte("cdefg"), false); string(l) != "abcde" || !tr {
-		t.Errorf("joined line: %q %v", l, tr)
-	}
-	if l, tr := a.add(nil, false); l == nil || len(l) != 0 || tr {
-		t.Errorf("empty line: %q %v", l, tr)
-	}
-	if l, _ := a.add(nil, true); l != nil {
-		t.Errorf("empty partial piece returned %q", l)
-	}
-	if l, tr := a.add(nil, false); l == nil || len(l) != 0 || tr {
-		t.Errorf("empty line made of pieces: %q %v", l, tr)
-	}
-	if l, tr := a.add([]byte("1234567"), false); string(l) != "12345" || !tr {
-		t.Errorf("long whole line: %q %v", l, tr)
-	}
-}
-
 func TestMatcher(t *testing.T) {
 	t.Parallel()
 	sigs := []string{"<done/>", "<abort/>"}
