@@ -123,6 +123,25 @@ func Execute(ctx context.Context, p *RunPlan) []Outcome {
 	})
 }
 
+// Preflight asks the sandbox provider of each planned run (of each
+// session step) whether it can create the run's sandbox here and now (the
+// image is there, the runtime starts, the credentials work), creating
+// nothing: the checks Execute starts a run with, for `sanddune validate
+// --preflight`. Each sandbox block is asked once per repo; the failures
+// are *RunError.
+func Preflight(ctx context.Context, p *RunPlan) []error {
+	var specs []*execute.Spec
+	for _, pr := range p.Runs {
+		if len(pr.Steps) == 0 {
+			specs = append(specs, pr.spec)
+		}
+		for _, st := range pr.Steps {
+			specs = append(specs, st.spec)
+		}
+	}
+	return execute.Preflight(ctx, specs)
+}
+
 // Run plans and executes one run built in Go. On success it returns the
 // result. On failure it returns a *RunError and, once setup began, a
 // partial result as well (commits, branch, preserved paths so far).

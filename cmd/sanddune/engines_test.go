@@ -478,3 +478,40 @@ run "late" {
 		t.Fatalf("sanddune does not say it removed the container through the plugin restarted:\n%s", out.String())
 	}
 }
+
+// TestDockerValidatePreflight: validate --preflight asks the real daemon
+// what a run would (a missing image is named with how to build it), and
+// passes with the test image, creating nothing.
+func TestDockerValidatePreflight(t *testing.T) {
+	requireDocker(t)
+	dir := gitRepo(t)
+	cfg := func(image string) {
+		writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
+  image = "`+image+`"
+}
+agent "command" "a" {
+  command = ["true"]
+}
+run "r" {
+  prompt = "x"
+}
+`)
+	}
+	missing := fmt.Sprintf("sanddune-no-such-image:%d", os.Getpid())
+	cfg(missing)
+	if r := run(t, dir, "validate"); r.code != 0 {
+		t.Fatalf("validate without --preflight: exit %d: %s", r.code, r.stderr)
+	}
+	r := run(t, dir, "validate", "--preflight")
+	if r.code != 1 || !strings.Contains(r.stderr, `image "`+missing+`" not found`) || !strings.Contains(r.stderr, "build-image") {
+		t.Errorf("missing image: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	cfg(testImage())
+	r = run(t, dir, "validate", "--preflight")
+	if r.code != 0 || !strings.Contains(r.stdout, "preflight checks passed") {
+		t.Errorf("test image: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if left := containers(t, dir); len(left) > 0 {
+		t.Errorf("preflight left containers %v", left)
+	}
+}

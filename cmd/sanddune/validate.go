@@ -14,13 +14,15 @@ import (
 
 func newValidateCommand(g *globals) *cobra.Command {
 	f := &configFlags{}
-	var graph bool
+	var graph, preflight bool
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check a config file without running anything",
 		Long: `Plan the config without executing it: decode every provider block against its plugin's
 schema, let each plugin check its block, and check that every run is possible (branch strategy,
-sudo hooks, env...).
+sudo hooks, env...). It reaches no daemon and no cloud, unless --preflight asks each sandbox
+provider the questions a run starts with (is the image there, does the runtime start, do the
+credentials work), creating nothing.
 Problems are printed with file:line:col and a snippet. Exit code 1 when there are errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -32,7 +34,20 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 				return err
 			}
 			defer p.host.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)\n", f.path, len(p.file.Runs), len(p.file.Sandboxes), len(p.file.Agents))
+			if preflight {
+				errs := core.Preflight(cmd.Context(), p.plan)
+				for _, err := range errs {
+					fmt.Fprintln(cmd.ErrOrStderr(), "✗", err)
+				}
+				if len(errs) > 0 {
+					return &exitError{code: exitCode(errs[0]), err: fmt.Errorf("%s: %d preflight check(s) failed", f.path, len(errs))}
+				}
+			}
+			checked := ""
+			if preflight {
+				checked = "; preflight checks passed"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)%s\n", f.path, len(p.file.Runs), len(p.file.Sandboxes), len(p.file.Agents), checked)
 			if graph {
 				nodes, _ := core.Graph(p.file) // its problems were the plan's
 				return printGraph(cmd.OutOrStdout(), nodes, graphSessions(p.file), false, false)
@@ -41,6 +56,7 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&preflight, "preflight", false, "also run each sandbox provider's preflight checks (reaches its daemon or cloud; creates nothing)")
 	cmd.Flags().BoolVar(&graph, "graph", false, "print the runs' dependency graph when valid (see sanddune graph)")
 	return cmd
 }

@@ -174,6 +174,25 @@ type runner struct {
 	refsAt     time.Time
 }
 
+// Preflight asks the sandbox provider of each spec whether it can create
+// that run's sandbox here and now, creating nothing (validate --preflight):
+// each sandbox block once per repo, in order. It returns the failures.
+func Preflight(ctx context.Context, specs []*Spec) []error {
+	asked := map[[2]string]bool{}
+	var errs []error
+	for _, s := range specs {
+		key := [2]string{s.SandboxAddr, s.Repo.Root}
+		if s.Sandbox == nil || asked[key] {
+			continue
+		}
+		asked[key] = true
+		if _, err := start(ctx, s); err != nil {
+			errs = append(errs, s.Redact.Error(err))
+		}
+	}
+	return errs
+}
+
 // preflight asks the sandbox provider whether it can create a sandbox
 // here and now.
 func (r *runner) preflight(ctx context.Context) error {
