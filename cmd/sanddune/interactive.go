@@ -65,7 +65,7 @@ func runInteractive(cmd *cobra.Command, g *globals, f *configFlags, names []stri
 	if err != nil {
 		return err
 	}
-	defer p.host.Close()
+	defer stopPlugins(ctx, p.host, os.Stderr)
 	outs := core.Execute(ctx, p.plan)
 	printSummary(base.Logging.Terminal, outs)
 	return worstExit(outs)
