@@ -167,6 +167,53 @@ func TestGCRescuesWhenTheBranchMovedLocal(t *testing.T) {
 	}
 }
 
+// TestGCSalvageMovesTheFilesOfASandduneWorktreeLocal: the run's branch is
+// checked out in a worktree of sanddune's (a kept one, core.CreateWorktree):
+// the salvage moves its files with the branch.
+func TestGCSalvageMovesTheFilesOfASandduneWorktreeLocal(t *testing.T) {
+	p := localProvider(t)
+	repo := newRepo(t)
+	o := newOrphan(t, p, repo, true, agentWork)
+	wt := filepath.Join(repo, ".sanddune", "worktrees", "kept")
+	git(t, repo, "worktree", "add", "-q", wt, o.branch)
+
+	s := only(t, collect(t, p, gc.Options{}))
+	if s.Action != gc.Removed || s.Salvage == nil || s.Salvage.RescueBranch != "" || len(s.Salvage.Commits) != 1 {
+		t.Fatalf("gc: %+v %+v", s, s.Salvage)
+	}
+	if got := git(t, repo, "rev-parse", o.branch); got != s.Salvage.Commits[0].SHA {
+		t.Errorf("branch at %s, salvaged commit %s", got, s.Salvage.Commits[0].SHA)
+	}
+	if st := git(t, wt, "status", "--porcelain"); st != "" || !exists(filepath.Join(wt, "work.txt")) {
+		t.Errorf("the worktree's files did not move with its branch: status %q", st)
+	}
+}
+
+// TestGCSalvageLeavesTheUsersCheckoutAloneLocal: the run's branch is
+// checked out in a tree of the user's: the branch does not move under it
+// (its files would no longer match); the commits go to a rescue branch.
+func TestGCSalvageLeavesTheUsersCheckoutAloneLocal(t *testing.T) {
+	p := localProvider(t)
+	repo := newRepo(t)
+	o := newOrphan(t, p, repo, true, agentWork)
+	mine := filepath.Join(t.TempDir(), "mine")
+	git(t, repo, "worktree", "add", "-q", mine, o.branch)
+
+	s := only(t, collect(t, p, gc.Options{}))
+	if s.Action != gc.Removed || s.Salvage == nil || s.Salvage.RescueBranch == "" {
+		t.Fatalf("gc: %+v %+v", s, s.Salvage)
+	}
+	if got := git(t, repo, "rev-parse", o.branch); got != o.base {
+		t.Errorf("the checked-out branch was moved to %s", got)
+	}
+	if st := git(t, mine, "status", "--porcelain"); st != "" || exists(filepath.Join(mine, "work.txt")) {
+		t.Errorf("the user's checkout changed: status %q", st)
+	}
+	if got := git(t, repo, "log", "--format=%s", o.base+".."+s.Salvage.RescueBranch); got != "agent: work" {
+		t.Errorf("rescue branch %s holds %q", s.Salvage.RescueBranch, got)
+	}
+}
+
 func TestGCRecreatesADeletedBranchLocal(t *testing.T) {
 	p := localProvider(t)
 	repo := newRepo(t)

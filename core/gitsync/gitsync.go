@@ -28,9 +28,6 @@ type Spec struct {
 	Base string
 	// RunName names the patch file of uncommitted work.
 	RunName string
-	// Worktree is the host worktree with Branch checked out ("" when
-	// none): SyncOut fast-forwards it, files included.
-	Worktree string
 	// CommitsOnly leaves uncommitted work in the sandbox (no patch): a
 	// later run there continues it.
 	CommitsOnly bool
@@ -52,9 +49,23 @@ type RescueError struct {
 	Branch       string
 	RescueBranch string
 	Commits      []worktree.Commit
+	// Worktree, when set, has Branch checked out and is why it did not
+	// move: a tree of the user's, whose files sanddune does not change, or
+	// one of sanddune's (Managed) with uncommitted changes in the way.
+	Worktree string
+	Managed  bool
 }
 
 func (e *RescueError) Error() string {
+	kept := fmt.Sprintf("the sandbox's %d commit(s) are kept on branch %s", len(e.Commits), e.RescueBranch)
+	switch {
+	case e.Worktree != "" && e.Managed:
+		return fmt.Sprintf("the worktree of branch %s at %s has uncommitted changes in the way; %s: merge them there "+
+			"with `git -C %s merge %s` once those changes are committed or stashed", e.Branch, e.Worktree, kept, e.Worktree, e.RescueBranch)
+	case e.Worktree != "":
+		return fmt.Sprintf("branch %s is checked out in %s, whose files sanddune does not change; %s: merge them there "+
+			"with `git -C %s merge %s`", e.Branch, e.Worktree, kept, e.Worktree, e.RescueBranch)
+	}
 	return fmt.Sprintf("branch %s moved on the host during the run and cannot be fast-forwarded to the sandbox's "+
 		"%d commit(s); they are kept on branch %s: merge them by hand with `git merge %s`",
 		e.Branch, len(e.Commits), e.RescueBranch, e.RescueBranch)
@@ -207,22 +218,34 @@ func SyncOut(ctx context.Context, sb sdk.Sandbox, spec Spec) (OutResult, error) 
 		return res, nil
 	}
 	reflog := "sanddune: sync out of run " + spec.RunName
-	if _, err := worktree.Git(ctx, host, "merge-base", "--is-ancestor", old, head); err == nil {
-		if spec.Worktree != "" {
-			// Checked out there: move the branch and the files together
-			// (refused when uncommitted changes there are in the way).
-			if _, err := worktree.Git(ctx, spec.Worktree, "-c", "core.hooksPath=/dev/null", "merge", "--ff-only", "--quiet", head); err == nil {
-				return res, nil
-			}
-		} else if _, err := worktree.Git(ctx, host, "update-ref", "-m", reflog, ref, head, old); err == nil {
-			return res, nil
-		}
-	}
-	rescue := "sanddune/rescue/" + worktree.SanitizeName(spec.RunName) + "/" + stamp
-	if _, err := worktree.Git(ctx, host, "update-ref", "-m", reflog, "refs/heads/"+rescue, head, ""); err != nil {
+	// A branch checked out in a worktree of sanddune's (core.CreateWorktree)
+	// moves with its files; one checked out in a tree of the user's is
+	// never moved under it (its files would no longer match).
+	dir, managed, err := repo.CheckedOut(ctx, spec.Branch)
+	if err != nil {
 		return res, fmt.Errorf("sync out: %w", err)
 	}
-	return res, &RescueError{Branch: spec.Branch, RescueBranch: rescue, Commits: res.Commits}
+	re := &RescueError{Branch: spec.Branch, Commits: res.Commits}
+	if _, err := worktree.Git(ctx, host, "merge-base", "--is-ancestor", old, head); err == nil {
+		switch {
+		case dir == "":
+			if _, err := worktree.Git(ctx, host, "update-ref", "-m", reflog, ref, head, old); err == nil {
+				return res, nil
+			}
+		case managed:
+			if _, err := worktree.Git(ctx, dir, "-c", "core.hooksPath=/dev/null", "merge", "--ff-only", "--quiet", head); err == nil {
+				return res, nil
+			}
+			re.Worktree, re.Managed = dir, true
+		default:
+			re.Worktree = dir
+		}
+	}
+	re.RescueBranch = "sanddune/rescue/" + worktree.SanitizeName(spec.RunName) + "/" + stamp
+	if _, err := worktree.Git(ctx, host, "update-ref", "-m", reflog, "refs/heads/"+re.RescueBranch, head, ""); err != nil {
+		return res, fmt.Errorf("sync out: %w", err)
+	}
+	return res, re
 }
 
 // savePatch writes the sandbox's uncommitted changes to the host patch

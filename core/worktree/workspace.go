@@ -436,6 +436,21 @@ func (r *Repo) worktrees(ctx context.Context) ([]worktreeEntry, error) {
 	return wts, nil
 }
 
+// CheckedOut says where branch is checked out: the worktree's path (""
+// when nowhere) and whether it is one of sanddune's (under
+// .sanddune/worktrees), whose files a sync may move with the branch.
+func (r *Repo) CheckedOut(ctx context.Context, branch string) (dir string, managed bool, err error) {
+	wts, err := r.worktrees(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	wt := findBranch(wts, branch)
+	if wt == nil {
+		return "", false, nil
+	}
+	return wt.Path, within(realPath(r.StateDir("worktrees")), realPath(wt.Path)), nil
+}
+
 func findBranch(wts []worktreeEntry, branch string) *worktreeEntry {
 	for i := range wts {
 		if wts[i].Branch == "refs/heads/"+branch {

@@ -539,11 +539,7 @@ func (r *runner) hookOutput(where, command, line string) {
 }
 
 func (r *runner) syncSpec() gitsync.Spec {
-	s := gitsync.Spec{HostRepo: r.Repo.Root, Branch: r.ws.Branch, Base: r.syncBase(), RunName: r.name}
-	if r.ws.Dir != "" { // an isolated sandbox in a kept worktree (core.CreateWorktree)
-		s.Worktree = r.ws.Dir
-	}
-	return s
+	return gitsync.Spec{HostRepo: r.Repo.Root, Branch: r.ws.Branch, Base: r.syncBase(), RunName: r.name}
 }
 
 // sandboxEnv is the resolved env plus what git needs in a bind-mounted
