@@ -125,8 +125,8 @@ func Execute(ctx context.Context, p *RunPlan) []Outcome {
 
 // Preflight asks the sandbox provider of each planned run (of each
 // session step) whether it can create the run's sandbox here and now (the
-// image is there, the runtime starts, the credentials work), creating
-// nothing: the checks Execute starts a run with, for `sanddune validate
+// image is there, the runtime starts, the credentials work), making no
+// sandbox: the checks Execute starts a run with, for `sanddune validate
 // --preflight`. Each sandbox block is asked once per repo; the failures
 // are *RunError.
 func Preflight(ctx context.Context, p *RunPlan) []error {

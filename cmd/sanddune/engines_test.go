@@ -481,7 +481,7 @@ run "late" {
 
 // TestDockerValidatePreflight: validate --preflight asks the real daemon
 // what a run would (a missing image is named with how to build it), and
-// passes with the test image, creating nothing.
+// passes with the test image, leaving no container.
 func TestDockerValidatePreflight(t *testing.T) {
 	requireDocker(t)
 	dir := gitRepo(t)

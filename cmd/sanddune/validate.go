@@ -22,7 +22,7 @@ func newValidateCommand(g *globals) *cobra.Command {
 schema, let each plugin check its block, and check that every run is possible (branch strategy,
 sudo hooks, env...). It reaches no daemon and no cloud, unless --preflight asks each sandbox
 provider the questions a run starts with (is the image there, does the runtime start, do the
-credentials work), creating nothing.
+credentials work); no sandbox is made and nothing is left.
 Problems are printed with file:line:col and a snippet. Exit code 1 when there are errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,7 +56,7 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().BoolVar(&preflight, "preflight", false, "also run each sandbox provider's preflight checks (reaches its daemon or cloud; creates nothing)")
+	cmd.Flags().BoolVar(&preflight, "preflight", false, "also run each sandbox provider's preflight checks (reaches its daemon or cloud; makes no sandbox)")
 	cmd.Flags().BoolVar(&graph, "graph", false, "print the runs' dependency graph when valid (see sanddune graph)")
 	return cmd
 }

@@ -175,7 +175,7 @@ type runner struct {
 }
 
 // Preflight asks the sandbox provider of each spec whether it can create
-// that run's sandbox here and now, creating nothing (validate --preflight):
+// that run's sandbox here and now, making none (validate --preflight):
 // each sandbox block once per repo, in order. It returns the failures.
 func Preflight(ctx context.Context, specs []*Spec) []error {
 	asked := map[[2]string]bool{}
