@@ -351,20 +351,23 @@ func (s *server) closeAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s sandboxServer) commands(name string) (CommandProvider, error) {
+// optional returns the named sandbox provider as the optional interface
+// T, or Unimplemented saying what the provider lacks.
+func optional[T any](s sandboxServer, name, lacks string) (T, error) {
+	var none T
 	p, err := s.sandbox(name)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	cp, ok := p.(CommandProvider)
+	t, ok := p.(T)
 	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "sandbox provider %q has no commands", name)
+		return none, status.Errorf(codes.Unimplemented, "sandbox provider %q %s", name, lacks)
 	}
-	return cp, nil
+	return t, nil
 }
 
 func (s sandboxServer) Commands(ctx context.Context, ref *pluginpb.ComponentRef) (*pluginpb.CommandsResponse, error) {
-	cp, err := s.commands(ref.GetName())
+	cp, err := optional[CommandProvider](s, ref.GetName(), "has no commands")
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +383,7 @@ func (s sandboxServer) Commands(ctx context.Context, ref *pluginpb.ComponentRef)
 }
 
 func (s sandboxServer) RunCommand(req *pluginpb.RunCommandRequest, stream pluginpb.Sandbox_RunCommandServer) error {
-	cp, err := s.commands(req.Component)
+	cp, err := optional[CommandProvider](s, req.Component, "has no commands")
 	if err != nil {
 		return err
 	}
@@ -393,20 +396,8 @@ func (s sandboxServer) RunCommand(req *pluginpb.RunCommandRequest, stream plugin
 	})
 }
 
-func (s sandboxServer) resources(name string) (ResourceLister, error) {
-	p, err := s.sandbox(name)
-	if err != nil {
-		return nil, err
-	}
-	rl, ok := p.(ResourceLister)
-	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "sandbox provider %q does not list resources", name)
-	}
-	return rl, nil
-}
-
 func (s sandboxServer) ListResources(ctx context.Context, ref *pluginpb.ComponentRef) (*pluginpb.ListResourcesResponse, error) {
-	rl, err := s.resources(ref.GetName())
+	rl, err := optional[ResourceLister](s, ref.GetName(), "does not list resources")
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +413,7 @@ func (s sandboxServer) ListResources(ctx context.Context, ref *pluginpb.Componen
 }
 
 func (s sandboxServer) RemoveResource(ctx context.Context, req *pluginpb.RemoveResourceRequest) (*pluginpb.Empty, error) {
-	rl, err := s.resources(req.Component)
+	rl, err := optional[ResourceLister](s, req.Component, "does not list resources")
 	if err != nil {
 		return nil, err
 	}
@@ -430,13 +421,9 @@ func (s sandboxServer) RemoveResource(ctx context.Context, req *pluginpb.RemoveR
 }
 
 func (s sandboxServer) Recover(ctx context.Context, req *pluginpb.RecoverRequest) (*pluginpb.CreateResponse, error) {
-	p, err := s.sandbox(req.Component)
+	rec, err := optional[SandboxRecoverer](s, req.Component, "cannot recover sandboxes")
 	if err != nil {
 		return nil, err
-	}
-	rec, ok := p.(SandboxRecoverer)
-	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "sandbox provider %q cannot recover sandboxes", req.Component)
 	}
 	sb, err := rec.Recover(ctx, req.Id)
 	if err != nil {
