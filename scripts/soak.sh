@@ -70,7 +70,7 @@ done
 touch "$work/stop"
 wait "$loop_pid" 2>/dev/null
 loop_pid=
-loop_failed=$(wc -l <"$work/loop.failed" 2>/dev/null || echo 0)
+loop_failed=$( (cat "$work/loop.failed" 2>/dev/null || true) | wc -l)
 left=$(docker ps -aq --filter "label=sanddune.repo=$repo")
 [ -n "$left" ] && docker rm -f $left >/dev/null
 echo "soak: $rounds rounds, $( [ $failed = 0 ] && echo all passed || echo some FAILED ); background: $(cat "$work/loop.count" 2>/dev/null || echo 0) runs, $loop_failed failed, containers left: ${left:-none}"
