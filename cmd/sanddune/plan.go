@@ -141,10 +141,16 @@ func printConfigErrorJSON(w io.Writer, err error) {
 	if errors.As(err, &ce) && ce.diags.HasErrors() {
 		diags = ce.diags
 	}
+	writeRunsJSON(w, []core.Outcome{}, diags)
+}
+
+// writeRunsJSON writes run --json's document: the runs' outcomes and the
+// config's diagnostics.
+func writeRunsJSON(w io.Writer, outs []core.Outcome, diags hcl.Diagnostics) {
 	writeJSON(w, struct {
 		Runs        []core.Outcome   `json:"runs"`
 		Diagnostics []jsonDiagnostic `json:"diagnostics"`
-	}{[]core.Outcome{}, jsonDiagnostics(diags)})
+	}{outs, jsonDiagnostics(diags)})
 }
 
 func writeJSON(w io.Writer, doc any) error {

@@ -98,10 +98,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 }
 
 func printJSON(cmd *cobra.Command, outs []core.Outcome, diags hcl.Diagnostics) {
-	writeJSON(cmd.OutOrStdout(), struct {
-		Runs        []core.Outcome   `json:"runs"`
-		Diagnostics []jsonDiagnostic `json:"diagnostics"`
-	}{outs, jsonDiagnostics(diags)})
+	writeRunsJSON(cmd.OutOrStdout(), outs, diags)
 	for _, o := range outs {
 		if o.Err != nil {
 			fmt.Fprintln(os.Stderr, "Error:", o.Err)

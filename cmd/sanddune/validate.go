@@ -34,6 +34,7 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 				return err
 			}
 			defer p.host.Close()
+			checked := ""
 			if preflight {
 				errs := core.Preflight(cmd.Context(), p.plan)
 				for _, err := range errs {
@@ -42,9 +43,6 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 				if len(errs) > 0 {
 					return &exitError{code: exitCode(errs[0]), err: fmt.Errorf("%s: %d preflight check(s) failed", f.path, len(errs))}
 				}
-			}
-			checked := ""
-			if preflight {
 				checked = "; preflight checks passed"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)%s\n", f.path, len(p.file.Runs), len(p.file.Sandboxes), len(p.file.Agents), checked)

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // StateDirName is the directory in the host repo root where sanddune keeps
 // worktrees, patches and logs.
-const StateDirName = ".sanddune"
+const StateDirName = sandboxkit.StateDirName
 
 // Repo is a host git repository seen from one of its working trees.
 type Repo struct {
@@ -256,26 +258,4 @@ func dirtyPaths(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return paths, nil
-}
-
-// EnsureIgnoredDir creates dir (and parents) with a .gitignore containing
-// "*", so that git ignores the directory and everything in it, including
-// that .gitignore. Use it for .sanddune/logs and the like.
-func EnsureIgnoredDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	p := filepath.Join(dir, ".gitignore")
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString("# created by sanddune: ignore this directory\n*\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

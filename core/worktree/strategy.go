@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agext/levenshtein"
-
+	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -94,14 +93,8 @@ func resolve(s Strategy, contract sdk.Contract, hostBranch string, hostKnown, co
 	switch t {
 	case StrategyHead, StrategyMergeToHead, StrategyBranch:
 	default:
-		detail, best := "valid strategies are head, merge-to-head and branch", 3
-		var sug StrategyType
-		for _, known := range []StrategyType{StrategyHead, StrategyMergeToHead, StrategyBranch} {
-			if d := levenshtein.Distance(string(t), string(known), nil); d < best {
-				best, sug = d, known
-			}
-		}
-		if sug != "" {
+		detail := "valid strategies are head, merge-to-head and branch"
+		if sug := config.Suggest(string(t), []string{string(StrategyHead), string(StrategyMergeToHead), string(StrategyBranch)}); sug != "" {
 			detail = fmt.Sprintf("did you mean %q? %s", sug, detail)
 		}
 		return Plan{}, &PlanError{Attribute: "branch_strategy.type", Summary: fmt.Sprintf("unknown branch strategy %q", t), Detail: detail}

@@ -88,8 +88,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	}
 	errs = append(errs, cfg.CheckHostPaths(req.HostRepoPath, true)...)
 	if imageID != "" && len(errs) == 0 {
-		args := containerArgs(cfg, rootless, req.HostUID, req.HostGID)
-		if err := p.checked.testContainer(ctx, c, cfg, rootless, image, req.HostUID, req.HostGID, req.HostRepoPath, passedKey(c, args, imageID, version)); err != nil {
+		if err := p.checked.testContainer(ctx, c, cfg, rootless, image, imageID, version, req.HostUID, req.HostGID, req.HostRepoPath); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -191,11 +190,13 @@ type checkedConfigs struct {
 }
 
 // testContainer starts a throwaway container the way Create would (no
-// mounts), unless the same shape passed before (in this process, or with
-// key in hostRepo's state dir), and, when it does not start, looks for the
-// settings that make it start.
-func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, rootless bool, image string, uid, gid int, hostRepo, key string) error {
-	mem := strings.Join(append(c.argv(containerArgs(cfg, rootless, uid, gid)...), image), "\x00")
+// mounts), unless the same shape passed before (in this process, or in
+// hostRepo's state dir: passedKey of the image's id and podman's version),
+// and, when it does not start, looks for the settings that make it start.
+func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, rootless bool, image, imageID, version string, uid, gid int, hostRepo string) error {
+	args := containerArgs(cfg, rootless, uid, gid)
+	mem := strings.Join(append(c.argv(args...), image), "\x00")
+	key := passedKey(c, args, imageID, version)
 	cc.mu.Lock()
 	ok := cc.ok[mem]
 	cc.mu.Unlock()

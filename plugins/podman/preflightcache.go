@@ -3,13 +3,14 @@ package podman
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // A test container that started is remembered across sanddune processes
@@ -21,7 +22,7 @@ import (
 
 // passedDir is where the shapes that passed are remembered for a repo.
 func passedDir(hostRepo string) string {
-	return filepath.Join(hostRepo, ".sanddune", "cache", "podman-preflight")
+	return filepath.Join(hostRepo, sandboxkit.StateDirName, "cache", "podman-preflight")
 }
 
 // passedKey hashes what a test container's outcome depends on: the podman
@@ -100,16 +101,7 @@ func rememberPassed(hostRepo, key string) {
 		return
 	}
 	dir := passedDir(hostRepo)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return
-	}
-	ignore := filepath.Join(filepath.Dir(dir), ".gitignore")
-	if f, err := os.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-		_, werr := f.WriteString("# created by sanddune: ignore this directory\n*\n")
-		if cerr := f.Close(); werr != nil || cerr != nil {
-			return
-		}
-	} else if !errors.Is(err, os.ErrExist) {
+	if sandboxkit.EnsureIgnoredDir(filepath.Dir(dir)) != nil || os.MkdirAll(dir, 0o755) != nil {
 		return
 	}
 	_ = os.WriteFile(filepath.Join(dir, key), nil, 0o644)

@@ -28,6 +28,7 @@ import (
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // Teardown steps get their own time: they run after a cancellation too.
@@ -249,7 +250,7 @@ func (r *runner) openLog(ctx context.Context) error {
 	path := r.LogPath
 	if r.LogMode != runlog.Stdout && path == "" {
 		dir := r.Repo.StateDir("logs")
-		if err := worktree.EnsureIgnoredDir(dir); err != nil {
+		if err := sandboxkit.EnsureIgnoredDir(dir); err != nil {
 			return err
 		}
 		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")

@@ -121,6 +121,17 @@ func (ds Diagnostics) AsWarnings() Diagnostics {
 	return out
 }
 
+// locate gives the diagnostics of block that have no source range the
+// range of their attribute in it.
+func (ds Diagnostics) locate(block string, attrRange func(attr string) hcl.Range) {
+	for i := range ds {
+		if ds[i].Subject == nil && ds[i].Block == block {
+			rng := attrRange(ds[i].Attribute)
+			ds[i].Subject = &rng
+		}
+	}
+}
+
 // FromHCL attributes hcl diagnostics to a block.
 func FromHCL(block string, hds hcl.Diagnostics) Diagnostics {
 	out := make(Diagnostics, len(hds))

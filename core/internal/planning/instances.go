@@ -52,12 +52,7 @@ func (bp *blockPlanner) instance(body config.RunBody, each *config.Each) (*Plann
 	if spec != nil && !ds.HasErrors() {
 		ds = append(ds, bp.mergeBranches(&r, spec, each)...)
 	}
-	for i := range ds {
-		if ds[i].Subject == nil && ds[i].Block == addr {
-			rng := bp.r.AttrRange(ds[i].Attribute)
-			ds[i].Subject = &rng
-		}
-	}
+	ds.locate(addr, bp.r.AttrRange)
 	if spec == nil || ds.HasErrors() {
 		return nil, ds
 	}

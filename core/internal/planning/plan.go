@@ -211,12 +211,7 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 				n.Expand = bp.expand(&expandMu)
 			}
 		}
-		for i := range ds {
-			if ds[i].Subject == nil && ds[i].Block == addr {
-				rng := r.AttrRange(ds[i].Attribute)
-				ds[i].Subject = &rng
-			}
-		}
+		ds.locate(addr, r.AttrRange)
 		diags = append(diags, demote(ds, wanted)...)
 		if !wanted || ds.HasErrors() || runs == nil {
 			continue
@@ -261,12 +256,7 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 				Detail: fmt.Sprintf("%q is already the name of run %q; run and session names must be unique (they name branches, worktrees and logs).", ss.Name(), other)})
 		}
 		names[ss.Name()] = ss.Label
-		for i := range ds {
-			if ds[i].Subject == nil && ds[i].Block == "session."+ss.Label {
-				rng := ss.AttrRange(ds[i].Attribute)
-				ds[i].Subject = &rng
-			}
-		}
+		ds.locate("session."+ss.Label, ss.AttrRange)
 		diags = append(diags, demote(ds, wanted)...)
 		if wanted && pr != nil && !ds.HasErrors() {
 			plan.Runs = append(plan.Runs, pr)
