@@ -160,10 +160,7 @@ func interruptLeavesNoContainer(t *testing.T, sandbox string, containers func(*t
 	t.Helper()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), sandbox+`
-agent "command" "hang" {
-  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
-}
-run "hang" {
+`+hangAgent+`run "hang" {
   prompt          = "wait"
   branch_strategy = { type = "branch", branch = "agent/hang" }
   logging {
@@ -206,10 +203,7 @@ func TestDockerSandboxRemovedFromOutside(t *testing.T) {
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "default" {
   image = "`+testImage()+`"
 }
-agent "command" "hang" {
-  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
-}
-run "`+name+`" {
+`+hangAgent+`run "`+name+`" {
   prompt          = "wait"
   branch_strategy = { type = "branch", branch = "agent/gone" }
   logging {
@@ -353,10 +347,7 @@ func TestSandboxPluginKilledIsCleanedUp(t *testing.T) {
 				}
 			})
 			writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), tc.block+`
-agent "command" "hang" {
-  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
-}
-run "killed" {
+`+hangAgent+`run "killed" {
   prompt          = "wait"
   branch_strategy = { type = "branch", branch = "agent/killed" }
   logging {

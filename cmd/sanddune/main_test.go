@@ -108,6 +108,13 @@ func run(t *testing.T, dir string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// hangAgent is an agent block (command "hang") that commits a file, prints
+// "started" and sleeps: a run to interrupt or break mid-iteration.
+const hangAgent = `agent "command" "hang" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
+}
+`
+
 // commitAgent is a scripted agent: it reads the prompt, commits a file and
 // prints the completion signal.
 const commitAgent = `["sh", "-c", "cat > prompt.txt && git add prompt.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: save prompt' && echo '<promise>COMPLETE</promise>'"]`

@@ -223,10 +223,7 @@ func TestVercelInterruptAgainstFakeAPILeavesNoSandbox(t *testing.T) {
 	srv, env := fakeVercel(t)
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "vm" {}
-agent "command" "hang" {
-  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo started && exec sleep 1000"]
-}
-run "hang" {
+`+hangAgent+`run "hang" {
   prompt          = "wait"
   branch_strategy = { type = "branch", branch = "agent/hang" }
   logging {
