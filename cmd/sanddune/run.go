@@ -68,7 +68,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		base.Logging.Terminal = runlog.NewTerminal(os.Stderr, os.Stderr)
 	}
 	if f.events != "" && !f.dryRun {
-		ef, err := os.Create(f.events)
+		ef, err := os.OpenFile(f.events, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // like the run logs: what the agent printed
 		if err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--events: %w", err)}
 		}
