@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/huh"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -29,6 +30,8 @@ const configDirName = ".sanddune"
 type initFlags struct {
 	agent, model, sandbox, template, backlog, imageName string
 	createLabel, buildImage                             bool
+	// list, view and close are the commands of a custom backlog manager.
+	list, view, close string
 }
 
 func newInitCommand(g *globals) *cobra.Command {
@@ -55,6 +58,9 @@ refuses. Templates: ` + strings.Join(templates.TemplateNames(), ", ") + `.`,
 	fl.StringVar(&f.sandbox, "sandbox", "", "sandbox: "+strings.Join(templates.Sandboxes, ", "))
 	fl.StringVar(&f.template, "template", "", "template: "+strings.Join(templates.TemplateNames(), ", "))
 	fl.StringVar(&f.backlog, "issue-tracker", "", "backlog manager: "+strings.Join(templates.BacklogManagerNames(), ", "))
+	fl.StringVar(&f.list, "list-command", "", "custom: the command that prints the open issues (run in the sandbox; JSON or text)")
+	fl.StringVar(&f.view, "view-command", "", "custom: the command that shows one issue, with <ID> where its id goes")
+	fl.StringVar(&f.close, "close-command", "", "custom: the command that closes one issue, with <ID> where its id goes")
 	fl.BoolVar(&f.createLabel, "create-label", false, "github-issues: create the "+templates.Label+" label with gh and list only the issues carrying it")
 	fl.BoolVar(&f.buildImage, "build-image", false, "build the sandbox image now")
 	fl.StringVar(&f.imageName, "image-name", "", "image name (default sanddune:<repo-dir-name>)")
@@ -76,7 +82,7 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	if cfg := filepath.Join(dir, "sanddune.hcl"); exists(cfg) {
 		return refuseExisting(cfg)
 	}
-	ask := &initAsker{flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
+	ask := &initAsker{ctx: ctx, flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
 	o := templates.Options{ImageName: f.imageName}
 	if o.ImageName == "" {
 		o.ImageName = containerkit.DefaultImage(root)
@@ -84,9 +90,10 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	if o.Agent, err = ask.choose("agent", "Agent", f.agent, agentOptions()); err != nil {
 		return err
 	}
-	agent, _ := templates.FindAgent(o.Agent)
-	if o.Model, err = ask.input("model", "Model", f.model, agent.Model); err != nil {
-		return err
+	if agent, ok := templates.FindAgent(o.Agent); ok { // no agent: named missing already
+		if o.Model, err = ask.input("model", "Model", f.model, agent.Model, nil); err != nil {
+			return err
+		}
 	}
 	if o.Sandbox, err = ask.choose("sandbox", "Sandbox", f.sandbox, plainOptions(templates.Sandboxes)); err != nil {
 		return err
@@ -98,6 +105,13 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 		if o.BacklogManager, err = ask.choose("issue-tracker", "Backlog manager", f.backlog, backlogOptions()); err != nil {
 			return err
 		}
+	}
+	if o.BacklogManager == templates.Custom {
+		if o.Commands, err = askCommands(ask, f); err != nil {
+			return err
+		}
+	} else if err := onlyWithCustom(cmd.Flags()); err != nil {
+		return err
 	}
 	if o.BacklogManager == "github-issues" || o.BacklogManager == "" && templates.UsesBacklog(o.Template) { // "": not given
 		if o.Label, err = ask.confirm("create-label", fmt.Sprintf("Create the GitHub label %q and work only on issues carrying it?", templates.Label), f.createLabel); err != nil {
@@ -159,6 +173,7 @@ func exists(path string) bool {
 // Without a terminal, it notes each question whose flag is missing (the
 // answer is then empty or false): missingFlags reports them all at once.
 type initAsker struct {
+	ctx    context.Context // cancelled by a signal: the form ends
 	flags  interface{ Changed(string) bool }
 	tty    bool
 	missed []string // --flag=example
@@ -204,22 +219,37 @@ func (a *initAsker) choose(flag, title, value string, opts []huh.Option[string])
 		return "", nil
 	}
 	v := names[0]
-	err := runForm(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v))
+	err := a.run(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v))
 	return v, err
 }
 
-func (a *initAsker) input(flag, title, value, def string) (string, error) {
+// input asks for a text; validate (may be nil) checks a flag's value and
+// the form's answer alike, neither of which may be empty. Without a
+// terminal, a question with no default is a missing flag.
+func (a *initAsker) input(flag, title, value, def string, validate func(string) error) (string, error) {
+	check := func(s string) error {
+		if strings.TrimSpace(s) == "" {
+			return errors.New("is empty")
+		}
+		if validate != nil {
+			return validate(s)
+		}
+		return nil
+	}
 	if a.flags.Changed(flag) {
-		if strings.TrimSpace(value) == "" {
-			return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s is empty", flag)}
+		if err := check(value); err != nil {
+			return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s %q: %w", flag, value, err)}
 		}
 		return value, nil
 	}
-	if !a.tty { // the model has a default
+	if !a.tty {
+		if def == "" {
+			a.missing(flag, "'…'")
+		}
 		return def, nil
 	}
 	v := def
-	err := runForm(huh.NewInput().Title(title).Value(&v).Validate(huh.ValidateNotEmpty()))
+	err := a.run(huh.NewInput().Title(title).Value(&v).Validate(check))
 	return strings.TrimSpace(v), err
 }
 
@@ -232,17 +262,47 @@ func (a *initAsker) confirm(flag, title string, value bool) (bool, error) {
 		return false, nil
 	}
 	v := true
-	err := runForm(huh.NewConfirm().Title(title).Value(&v))
+	err := a.run(huh.NewConfirm().Title(title).Value(&v))
 	return v, err
 }
 
-// runForm asks one question; Ctrl-C cancels init before anything is written.
-func runForm(field huh.Field) error {
-	err := huh.NewForm(huh.NewGroup(field)).WithShowHelp(true).Run()
-	if errors.Is(err, huh.ErrUserAborted) {
+// run asks one question; Ctrl-C in the form, or a signal (SIGTERM,
+// SIGHUP) cancelling a.ctx, cancels init before anything is written. The
+// signals are sanddune's alone: bubbletea's own handler would race a.ctx
+// (its QuitMsg, sent while the cancelled program shuts down, deadlocks it).
+func (a *initAsker) run(field huh.Field) error {
+	err := huh.NewForm(huh.NewGroup(field)).WithShowHelp(true).
+		WithProgramOptions(tea.WithoutSignalHandler()).RunWithContext(a.ctx)
+	if errors.Is(err, huh.ErrUserAborted) || a.ctx.Err() != nil {
 		return &exitError{code: exitCancelled, err: errors.New("init cancelled: nothing was written")}
 	}
 	return err
+}
+
+// onlyWithCustom refuses a custom backlog manager's command flag given
+// with another backlog manager.
+func onlyWithCustom(flags interface{ Changed(string) bool }) error {
+	for _, f := range []string{"list-command", "view-command", "close-command"} {
+		if flags.Changed(f) {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--%s goes with --issue-tracker %s", f, templates.Custom)}
+		}
+	}
+	return nil
+}
+
+// askCommands asks for a custom backlog manager's commands; viewing and
+// closing an issue need the <ID> placeholder.
+func askCommands(ask *initAsker, f *initFlags) (templates.Commands, error) {
+	var c templates.Commands
+	var err error
+	if c.List, err = ask.input("list-command", "Command that prints the open issues", f.list, "", templates.CheckCommand); err != nil {
+		return c, err
+	}
+	if c.View, err = ask.input("view-command", "Command that shows one issue (<ID> where its id goes)", f.view, "", templates.CheckIDCommand); err != nil {
+		return c, err
+	}
+	c.Close, err = ask.input("close-command", "Command that closes one issue (<ID> where its id goes)", f.close, "", templates.CheckIDCommand)
+	return c, err
 }
 
 func plainOptions(names []string) []huh.Option[string] { return huh.NewOptions(names...) }

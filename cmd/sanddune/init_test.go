@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/missingstudio/sanddune/cmd/sanddune/internal/templates"
@@ -54,6 +55,57 @@ func TestInitRejectsAnUnknownValueListingTheKnownOnes(t *testing.T) {
 	r := run(t, dir, initFlagsFor("parallel", "claude", "docker", "github-issues")...)
 	if r.code != 2 || !strings.Contains(r.stderr, `--template "parallel": want one of blank, simple-loop`) {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestInitCustomIssueTracker: the custom backlog manager's commands go into
+// the prompts; without a terminal a missing one is named, a command without
+// <ID> or with a backquote is refused, and the commands' flags go only with
+// --issue-tracker custom.
+func TestInitCustomIssueTracker(t *testing.T) {
+	t.Parallel()
+	custom := initFlagsFor("sequential-reviewer", "claude", "docker", "custom")
+	cmds := []string{"--list-command", "tracker ls --open", "--view-command", "tracker show <ID>", "--close-command", "tracker done <ID>"}
+	t.Run("written", func(t *testing.T) {
+		t.Parallel()
+		dir := gitRepo(t)
+		if r := run(t, dir, append(custom, cmds...)...); r.code != 0 {
+			t.Fatalf("init: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		cfg := filepath.Join(dir, ".sanddune")
+		prompts := readAll(t, cfg)
+		for _, want := range []string{"!`tracker ls --open`", "tracker show", "tracker done"} {
+			if !strings.Contains(prompts, want) {
+				t.Errorf("the prompts lack %q:\n%s", want, prompts)
+			}
+		}
+		cmd := sandduneCmd(dir, "validate")
+		cmd.Env = append(withoutCredentials(cmd.Env), "ANTHROPIC_API_KEY=test-key")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("validate: %v\n%s", err, out)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing", append(custom, cmds[:2]...), "--view-command, --close-command are required when stdin is not a terminal"},
+		{"no id", append(custom, "--list-command", "ls", "--view-command", "tracker show", "--close-command", "x <ID>"), `--view-command "tracker show": put <ID> where the issue's id goes`},
+		{"backquote", append(custom, "--list-command", "ls `x`", "--view-command", "v <ID>", "--close-command", "x <ID>"), "one line without backquotes"},
+		{"not custom", append(initFlagsFor("simple-loop", "claude", "docker", "beads"), "--list-command", "ls"), "--list-command goes with --issue-tracker custom"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := gitRepo(t)
+			r := run(t, dir, c.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d, want 2 saying %q:\n%s", r.code, c.want, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".sanddune")); !os.IsNotExist(err) {
+				t.Fatalf(".sanddune/ after a failed init: %v", err)
+			}
+		})
 	}
 }
 
@@ -304,6 +356,27 @@ func TestInteractiveInitOnATerminal(t *testing.T) {
 	}
 	if !strings.Contains(s.output(), "sanddune podman build-image") {
 		t.Errorf("the next steps do not say how to build the image:\n%s", s.output())
+	}
+}
+
+// TestInitOnATerminalEndsOnSIGTERM: a signal ends init's form at once,
+// writing nothing (the form used to move to its next question).
+func TestInitOnATerminalEndsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	s := startOnPTY(t, dir, nil, "init")
+	s.expect("Agent")
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.wait(); code != exitCancelled {
+		t.Fatalf("exit %d, want %d; the terminal shows:\n%s", code, exitCancelled, s.output())
+	}
+	if !strings.Contains(s.output(), "init cancelled: nothing was written") {
+		t.Errorf("no cancellation message:\n%s", s.output())
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sanddune")); !os.IsNotExist(err) {
+		t.Fatalf(".sanddune/ after a cancelled init: %v", err)
 	}
 }
 

@@ -32,7 +32,10 @@ keeps its permission prompts. A {{KEY}} of the prompt file without a value is as
 
 Exit codes: 0 the TUI exited with 0, 1 it failed, 2 config or usage error, 130 cancelled.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runInteractive(cmd, g, f, args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g.stopNote.Store(savingNote)
+			return runInteractive(cmd, g, f, args)
+		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&f.repo, "repo", "", "host git repository (default: the repo containing the working directory); overrides the run's repo")

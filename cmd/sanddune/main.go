@@ -48,11 +48,16 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	root, g := newRootCommand()
-	ctx, interrupted, stop := interruptible(context.Background(), os.Stderr)
+	ctx, interrupted, stop := interruptible(context.Background(), os.Stderr, func() string { return g.stopNote.Load() })
 	closeHost := addPluginCommands(ctx, root, g, os.Args[1:])
 	err := root.ExecuteContext(ctx)
 	closeHost()
 	stop()
+	if err == nil && interrupted() {
+		// The signal came when the work was done or being saved: said above.
+		fmt.Fprintln(os.Stderr, "sanddune: stopped by a signal; the work is saved")
+		os.Exit(exitCancelled)
+	}
 	if err == nil {
 		os.Exit(exitOK)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -20,7 +21,22 @@ import (
 // globals are the flags every command shares.
 type globals struct {
 	logLevel string
+	// stopNote is what the first interrupt signal is answered with: set by
+	// the commands that run agents.
+	stopNote noteValue
 }
+
+// noteValue is a string set by a command and read by the signal handler.
+type noteValue struct{ v atomic.Value }
+
+func (n *noteValue) Store(s string) { n.v.Store(s) }
+func (n *noteValue) Load() string {
+	s, _ := n.v.Load().(string)
+	return s
+}
+
+// savingNote answers the first interrupt of a command that runs agents.
+const savingNote = "stopping; each run is saving its work (commits, uncommitted changes) before it ends"
 
 func newRootCommand() (*cobra.Command, *globals) {
 	g := &globals{}

@@ -36,7 +36,10 @@ Exit codes: 0 success, 1 a run failed, 2 config or usage error, 130 cancelled (S
 a second Ctrl-C does not abandon the teardown, a third does).
 On failure or cancellation nothing is lost: the error says which branch holds the commits and
 where uncommitted work is preserved.`,
-		RunE: func(cmd *cobra.Command, args []string) error { return runRuns(cmd, g, f, args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g.stopNote.Store(savingNote)
+			return runRuns(cmd, g, f, args)
+		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&f.json, "json", false, `print the results as JSON on stdout ({"runs":[...],"diagnostics":[...]}, also on a config error); progress goes to stderr`)
@@ -68,7 +71,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		base.Logging.Terminal = runlog.NewTerminal(os.Stderr, os.Stderr)
 	}
 	if f.events != "" && !f.dryRun {
-		ef, err := os.Create(f.events)
+		ef, err := os.OpenFile(f.events, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // like the run logs: what the agent printed
 		if err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--events: %w", err)}
 		}

@@ -9,8 +9,8 @@ import (
 
 // TestSecretsNeverReachTheSinks: values of the run's env and of
 // .sanddune/.env that the agent, a hook and a failing agent's stderr print
-// are redacted in the log file (mode 0600), --json (stdout and error),
-// --events and the terminal; a key the run lists in show_env is shown.
+// are redacted in the log file, --json (stdout and error), --events (both
+// files mode 0600) and the terminal; a key the run lists in show_env is shown.
 func TestSecretsNeverReachTheSinks(t *testing.T) {
 	t.Parallel()
 	dir := gitRepo(t)
@@ -42,9 +42,10 @@ run "leaky" {
 	if len(logs) != 1 {
 		t.Fatalf("log files: %v", logs)
 	}
-	fi, err := os.Stat(logs[0])
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("log file mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	for _, f := range []string{logs[0], events} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600", f, fi.Mode().Perm(), err)
+		}
 	}
 	logData, _ := os.ReadFile(logs[0])
 	eventData, _ := os.ReadFile(events)

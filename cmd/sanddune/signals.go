@@ -16,9 +16,10 @@ import (
 // their work out and remove their sandboxes. A second signal does not
 // abandon that teardown (a sync out cut short leaves commits in the
 // sandbox): it says so, and a third exits 130 at once, leaving the rest to
-// `sanddune gc`. interrupted reports whether a signal came; stop ends the
-// handling.
-func interruptible(parent context.Context, stderr io.Writer) (ctx context.Context, interrupted func() bool, stop func()) {
+// `sanddune gc`. The first signal is answered with note's line, if any
+// (commands that run agents say their work is being saved). interrupted
+// reports whether a signal came; stop ends the handling.
+func interruptible(parent context.Context, stderr io.Writer, note func() string) (ctx context.Context, interrupted func() bool, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	ch := interrupts.Caught()
 	var count atomic.Int32
@@ -38,6 +39,9 @@ func interruptible(parent context.Context, stderr io.Writer) (ctx context.Contex
 			case sig := <-ch:
 				switch count.Add(1) {
 				case 1:
+					if n := note(); n != "" {
+						fmt.Fprintf(stderr, "\nsanddune: %v: %s\n", sig, n)
+					}
 					cancel()
 				case 2:
 					fmt.Fprintf(stderr, "\nsanddune: %v: finishing the teardown (syncing work out of the sandbox, removing it); "+

@@ -314,3 +314,76 @@ run "pipe" {
 	}
 	assertNothingLeft(t, dir, tmp)
 }
+
+// TestInterruptDuringTheMergeSaysSoAndExits130: Ctrl-C while a finished
+// run's commits are being merged lets the merge finish (the work is never
+// cut in half), says at once that the work is being saved, and exits 130
+// once it is: the signal is never silently swallowed into exit 0. A git
+// wrapper holds the merge's first step until the test has signalled.
+func TestInterruptDuringTheMergeSaysSoAndExits130(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	tmp, bin, marks := t.TempDir(), t.TempDir(), t.TempDir()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(bin, "git"), `#!/bin/sh
+case " $* " in
+*" merge-base --is-ancestor "*)
+  if [ -e "`+marks+`/agent-done" ] && mkdir "`+marks+`/held" 2>/dev/null; then
+    i=0
+    while [ ! -e "`+marks+`/release" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+  fi;;
+esac
+exec `+real+` "$@"
+`)
+	if err := os.Chmod(filepath.Join(bin, "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "a" {
+  command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && touch `+marks+`/agent-done && echo '<promise>COMPLETE</promise>'"]
+}
+run "m" {
+  prompt          = "work"
+  branch_strategy = { type = "merge-to-head" }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(marks, "held")); err == nil {
+			break
+		}
+		if i > 2000 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the merge never started:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	for i := 0; !strings.Contains(stderr.String(), "saving its work"); i++ {
+		if i > 500 {
+			t.Errorf("no word that the signal was received and the work is being saved:\n%s", stderr.String())
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	writeFile(t, filepath.Join(marks, "release"), "")
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, stderr.String())
+	}
+	if got := gitOut(t, dir, "show", "HEAD:work.txt"); got != "work" {
+		t.Fatalf("the agent's commit was not merged: %q\n%s", got, stderr.String())
+	}
+	assertNothingLeft(t, dir, tmp)
+}

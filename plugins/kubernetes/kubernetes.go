@@ -69,8 +69,10 @@ func New() sdk.SandboxProvider {
 }
 
 func newProvider(newCluster func(config) (*cluster, error)) *Provider {
+	log := sdk.DefaultLogger().Named("kubernetes")
+	routeKlog(log)
 	return &Provider{
-		log:        sdk.DefaultLogger().Named("kubernetes"),
+		log:        log,
 		clients:    map[clientKey]*cluster{},
 		slots:      map[string]*slots{},
 		newCluster: newCluster,

@@ -10,6 +10,7 @@ package templates
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -102,6 +103,38 @@ var BacklogManagers = []BacklogManager{
 		Close:       `bd close <ID> --reason "Completed by sanddune"`,
 		Tools:       "# Beads, the bd CLI.\nRUN npm install -g @beads/bd",
 	},
+	{
+		Name:        Custom,
+		Description: "your own tracker, through the commands you name (run in the sandbox)",
+		Tools:       "# The custom backlog manager's CLI: install it here, so the prompts' commands run.",
+	},
+}
+
+// Custom is the backlog manager whose commands the user names.
+const Custom = "custom"
+
+// Commands are a custom backlog manager's commands.
+type Commands struct{ List, View, Close string }
+
+// CheckCommand checks that a custom command fits in a prompt's
+// !`command`: one line, no backquote.
+func CheckCommand(cmd string) error {
+	if strings.ContainsAny(cmd, "`\n") {
+		return errors.New("a command goes into the prompts as !`command`: one line without backquotes")
+	}
+	return nil
+}
+
+// CheckIDCommand checks a command viewing or closing an issue: CheckCommand,
+// and it says where the issue's id goes.
+func CheckIDCommand(cmd string) error {
+	if err := CheckCommand(cmd); err != nil {
+		return err
+	}
+	if !strings.Contains(cmd, "<ID>") {
+		return errors.New("put <ID> where the issue's id goes (e.g. tracker show <ID>)")
+	}
+	return nil
 }
 
 // Options are the choices init made.
@@ -114,6 +147,8 @@ type Options struct {
 	BacklogManager string
 	// Label filters the issue list on the sanddune label (github-issues).
 	Label bool
+	// Commands are the custom backlog manager's commands.
+	Commands Commands
 	// Credentials are the agent's credential alternatives, as its plugin
 	// describes them: one group per credential, any key of a group will do.
 	Credentials [][]string
@@ -140,6 +175,17 @@ func Render(o Options) ([]File, error) {
 	bm, ok := find(BacklogManagers, func(b BacklogManager) string { return b.Name }, o.BacklogManager)
 	if !ok && (o.BacklogManager != "" || UsesBacklog(o.Template)) {
 		return nil, fmt.Errorf("unknown backlog manager %q; available: %s", o.BacklogManager, strings.Join(BacklogManagerNames(), ", "))
+	}
+	if bm.Name == Custom {
+		if err := CheckCommand(o.Commands.List); err != nil || o.Commands.List == "" {
+			return nil, fmt.Errorf("custom backlog manager: the command listing the issues %q: %v", o.Commands.List, err)
+		}
+		for _, c := range []string{o.Commands.View, o.Commands.Close} {
+			if err := CheckIDCommand(c); err != nil {
+				return nil, fmt.Errorf("custom backlog manager command %q: %w", c, err)
+			}
+		}
+		bm.List, bm.View, bm.Close = o.Commands.List, o.Commands.View, o.Commands.Close
 	}
 	filter := ""
 	if o.Label {

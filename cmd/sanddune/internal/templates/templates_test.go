@@ -15,7 +15,8 @@ func TestRenderFillsEveryInitKey(t *testing.T) {
 		for _, bm := range BacklogManagers {
 			for _, label := range []bool{false, true} {
 				files, err := Render(Options{Template: tmpl, Agent: "pi", Model: "m", Sandbox: "docker", ImageName: "img:x",
-					BacklogManager: bm.Name, Label: label, Credentials: [][]string{{"A_KEY", "B_KEY"}}})
+					BacklogManager: bm.Name, Label: label, Credentials: [][]string{{"A_KEY", "B_KEY"}},
+					Commands: Commands{List: "t ls", View: "t show <ID>", Close: "t close <ID>"}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -34,7 +35,11 @@ func TestRenderFillsEveryInitKey(t *testing.T) {
 				if !strings.Contains(hcl, `agent "pi" "default"`) || !strings.Contains(hcl, `image = "img:x"`) {
 					t.Errorf("%s: sanddune.hcl:\n%s", tmpl, hcl)
 				}
-				if tmpl != "blank" && !strings.Contains(prompts, "!`"+strings.ReplaceAll(bm.List, "{{LABEL_FILTER}}", map[bool]string{true: " --label sanddune"}[label])+"`") {
+				list := strings.ReplaceAll(bm.List, "{{LABEL_FILTER}}", map[bool]string{true: " --label sanddune"}[label])
+				if bm.Name == Custom {
+					list = "t ls"
+				}
+				if tmpl != "blank" && !strings.Contains(prompts, "!`"+list+"`") {
 					t.Errorf("%s/%s: the prompts do not list the issues:\n%s", tmpl, bm.Name, prompts)
 				}
 			}
@@ -51,7 +56,7 @@ func TestRenderRefusesUnknownChoicesListingTheKnownOnes(t *testing.T) {
 		{func(o *Options) { o.Template = "x" }, `unknown template "x"; available: blank, simple-loop`},
 		{func(o *Options) { o.Agent = "x" }, `unknown agent "x"; available: claude, codex, opencode, pi`},
 		{func(o *Options) { o.Sandbox = "x" }, `unknown sandbox "x"; available: docker, podman`},
-		{func(o *Options) { o.BacklogManager = "x" }, `unknown backlog manager "x"; available: github-issues, beads`},
+		{func(o *Options) { o.BacklogManager = "x" }, `unknown backlog manager "x"; available: github-issues, beads, custom`},
 	} {
 		o := ok
 		c.edit(&o)
