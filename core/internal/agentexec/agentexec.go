@@ -192,7 +192,7 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	case ctx.Err() != nil:
 		return out, context.Cause(ctx)
 	case parseErr != nil && errors.Is(context.Cause(execCtx), errParserGone) && execErr != nil:
-		return out, fmt.Errorf("the agent plugin failed to parse the output, so the agent was stopped: %w", parseErr)
+		return out, fmt.Errorf("%s, so the agent was stopped: %w", parserFailed(parseErr), parseErr)
 	case stopReason(s.stop.Load()) == stoppedIdle:
 		return out, &IdleTimeoutError{Timeout: a.IdleTimeout}
 	case execErr != nil && stopReason(s.stop.Load()) != stoppedCompletion:
@@ -207,9 +207,18 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	case res.ExitCode != 0:
 		return out, &ExitError{ExitCode: res.ExitCode, Detail: s.detail()}
 	case parseErr != nil:
-		return out, fmt.Errorf("the agent plugin failed to parse the output: %w", parseErr)
+		return out, fmt.Errorf("%s: %w", parserFailed(parseErr), parseErr)
 	}
 	return out, nil
+}
+
+// parserFailed says why ParseStream ended with err: the agent plugin's
+// process died, or its parser failed.
+func parserFailed(err error) string {
+	if errors.Is(err, sdk.ErrPluginShutdown) {
+		return "the agent plugin died mid-iteration (its process ended)"
+	}
+	return "the agent plugin failed to parse the output"
 }
 
 // relay moves lines from the exec callback to the parser, releasing their

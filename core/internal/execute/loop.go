@@ -116,6 +116,8 @@ func agentHint(err error) string {
 		return "read the agent's output above (and the log), fix the cause, and run again"
 	case errors.Is(err, sdk.ErrSandboxGone):
 		return "something outside sanddune removed or stopped the sandbox; the work so far is kept (see above): run again to continue in a new sandbox"
+	case errors.Is(err, sdk.ErrPluginShutdown) && !errors.As(err, new(*agentexec.SandboxExecError)):
+		return "the agent plugin's process was killed or crashed (its last log lines say why); the work so far is kept (see above): run again"
 	}
 	return "check the agent plugin and the sandbox"
 }
