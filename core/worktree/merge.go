@@ -185,7 +185,9 @@ func (w *Workspace) mergeOnce(ctx context.Context) (head, mergeCommit, wt, reaso
 	if overlap := intersect(strings.Split(changed, "\x00"), dirty); len(overlap) > 0 {
 		return "", "", wt, "local changes in " + wt + " would be overwritten", overlap, errLocalChanges
 	}
-	if _, err := (gitCmd{dir: wt, env: []string{action}}).run(ctx, "merge", "--ff-only", "--quiet", "--no-stat", head); err != nil {
+	// maintenance.auto=false: no `git maintenance run --auto` after the
+	// merge, repacking the user's repository while the run waits.
+	if _, err := (gitCmd{dir: wt, env: []string{action}}).run(ctx, "-c", "maintenance.auto=false", "merge", "--ff-only", "--quiet", "--no-stat", head); err != nil {
 		return "", "", wt, "the fast-forward of " + wt + " was refused", nil, err
 	}
 	return head, mergeCommit, wt, "", nil, nil

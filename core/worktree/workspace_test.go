@@ -674,3 +674,26 @@ func TestFailedPrepareLeavesNothing(t *testing.T) {
 	}
 	git(t, r.Root, "rev-parse", "--verify", "agent/old")
 }
+
+// TestMergeToHeadStartsNoMaintenance: the merge into the user's branch
+// starts no `git maintenance run --auto` (it would repack the user's
+// repository while the run waits). git's trace2 events list every child
+// (trace2 is read from the environment or global config only: not
+// parallel).
+func TestMergeToHeadStartsNoMaintenance(t *testing.T) {
+	r := newRepo(t)
+	trace := filepath.Join(t.TempDir(), "trace2.json")
+	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "Fix 42")
+	commitFile(t, ws.Dir, "b.txt", "b\n", "agent one")
+	t.Setenv("GIT_TRACE2_EVENT", trace)
+	if _, err := ws.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events := readFile(t, trace)
+	if !strings.Contains(events, `"merge"`) {
+		t.Fatalf("no merge in git's trace:\n%s", events)
+	}
+	if strings.Contains(events, `"maintenance"`) {
+		t.Fatalf("the merge started git maintenance:\n%s", events)
+	}
+}
