@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/zclconf/go-cty/cty"
 )

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/zclconf/go-cty/cty"
 )
 

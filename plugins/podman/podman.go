@@ -18,8 +18,8 @@
 package podman
 
 import (
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // Version is the plugin's own version.

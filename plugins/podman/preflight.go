@@ -15,8 +15,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // minVersion is the oldest podman the plugin supports (Debian bookworm

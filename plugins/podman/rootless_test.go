@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 	"github.com/zclconf/go-cty/cty"

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
