@@ -168,17 +168,23 @@ type RewriteSessionRequest struct {
 }
 
 // ParseLines drives a Parser over a line channel: the usual body of
-// AgentProvider.ParseStream.
+// AgentProvider.ParseStream. The parser is closed however the stream ends,
+// cancellation included, so what Close reports (a cut stream's usage) is
+// emitted.
 func ParseLines(ctx context.Context, lines <-chan []byte, emit func(Event), p Parser) error {
+	closeParser := func() {
+		for _, e := range p.Close() {
+			emit(e)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			closeParser()
 			return ctx.Err()
 		case line, ok := <-lines:
 			if !ok {
-				for _, e := range p.Close() {
-					emit(e)
-				}
+				closeParser()
 				return nil
 			}
 			for _, e := range p.Parse(line) {
