@@ -254,7 +254,7 @@ func (t *Transfer) captureKnown(ctx context.Context, src, dst, tmp, fromCwd, toC
 	switch {
 	case cd == "":
 	case cdErr != nil:
-		if msg := cdErr.Error(); !strings.Contains(msg, "not exist") && !strings.Contains(msg, "No such file") {
+		if !errors.Is(cdErr, sdk.ErrNotFound) {
 			t.logger().Warn("session companion directory not captured", "dir", cd, "error", cdErr)
 		}
 	default:

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
@@ -390,5 +392,45 @@ func TestExpandErrors(t *testing.T) {
 	}
 	if _, err := expand(sdk.SessionStorage{PathPattern: "{home}/{cwd_encoded}", EncodeCwd: "bogus"}, sd, "id"); err == nil {
 		t.Error("unknown encoding accepted")
+	}
+}
+
+// grpcSandbox serves a fakeSandbox through the SDK's gRPC transport, so its
+// errors reach core as every plugin's do.
+type grpcSandbox struct {
+	sdk.SandboxProvider
+	sb *fakeSandbox
+}
+
+func (grpcSandbox) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{Name: "fakesandbox", Sandbox: &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated}}, nil
+}
+
+func (p grpcSandbox) Create(context.Context, sdk.CreateRequest) (sdk.Sandbox, error) {
+	return p.sb, nil
+}
+
+// TestMissingCompanionDirNotWarnedOverGRPC: a claude session without a
+// companion directory (most iterations) is captured without a warning
+// when the sandbox says "no such file or directory" in its own words, as
+// the local and bubblewrap plugins do.
+func TestMissingCompanionDirNotWarnedOverGRPC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const id = "5d1f0c2b-no-companion"
+	write(t, filepath.Join(e.sb.home, ".claude", "projects", agentkit.EncodeClaudeCwd(e.sb.repo), id+".jsonl"), `{"cwd":"`+e.sb.repo+`"}`+"\n")
+	sb, err := plugintest.Sandbox(t, grpcSandbox{sb: e.sb}).Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	tr := e.transfer(claudeStorage, id)
+	tr.Sandbox = sb
+	tr.Logger = hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
+	if _, err := Capture(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("capture without a companion directory logged:\n%s", logged.String())
 	}
 }

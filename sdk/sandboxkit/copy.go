@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // CopyIn copies the host file, directory tree or symlink hostPath to p in
@@ -19,7 +21,7 @@ func (a Area) CopyIn(ctx context.Context, hostPath, p string) error {
 	}
 	defer dst.Close()
 	if rel == "." {
-		return fmt.Errorf("%w: cannot replace %s itself", ErrConfinement, p)
+		return fmt.Errorf("%w: cannot replace %s itself", sdk.ErrConfinement, p)
 	}
 	if real, err := filepath.EvalSymlinks(hostPath); err == nil && Within(filepath.Clean(p), real) {
 		return fmt.Errorf("cannot copy directory %s into itself (%s)", hostPath, p)

@@ -50,7 +50,7 @@ func TestWithin(t *testing.T) {
 	}
 }
 
-// TestSandboxPathKeepsRelativePathsInTheRepo: seed 003 (AC-4, AC-7): a
+// TestSandboxPathKeepsRelativePathsInTheRepo: a
 // relative path, a cwd or a copy target, never leaves the repository.
 func TestSandboxPathKeepsRelativePathsInTheRepo(t *testing.T) {
 	for p, want := range map[string]string{
@@ -65,8 +65,8 @@ func TestSandboxPathKeepsRelativePathsInTheRepo(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"..", "../escape.txt", "a/../../x", "../repo2"} {
-		if got, err := SandboxPath(p, "/w/repo"); !errors.Is(err, ErrConfinement) {
-			t.Errorf("SandboxPath(%q) = %q, %v; want ErrConfinement", p, got, err)
+		if got, err := SandboxPath(p, "/w/repo"); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("SandboxPath(%q) = %q, %v; want sdk.ErrConfinement", p, got, err)
 		}
 	}
 }
@@ -83,11 +83,11 @@ func TestAreaDirConfines(t *testing.T) {
 		}
 	}
 	for _, p := range []string{filepath.Join(root, ".."), other, filepath.Join(root, "out"), "relative", "/"} {
-		if err := a.Dir(p); !errors.Is(err, ErrConfinement) {
-			t.Errorf("Dir(%q) = %v; want ErrConfinement", p, err)
+		if err := a.Dir(p); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("Dir(%q) = %v; want sdk.ErrConfinement", p, err)
 		}
 	}
-	if err := a.Dir(filepath.Join(root, "d", "f")); err == nil || errors.Is(err, ErrConfinement) {
+	if err := a.Dir(filepath.Join(root, "d", "f")); err == nil || errors.Is(err, sdk.ErrConfinement) {
 		t.Errorf("Dir(file) = %v; want a not-a-directory error", err)
 	}
 	// A second directory admits what it holds.
@@ -114,8 +114,8 @@ func TestAreaCopiesConfine(t *testing.T) {
 	}
 	kittest.CheckFile(t, filepath.Join(root, "d", "new", "f"), "new", 0o644)
 	for _, p := range []string{root, filepath.Join(root, "..", "x"), filepath.Join(other, "x"), filepath.Join(root, "out", "x"), filepath.Join(root, "out", "new", "x"), "x"} {
-		if err := a.CopyIn(ctx, filepath.Join(host, "f"), p); !errors.Is(err, ErrConfinement) {
-			t.Errorf("CopyIn to %q = %v; want ErrConfinement", p, err)
+		if err := a.CopyIn(ctx, filepath.Join(host, "f"), p); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("CopyIn to %q = %v; want sdk.ErrConfinement", p, err)
 		}
 	}
 	if entries, _ := os.ReadDir(other); len(entries) != 1 {
@@ -127,8 +127,8 @@ func TestAreaCopiesConfine(t *testing.T) {
 	}
 	kittest.CheckFile(t, filepath.Join(host, "out", "g"), "g", 0o644)
 	for _, p := range []string{filepath.Join(root, "out", "secret"), filepath.Join(root, "outfile"), other} {
-		if err := a.CopyOut(ctx, p, filepath.Join(host, "leak")); !errors.Is(err, ErrConfinement) {
-			t.Errorf("CopyOut of %q = %v; want ErrConfinement", p, err)
+		if err := a.CopyOut(ctx, p, filepath.Join(host, "leak")); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("CopyOut of %q = %v; want sdk.ErrConfinement", p, err)
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(host, "leak")); err == nil {

@@ -503,8 +503,8 @@ func (s *suite) testCwdConfined(t *testing.T) {
 }
 
 // testRepoConfined: relative paths resolve against RepoPath and may not
-// leave it (seed 003, AC-4 and AC-7), even where the sandbox could reach
-// the directory above the repository with an absolute path.
+// leave it, even where the sandbox could reach the directory above the
+// repository with an absolute path; the error matches sdk.ErrConfinement.
 func (s *suite) testRepoConfined(t *testing.T) {
 	name := "sandboxtest-escape-" + randomID() + ".txt"
 	src := filepath.Join(t.TempDir(), "in.txt")
@@ -512,8 +512,8 @@ func (s *suite) testRepoConfined(t *testing.T) {
 	err := s.copyIn(src, "../"+name)
 	if err == nil {
 		t.Errorf("CopyIn to %q succeeded: a relative path must not leave the repository", "../"+name)
-	} else if !strings.Contains(err.Error(), "path confinement") {
-		t.Errorf("CopyIn to %q: the error %q does not say it is a path confinement violation", "../"+name, err)
+	} else if !errors.Is(err, sdk.ErrConfinement) {
+		t.Errorf("CopyIn to %q: the error %q does not match sdk.ErrConfinement", "../"+name, err)
 	}
 	above := path.Join(path.Dir(s.sb.Info().RepoPath), name)
 	if r := s.exec(context.Background(), sh(`test -e "$1"`, above), nil); r.err == nil && r.ExitCode == 0 {
@@ -523,8 +523,8 @@ func (s *suite) testRepoConfined(t *testing.T) {
 		r := s.exec(context.Background(), sdk.ExecRequest{Argv: []string{"pwd"}, Cwd: cwd}, nil)
 		if r.err == nil {
 			t.Errorf("Exec with Cwd %q ran (%v): a relative cwd must not leave the repository", cwd, r)
-		} else if !strings.Contains(r.err.Error(), "path confinement") {
-			t.Errorf("Exec with Cwd %q: the error %q does not say it is a path confinement violation", cwd, r.err)
+		} else if !errors.Is(r.err, sdk.ErrConfinement) {
+			t.Errorf("Exec with Cwd %q: the error %q does not match sdk.ErrConfinement", cwd, r.err)
 		}
 	}
 }
@@ -752,8 +752,10 @@ func (s *suite) testCopyOutFile(t *testing.T) {
 	if err := s.copyOut(abs, dst2); err != nil {
 		t.Fatalf("CopyOut %s: %v", abs, err)
 	}
-	if err := s.copyOut("sandboxtest-missing-"+randomID(), filepath.Join(t.TempDir(), "x")); err == nil {
-		t.Error("CopyOut of a missing file did not fail")
+	for _, missing := range []string{"sandboxtest-missing-" + randomID(), "sandboxtest-missing-" + randomID() + "/sub"} {
+		if err := s.copyOut(missing, filepath.Join(t.TempDir(), "x")); !errors.Is(err, sdk.ErrNotFound) {
+			t.Errorf("CopyOut of the missing %s: %v, want an error matching sdk.ErrNotFound", missing, err)
+		}
 	}
 }
 

@@ -137,7 +137,7 @@ func (s *Sandbox) resolve(p string) (string, error) {
 		existing = parent
 	}
 	if p != s.root && !strings.HasPrefix(p, s.root+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: %s is outside the sandbox", sandboxkit.ErrConfinement, p)
+		return "", fmt.Errorf("%w: %s is outside the sandbox", sdk.ErrConfinement, p)
 	}
 	return p, nil
 }
