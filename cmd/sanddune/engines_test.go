@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // testImage is the local image .ci/run builds (debootstrap minbase + git).

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func TestDefaultImage(t *testing.T) {

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // requireBwrap skips (fails under SANDDUNE_REQUIRE_ENGINES=1) when bwrap is

@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // Efforts are the values of `--effort`; "max" needs an Opus model.

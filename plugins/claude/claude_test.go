@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 const session = "3f6c2a9e-8d41-4b7e-9a53-1c0e7d2b6f48"

@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/docker/docker/client"
+
 	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
 )

@@ -14,9 +14,9 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
 func newTestSandbox(t *testing.T, env map[string]string) sdk.Sandbox {

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // ThinkingLevels are the values of `--thinking`.

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 const session = "019e8c52-3b4c-7e25-8d66-7a1f3c9b5e28"

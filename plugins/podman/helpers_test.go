@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/zclconf/go-cty/cty"
 )
 
 var testImage = containerkittest.Image

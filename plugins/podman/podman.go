@@ -50,5 +50,5 @@ func New() sdk.SandboxProvider {
 			c, diags := decodeConfig(cfg)
 			return c.Config, diags
 		},
-	}}
+	}, checked: checkedConfigs{cache: preflightCache()}}
 }

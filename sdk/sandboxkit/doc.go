@@ -20,11 +20,6 @@
 //   - environment maps (MergeEnv, EnvList, HostEnv);
 //   - sandbox directories under the temp dir that `sanddune gc` can list
 //     and remove (TempDirs, RemoveAll);
-//   - directories in a host repository's state dir (StateDirName) that git
-//     ignores, such as a provider's cache (EnsureIgnoredDir);
 //   - decoding provider blocks with diagnostics (Decoder), including the
-//     usual `mount` blocks (MountBlock) and their host paths
-//     (ResolveHostPath).
-//
-// Package kittest holds the matching test helpers.
+//     usual `mount` blocks (MountBlock, Mount.Source).
 package sandboxkit

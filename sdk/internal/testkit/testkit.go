@@ -2,8 +2,16 @@
 package testkit
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -68,4 +76,54 @@ func CheckInfo(info sdk.Info, kind sdk.Kind) []string {
 		problems = append(problems, "Info.Version is empty")
 	}
 	return problems
+}
+
+// WaitGone waits until the process pid no longer runs, and fails the test
+// (killing it) when it still does after 10s. A zombie counts as gone: it
+// waits for a reaper that may not exist in a container.
+func WaitGone(t testing.TB, pid int) {
+	t.Helper()
+	for range 200 {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+			if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("process %d still running", pid)
+}
+
+// WriteFile writes a file with exactly mode, creating its parents.
+func WriteFile(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	must(t, os.WriteFile(path, []byte(content), mode))
+	must(t, os.Chmod(path, mode))
+}
+
+// CheckFile checks that path is a regular file (not a symlink) with
+// content and mode.
+func CheckFile(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	data, _ := os.ReadFile(path)
+	if !fi.Mode().IsRegular() || string(data) != content || fi.Mode().Perm() != mode {
+		t.Errorf("%s: mode %v content %q, want regular %v %q", path, fi.Mode(), data, mode, content)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
