@@ -131,6 +131,10 @@ func TestFakeCatalog(t *testing.T) {
 	if err != nil || len(infos) != 3 || infos[0].Name != "a" || infos[1].Name != "b" || infos[2].Name != "c" ||
 		infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
 		t.Errorf("Catalog: %+v, %v", infos, err)
+	}	// Serve fills the name, kind and protocol versions the provider left out.
+	info, err := plugintest.Agent(t, fake.AgentProvider{}).Info(ctx)
+	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{sdk.ProtocolVersion}) {
+		t.Errorf("Info: %+v, %v", info, err)
 	}
 }
 
@@ -222,7 +226,7 @@ func TestFakeErrors(t *testing.T) {
 	}
 	err := p.Preflight(ctx, sdk.PreflightRequest{})
 	var pe *sdk.PluginError
-	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "fake" || err.Error() != "plugin fake: Preflight: daemon unreachable" {
+	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "plugintest" || err.Error() != "plugin plugintest: Preflight: daemon unreachable" {
 		t.Errorf("Preflight error %v (%T)", err, err)
 	}
 	if _, err := p.Create(ctx, sdk.CreateRequest{RunID: "unsupported"}); !errors.Is(err, sdk.ErrNotSupported) {
@@ -242,7 +246,7 @@ func TestFakeErrors(t *testing.T) {
 		t.Errorf("CopyOut error %v", err)
 	}
 	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrSandboxGone) ||
-		err.Error() != "plugin fake: Exec: container c1 was removed: the sandbox disappeared" {
+		err.Error() != "plugin plugintest: Exec: container c1 was removed: the sandbox disappeared" {
 		t.Errorf("Exec in a sandbox that disappeared: %v", err)
 	}
 	if info := sb.Info(); !reflect.DeepEqual(info, sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home"}) {
@@ -497,7 +501,7 @@ func TestFakeParseStream(t *testing.T) {
 	lines = make(chan []byte)
 	close(lines)
 	err = a.ParseStream(ctx, sdk.Config{Value: cty.StringVal("fail")}, lines, func(sdk.Event) {})
-	if err == nil || err.Error() != "plugin fake: ParseStream: parser broke" {
+	if err == nil || err.Error() != "plugin plugintest: ParseStream: parser broke" {
 		t.Errorf("parser error: %v", err)
 	}
 }

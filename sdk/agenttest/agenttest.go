@@ -185,7 +185,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 	if err != nil {
 		t.Fatalf("Info: %v", err)
 	}
-	if problems := testkit.CheckInfo(info, sdk.KindAgent); len(problems) > 0 {
+	if problems := testkit.CheckInfo(info); len(problems) > 0 {
 		t.Fatalf("Info: %s", strings.Join(problems, "; "))
 	}
 	config := configure(t, c, cfg)

@@ -19,19 +19,13 @@ import (
 	"github.com/missingstudio/sanddune/sdk/host"
 )
 
-// nameOf is the name p is served under: its own Info name, else "plugintest".
-func nameOf(p sdk.Provider) string {
-	if info, err := p.Info(context.Background()); err == nil && info.Name != "" {
-		return info.Name
-	}
-	return "plugintest"
-}
+// name is the component name the providers are served under.
+const name = "plugintest"
 
-// Sandbox serves p over gRPC and returns the host-side adapter. The
-// connection closes when the test ends.
+// Sandbox serves p over gRPC, as component "plugintest", and returns the
+// host-side adapter. The connection closes when the test ends.
 func Sandbox(t testing.TB, p sdk.SandboxProvider) sdk.SandboxProvider {
 	t.Helper()
-	name := nameOf(p)
 	client := connect(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: p}})
 	sp, err := host.DispenseSandbox(client, name)
 	if err != nil {
@@ -43,7 +37,6 @@ func Sandbox(t testing.TB, p sdk.SandboxProvider) sdk.SandboxProvider {
 // Agent serves p over gRPC and returns the host-side adapter.
 func Agent(t testing.TB, p sdk.AgentProvider) sdk.AgentProvider {
 	t.Helper()
-	name := nameOf(p)
 	client := connect(t, sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{name: p}})
 	ap, err := host.DispenseAgent(client, name)
 	if err != nil {

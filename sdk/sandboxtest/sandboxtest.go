@@ -95,7 +95,7 @@ func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
 	if err != nil {
 		t.Fatalf("Info: %v", err)
 	}
-	problems := testkit.CheckInfo(info, sdk.KindSandbox)
+	problems := testkit.CheckInfo(info)
 	if info.Sandbox == nil {
 		problems = append(problems, "Info.Sandbox (capabilities) is nil")
 	} else if ct := info.Sandbox.Contract; ct != sdk.ContractBindMount && ct != sdk.ContractIsolated {

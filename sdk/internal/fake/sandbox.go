@@ -31,8 +31,7 @@ type SandboxProvider struct {
 
 func (p *SandboxProvider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name: "fake", Kind: sdk.KindSandbox, Version: "0.0.1",
-		ProtocolVersions: []int{sdk.ProtocolVersion}, Description: "test sandbox",
+		Version: "0.0.1", Description: "test sandbox",
 		Sandbox: &sdk.SandboxCapabilities{Contract: p.Contract},
 	}, nil
 }
