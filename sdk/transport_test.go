@@ -131,7 +131,7 @@ func TestFakeCatalog(t *testing.T) {
 	if err != nil || len(infos) != 3 || infos[0].Name != "a" || infos[1].Name != "b" || infos[2].Name != "c" ||
 		infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
 		t.Errorf("Catalog: %+v, %v", infos, err)
-	}	// Serve fills the name, kind and protocol versions the provider left out.
+	} // Serve fills the name, kind and protocol versions the provider left out.
 	info, err := plugintest.Agent(t, fake.AgentProvider{}).Info(ctx)
 	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{sdk.ProtocolVersion}) {
 		t.Errorf("Info: %+v, %v", info, err)
