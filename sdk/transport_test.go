@@ -110,7 +110,7 @@ func (c *commander) RemoveResource(_ context.Context, id string) error {
 }
 
 func TestFakeCatalog(t *testing.T) {
-	cp := plugintest.Client(t, sdk.ServeOpts{
+	cp := client(t, sdk.ServeOpts{
 		Sandboxes: map[string]sdk.SandboxProvider{"b": &commander{}, "a": &fake.SandboxProvider{Contract: sdk.ContractIsolated}},
 		Agents:    map[string]sdk.AgentProvider{"c": fake.AgentProvider{}},
 	})
@@ -253,7 +253,7 @@ func TestFakeErrors(t *testing.T) {
 		t.Errorf("SandboxInfo %+v", info)
 	}
 
-	cp := plugintest.Client(t, sdk.ServeOpts{})
+	cp := client(t, sdk.ServeOpts{})
 	missing, err := host.DispenseSandbox(cp, "missing")
 	if err != nil {
 		t.Fatal(err)
@@ -404,22 +404,38 @@ func TestFakePluginShutdown(t *testing.T) {
 	}
 }
 
-// stoppable serves p in-process with a stop function that breaks the
-// connection, and creates a sandbox.
-func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sandbox, func()) {
+// serve serves opts in-process and returns the host side of the connection
+// and a stop function that breaks it.
+func serve(t *testing.T, opts sdk.ServeOpts) (plugin.ClientProtocol, func()) {
 	t.Helper()
+	opts.Logger = hclog.NewNullLogger()
 	ctx, stop := context.WithCancel(context.Background())
-	addr, stopped, err := sdk.ServeInProcess(ctx, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": p}, Logger: hclog.NewNullLogger()})
+	addr, stopped, err := sdk.ServeInProcess(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(); <-stopped })
-	client := plugin.NewClient(host.InProcess(addr, hclog.NewNullLogger()))
+	client := plugin.NewClient(host.InProcess(addr, opts.Logger))
 	t.Cleanup(client.Kill)
 	cp, err := client.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cp, stop
+}
+
+// client serves opts in-process for the host package's catalog and
+// dispense functions.
+func client(t *testing.T, opts sdk.ServeOpts) plugin.ClientProtocol {
+	cp, _ := serve(t, opts)
+	return cp
+}
+
+// stoppable serves p in-process with a stop function that breaks the
+// connection, and creates a sandbox.
+func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sandbox, func()) {
+	t.Helper()
+	cp, stop := serve(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": p}})
 	c, err := host.DispenseSandbox(cp, "s")
 	if err != nil {
 		t.Fatal(err)

@@ -21,11 +21,13 @@ import (
 	"flag"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/missingstudio/sanddune/sdk/internal/testkit"
 )
 
@@ -242,4 +244,41 @@ func RewriteRoundTrip(t testing.TB, p sdk.AgentProvider, data []byte, from, to s
 		t.Error("rewriting back does not give the original session")
 	}
 	return got
+}
+
+// FuzzParser fuzzes an agent's stream parser (newParser returns a fresh
+// one) with whole streams, one line per '\n', seeded with the fixture
+// files' streams and each of their lines. Any stream parses without a
+// crash, to the same events every time, and a line that is not JSON
+// becomes at least one event, as sdk.Parser requires.
+func FuzzParser(f *testing.F, newParser func() sdk.Parser, fixtures ...string) {
+	for _, s := range []string{"", "{}", "null", "[]", `{"type":1}`, `{"type":"result"}`, "not json", "{", `"x"`, "\xff\x00\r"} {
+		f.Add([]byte(s))
+	}
+	for _, path := range fixtures {
+		lines := agenttest.ReadLines(f, path)
+		f.Add([]byte(strings.Join(lines, "\n")))
+		for _, l := range lines {
+			f.Add([]byte(l))
+		}
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		lines := bytes.Split(stream, []byte{'\n'})
+		first := parseAll(t, newParser(), lines)
+		if again := parseAll(t, newParser(), lines); !reflect.DeepEqual(first, again) {
+			t.Fatalf("the same stream parsed to different events:\n%s", testkit.DiffEvents(again, first))
+		}
+	})
+}
+
+func parseAll(t *testing.T, p sdk.Parser, lines [][]byte) []sdk.Event {
+	var events []sdk.Event
+	for _, l := range lines {
+		got := p.Parse(bytes.Clone(l))
+		if len(got) == 0 && len(bytes.TrimSpace(l)) > 0 && !json.Valid(l) {
+			t.Fatalf("line %q is not JSON and became no event", l)
+		}
+		events = append(events, got...)
+	}
+	return append(events, p.Close()...)
 }

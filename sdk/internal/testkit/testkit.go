@@ -3,17 +3,19 @@ package testkit
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
 // Config completes v the way the host's decoder does: attributes and blocks
@@ -70,7 +72,7 @@ func CheckInfo(info sdk.Info) []string {
 // WaitGone waits until the process pid no longer runs, and fails the test
 // (killing it) when it still does after 10s. A zombie counts as gone: it
 // waits for a reaper that may not exist in a container.
-func WaitGone(t testing.TB, pid int) {
+func WaitGone(t plugintest.T, pid int) {
 	t.Helper()
 	for range 200 {
 		if syscall.Kill(pid, 0) != nil {
@@ -88,7 +90,7 @@ func WaitGone(t testing.TB, pid int) {
 }
 
 // WriteFile writes a file with exactly mode, creating its parents.
-func WriteFile(t testing.TB, path, content string, mode os.FileMode) {
+func WriteFile(t plugintest.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	must(t, os.WriteFile(path, []byte(content), mode))
@@ -97,7 +99,7 @@ func WriteFile(t testing.TB, path, content string, mode os.FileMode) {
 
 // CheckFile checks that path is a regular file (not a symlink) with
 // content and mode.
-func CheckFile(t testing.TB, path, content string, mode os.FileMode) {
+func CheckFile(t plugintest.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -110,9 +112,39 @@ func CheckFile(t testing.TB, path, content string, mode os.FileMode) {
 	}
 }
 
-func must(t testing.TB, err error) {
+func must(t plugintest.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func formatEvent(e sdk.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{%s", e.Type)
+	for _, f := range []struct{ k, v string }{{"text", e.Text}, {"tool", e.ToolName}, {"arg", e.ToolArg}, {"session", e.SessionID}} {
+		if f.v != "" {
+			fmt.Fprintf(&b, " %s=%q", f.k, f.v)
+		}
+	}
+	if e.Usage != nil {
+		fmt.Fprintf(&b, " usage=%+v", *e.Usage)
+	}
+	return b.String() + "}"
+}
+
+// DiffEvents describes how got differs from want, or returns "".
+func DiffEvents(got, want []sdk.Event) string {
+	var b strings.Builder
+	for i := 0; i < max(len(got), len(want)); i++ {
+		switch {
+		case i >= len(got):
+			fmt.Fprintf(&b, "  #%d missing: want %s\n", i, formatEvent(want[i]))
+		case i >= len(want):
+			fmt.Fprintf(&b, "  #%d extra:   got  %s\n", i, formatEvent(got[i]))
+		case !reflect.DeepEqual(got[i], want[i]):
+			fmt.Fprintf(&b, "  #%d got  %s\n     want %s\n", i, formatEvent(got[i]), formatEvent(want[i]))
+		}
+	}
+	return b.String()
 }
