@@ -500,6 +500,22 @@ func (s agentServer) RewriteSession(ctx context.Context, req *pluginpb.RewriteSe
 	return &pluginpb.RewriteSessionResponse{Data: data}, nil
 }
 
+func (s agentServer) EncodeCwd(ctx context.Context, req *pluginpb.EncodeCwdRequest) (*pluginpb.EncodeCwdResponse, error) {
+	p, err := s.agent(req.Component)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := p.(CwdEncoder)
+	if !ok {
+		return nil, status.Errorf(codes.Unimplemented, "agent provider %q does not implement sdk.CwdEncoder", req.Component)
+	}
+	encoded, err := e.EncodeCwd(ctx, req.Cwd)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pluginpb.EncodeCwdResponse{Encoded: encoded}, nil
+}
+
 func (s agentServer) ParseStream(stream pluginpb.Agent_ParseStreamServer) error {
 	first, err := stream.Recv()
 	if err != nil {

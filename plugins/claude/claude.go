@@ -22,6 +22,8 @@ const SessionPattern = "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl
 
 type provider struct{ agentkit.Base }
 
+var _ sdk.CwdEncoder = provider{}
+
 // New returns the claude agent provider.
 func New() sdk.AgentProvider {
 	return provider{agentkit.Base{
@@ -61,7 +63,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 	env := c.Env
 	d := sdk.AgentDescription{
 		Env:             env,
-		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingClaude},
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern},
 		CaptureSessions: c.CaptureSessions,
 		Resume:          true,
 		Fork:            true,

@@ -52,7 +52,7 @@ func TestDescribe(t *testing.T) {
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}},
 		Env:             map[string]string{"FOO": "bar"},
-		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl", EncodeCwd: "claude"},
+		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl"},
 		CaptureSessions: true,
 		Resume:          true,
 		Fork:            true,

@@ -24,6 +24,8 @@ const SessionPattern = "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.j
 
 type provider struct{ agentkit.Base }
 
+var _ sdk.CwdEncoder = provider{}
+
 // New returns the pi agent provider.
 func New() sdk.AgentProvider {
 	return provider{agentkit.Base{
@@ -95,7 +97,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 	return sdk.AgentDescription{
 		RequiredEnv:     requiredEnv(c.Model),
 		Env:             c.Env,
-		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingPi},
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern},
 		CaptureSessions: c.CaptureSessions,
 		Resume:          true,
 		Fork:            true,

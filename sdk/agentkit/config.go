@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/missingstudio/sanddune/sdk"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // attr returns the named attribute of a config object, or cty.NilVal when

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/missingstudio/sanddune/sdk"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Base implements the sdk.AgentProvider methods that follow from what an

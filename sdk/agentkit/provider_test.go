@@ -6,8 +6,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 func TestBaseInfoAndSchema(t *testing.T) {

@@ -169,8 +169,15 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 			if s.PathPattern == "" {
 				t.Error("Sessions.PathPattern is empty")
 			}
-			if !slices.Contains([]string{"", "claude", "pi"}, s.EncodeCwd) {
-				t.Errorf("Sessions.EncodeCwd %q is unknown", s.EncodeCwd)
+			if strings.Contains(s.PathPattern, "{cwd_encoded}") {
+				enc, ok := c.(sdk.CwdEncoder)
+				if !ok {
+					t.Fatal("Sessions.PathPattern uses {cwd_encoded}: the provider must implement sdk.CwdEncoder")
+				}
+				const cwd = "/home/agenttest/my repo.v1"
+				if got, err := enc.EncodeCwd(context.Background(), cwd); err != nil || got == "" || strings.Contains(got, "/") {
+					t.Errorf("EncodeCwd(%q) = %q, %v; want one path segment (Sessions.PathPattern uses {cwd_encoded})", cwd, got, err)
+				}
 			}
 		} else if desc.Resume || desc.Fork {
 			t.Error("Resume or Fork without Sessions")

@@ -335,6 +335,16 @@ func (c *agentProviderClient) RewriteSession(ctx context.Context, req sdk.Rewrit
 	return resp.Data, nil
 }
 
+// EncodeCwd implements sdk.CwdEncoder; a plugin whose agent lacks it
+// answers with an error wrapping sdk.ErrNotSupported.
+func (c *agentProviderClient) EncodeCwd(ctx context.Context, cwd string) (string, error) {
+	resp, err := c.agent.EncodeCwd(ctx, &pluginpb.EncodeCwdRequest{Component: c.ref.Name, Cwd: cwd}, wire.CallOpts...)
+	if err != nil {
+		return "", c.fromStatus(ctx, "EncodeCwd", err)
+	}
+	return resp.Encoded, nil
+}
+
 // ParseStream sends lines in batches while it receives events: both
 // directions flow independently.
 func (c *agentProviderClient) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {

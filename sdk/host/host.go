@@ -116,7 +116,9 @@ func DispenseSandbox(cp plugin.ClientProtocol, name string) (sdk.SandboxProvider
 	return &sandboxProviderClient{providerClient: providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_SANDBOX, Name: name}}}, nil
 }
 
-// DispenseAgent returns the agent provider name served by the plugin.
+// DispenseAgent returns the agent provider name served by the plugin. It
+// also implements sdk.CwdEncoder, whose method returns an error wrapping
+// sdk.ErrNotSupported when the plugin lacks it.
 func DispenseAgent(cp plugin.ClientProtocol, name string) (sdk.AgentProvider, error) {
 	c, err := dispense(cp)
 	if err != nil {
