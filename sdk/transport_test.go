@@ -127,11 +127,11 @@ func TestFakeCatalog(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("catalog %q, want %q", got, want)
 	}
-	infos, err := host.Catalog(ctx, cp)
-	if err != nil || len(infos) != 3 || infos[0].Name != "a" || infos[1].Name != "b" || infos[2].Name != "c" ||
-		infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
-		t.Errorf("Catalog: %+v, %v", infos, err)
-	} // Serve fills the name, kind and protocol versions the provider left out.
+	if len(comps) != 3 || comps[0].Info.Name != "a" || comps[1].Info.Name != "b" || comps[2].Info.Name != "c" ||
+		comps[0].Info.Sandbox.Contract != sdk.ContractIsolated || comps[2].Info.Description != "test agent" {
+		t.Errorf("Catalog: %+v", comps)
+	}
+	// Serve fills the name, kind and protocol versions the provider left out.
 	info, err := plugintest.Agent(t, fake.AgentProvider{}).Info(ctx)
 	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{sdk.ProtocolVersion}) {
 		t.Errorf("Info: %+v, %v", info, err)
@@ -562,13 +562,7 @@ func TestMain(m *testing.M) {
 func TestServeSubprocess(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SDK_TEST_SERVE=1")
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
-	})
+	client := plugin.NewClient(host.ClientConfig(cmd, hclog.New(&hclog.LoggerOptions{Output: io.Discard})))
 	defer client.Kill()
 	cp, err := client.Client()
 	if err != nil {
@@ -578,9 +572,9 @@ func TestServeSubprocess(t *testing.T) {
 		t.Errorf("negotiated version %d", v)
 	}
 	ctx := context.Background()
-	infos, err := host.Catalog(ctx, cp)
-	if err != nil || len(infos) != 3 {
-		t.Fatalf("Catalog: %+v, %v", infos, err)
+	comps, err := host.CatalogComponents(ctx, cp)
+	if err != nil || len(comps) != 3 {
+		t.Fatalf("Catalog: %+v, %v", comps, err)
 	}
 
 	p, err := host.DispenseSandbox(cp, "fake")

@@ -91,7 +91,7 @@ type Common struct {
 // Common reads the common attributes; binary is Name when unset.
 func (b Base) Common(cfg sdk.Config) Common {
 	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), Env: StringMap(cfg, "env"),
-		CaptureSessions: b.CaptureSessions != "" && Bool(cfg, "capture_sessions", true)}
+		CaptureSessions: b.CaptureSessions != "" && boolAttr(cfg, "capture_sessions", true)}
 	if c.Binary == "" {
 		c.Binary = b.Name
 	}

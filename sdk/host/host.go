@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -20,13 +21,22 @@ import (
 	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
 
-// Handshake is the go-plugin handshake of sanddune's plugins, for
-// plugin.ClientConfig's HandshakeConfig.
-var Handshake plugin.HandshakeConfig = wire.Handshake
+// ClientConfig is the go-plugin client configuration for the plugin binary
+// that cmd starts: sanddune's handshake, the protocol versions the host
+// speaks, gRPC with AutoMTLS. The caller adds what else it needs (a
+// SecureConfig, stderr, a start timeout).
+func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
+	return &plugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: pluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           logger,
+	}
+}
 
-// PluginSets is what the host passes as plugin.ClientConfig's
-// VersionedPlugins: the protocol versions it speaks.
-func PluginSets() map[int]plugin.PluginSet {
+func pluginSets() map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{sdk.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
 }
 
@@ -37,8 +47,8 @@ func Versions() []int { return []int{sdk.ProtocolVersion} }
 // sdk.ServeInProcess serves at addr in this process.
 func InProcess(addr net.Addr, logger hclog.Logger) *plugin.ClientConfig {
 	return &plugin.ClientConfig{
-		HandshakeConfig: Handshake,
-		Plugins:         PluginSets()[sdk.ProtocolVersion], // a reattached client negotiates no version
+		HandshakeConfig: wire.Handshake,
+		Plugins:         pluginSets()[sdk.ProtocolVersion], // a reattached client negotiates no version
 		Reattach: &plugin.ReattachConfig{
 			Protocol: plugin.ProtocolGRPC, ProtocolVersion: sdk.ProtocolVersion, Addr: addr, Pid: os.Getpid(), Test: true,
 		},
@@ -67,19 +77,6 @@ type Component struct {
 	// CreateProgress: the plugin streams progress reports during Create
 	// (sdk.CreateRequest.Progress).
 	CreateProgress bool
-}
-
-// Catalog lists the components a plugin serves.
-func Catalog(ctx context.Context, cp plugin.ClientProtocol) ([]sdk.Info, error) {
-	cs, err := CatalogComponents(ctx, cp)
-	if err != nil {
-		return nil, err
-	}
-	infos := make([]sdk.Info, len(cs))
-	for i, c := range cs {
-		infos[i] = c.Info
-	}
-	return infos, nil
 }
 
 // CatalogComponents lists the components a plugin serves with the optional

@@ -124,16 +124,9 @@ func Binary(t T, path string) Plugin {
 	t.Helper()
 	logger := testLogger()
 	stderr := &lineLog{}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              exec.Command(path),
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Logger:           logger,
-		Stderr:           stderr,
-		SyncStderr:       stderr,
-	})
+	cfg := host.ClientConfig(exec.Command(path), logger)
+	cfg.Stderr, cfg.SyncStderr = stderr, stderr
+	client := plugin.NewClient(cfg)
 	started := false
 	t.Cleanup(func() {
 		client.Kill()

@@ -88,9 +88,9 @@ func CheckGolden(t testing.TB, path string, got []byte) {
 	}
 }
 
-// Prompt is the prompt of a CommandCase that sets none: two lines, the
+// defaultPrompt is the prompt of a CommandCase that sets none: two lines, the
 // second with a completion signal.
-const Prompt = "Fix the failing test in src/sum.test.ts.\nWhen done, output <promise>COMPLETE</promise>."
+const defaultPrompt = "Fix the failing test in src/sum.test.ts.\nWhen done, output <promise>COMPLETE</promise>."
 
 // CommandCase is one BuildCommand call of a golden command matrix.
 type CommandCase struct {
@@ -98,13 +98,13 @@ type CommandCase struct {
 	// Attrs is the agent block (see Config).
 	Attrs map[string]cty.Value
 	// Req is the request; its Config comes from Attrs. Its Prompt defaults
-	// to Prompt; "-" means no prompt.
+	// to a two-line prompt; "-" means no prompt.
 	Req sdk.CommandRequest
 }
 
-// GoldenCommand is one built command, a line of a golden command file.
+// goldenCommand is one built command, a line of a golden command file.
 // scripts/agents-compat.sh replays these lines against the real CLIs.
-type GoldenCommand struct {
+type goldenCommand struct {
 	Name  string            `json:"name"`
 	Mode  sdk.Mode          `json:"mode"`
 	Argv  []string          `json:"argv"`
@@ -117,17 +117,17 @@ type GoldenCommand struct {
 	Fork            bool   `json:"fork,omitempty"`
 }
 
-// BuildCommands builds every case's command with p. Each must be argv
+// buildCommands builds every case's command with p. Each must be argv
 // only.
-func BuildCommands(t testing.TB, p sdk.AgentProvider, cases []CommandCase) []GoldenCommand {
+func buildCommands(t testing.TB, p sdk.AgentProvider, cases []CommandCase) []goldenCommand {
 	t.Helper()
-	var got []GoldenCommand
+	var got []goldenCommand
 	for _, c := range cases {
 		req := c.Req
 		req.Config = Config(t, p, c.Attrs)
 		switch req.Prompt {
 		case "":
-			req.Prompt = Prompt
+			req.Prompt = defaultPrompt
 		case "-":
 			req.Prompt = ""
 		}
@@ -138,7 +138,7 @@ func BuildCommands(t testing.TB, p sdk.AgentProvider, cases []CommandCase) []Gol
 		if cmd.Shell != "" || len(cmd.Argv) == 0 {
 			t.Fatalf("%s: want argv only, got %+v", c.Name, cmd)
 		}
-		g := GoldenCommand{Name: c.Name, Mode: req.Mode, Argv: cmd.Argv, Stdin: string(cmd.Stdin), Env: cmd.Env}
+		g := goldenCommand{Name: c.Name, Mode: req.Mode, Argv: cmd.Argv, Stdin: string(cmd.Stdin), Env: cmd.Env}
 		if req.Mode == sdk.ModeInteractive && req.Prompt != "" {
 			g.Prompt = req.Prompt
 		}
@@ -158,7 +158,7 @@ func CheckCommands(t testing.TB, p sdk.AgentProvider, path string, cases []Comma
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	for _, g := range BuildCommands(t, p, cases) {
+	for _, g := range buildCommands(t, p, cases) {
 		if err := enc.Encode(g); err != nil {
 			t.Fatal(err)
 		}
