@@ -122,7 +122,7 @@ func DispenseAgent(cp plugin.ClientProtocol, name string) (sdk.AgentProvider, er
 		return nil, err
 	}
 	c.component = name
-	return &agentProviderClient{providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_AGENT, Name: name}}}, nil
+	return &agentProviderClient{providerClient: providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_AGENT, Name: name}}}, nil
 }
 
 func dispense(cp plugin.ClientProtocol) (*conn, error) {

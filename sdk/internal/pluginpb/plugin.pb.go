@@ -2605,8 +2605,11 @@ func (x *StringList) GetValues() []string {
 }
 
 type SessionStorage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PathPattern   string                 `protobuf:"bytes,1,opt,name=path_pattern,json=pathPattern,proto3" json:"path_pattern,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PathPattern string                 `protobuf:"bytes,1,opt,name=path_pattern,json=pathPattern,proto3" json:"path_pattern,omitempty"`
+	// Deprecated: "claude" or "pi", from plugins built before the EncodeCwd
+	// RPC; the host spells {cwd_encoded} so when EncodeCwd is UNIMPLEMENTED.
+	EncodeCwd     string `protobuf:"bytes,2,opt,name=encode_cwd,json=encodeCwd,proto3" json:"encode_cwd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2644,6 +2647,13 @@ func (*SessionStorage) Descriptor() ([]byte, []int) {
 func (x *SessionStorage) GetPathPattern() string {
 	if x != nil {
 		return x.PathPattern
+	}
+	return ""
+}
+
+func (x *SessionStorage) GetEncodeCwd() string {
+	if x != nil {
+		return x.EncodeCwd
 	}
 	return ""
 }
@@ -3621,10 +3631,11 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06config\x18\x02 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06config\"$\n" +
 	"\n" +
 	"StringList\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\tR\x06values\"E\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"R\n" +
 	"\x0eSessionStorage\x12!\n" +
-	"\fpath_pattern\x18\x01 \x01(\tR\vpathPatternJ\x04\b\x02\x10\x03R\n" +
-	"encode_cwd\"\x98\x03\n" +
+	"\fpath_pattern\x18\x01 \x01(\tR\vpathPattern\x12\x1d\n" +
+	"\n" +
+	"encode_cwd\x18\x02 \x01(\tR\tencodeCwd\"\x98\x03\n" +
 	"\x10AgentDescription\x12A\n" +
 	"\frequired_env\x18\x01 \x03(\v2\x1e.sanddune.plugin.v1.StringListR\vrequiredEnv\x12?\n" +
 	"\x03env\x18\x02 \x03(\v2-.sanddune.plugin.v1.AgentDescription.EnvEntryR\x03env\x12>\n" +
