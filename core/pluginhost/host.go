@@ -532,7 +532,7 @@ func (p *process) launch(ctx context.Context, h *Host) {
 }
 
 // lockFirstUse pins a binary the user trusted but no lock file names in
-// the repository's lock file, the first time it starts (issue 14), so
+// the repository's lock file, the first time it starts, so
 // that teammates who pull the lock file run the same bytes.
 func (h *Host) lockFirstUse(src Source, sum string, catalog []sdk.Info) error {
 	path := h.RepoLockFile()

@@ -514,7 +514,7 @@ func TestOverGRPC(t *testing.T) {
 }
 
 // TestEnvAttribute: a local block takes env like every sandbox provider
-// (seed 002; it was an "Unsupported argument"), checks its keys, and
+// (it was once an "Unsupported argument"), checks its keys, and
 // describes it to the host through gRPC as the sandbox env layer.
 func TestEnvAttribute(t *testing.T) {
 	ctx := context.Background()
