@@ -50,17 +50,22 @@ type AgentDescription struct {
 }
 
 // SessionStorage tells the host where session files live, so it can copy
-// them between sandbox and host. Paths may contain the placeholders
+// them between sandbox and host. PathPattern may contain the placeholders
 // {home} (the home dir on that side), {cwd} (the repo path on that side),
-// {cwd_encoded} (the repo path in the CLI's directory encoding) and
-// {session_id}. A path may be a glob (`*`) when the CLI adds a date or
-// prefix of its own; the newest match wins.
+// {cwd_encoded} (the repo path as the agent's CwdEncoder spells it, for a
+// CLI that names a directory after its cwd) and {session_id}. A path may be
+// a glob (`*`) when the CLI adds a date or prefix of its own; the newest
+// match wins.
 type SessionStorage struct {
 	PathPattern string
-	// EncodeCwd names the directory encoding of {cwd_encoded}: "claude"
-	// (every non-alphanumeric rune becomes '-'), "pi" ("--" + path with '/'
-	// as '-' + "--"), or "" when unused.
-	EncodeCwd string
+}
+
+// CwdEncoder is implemented by an agent provider whose SessionStorage
+// pattern uses {cwd_encoded}: EncodeCwd returns cwd spelled the way the
+// CLI names its session directory (Claude Code, for one, turns every
+// non-alphanumeric rune into '-').
+type CwdEncoder interface {
+	EncodeCwd(ctx context.Context, cwd string) (string, error)
 }
 
 // Mode of a command.
@@ -168,17 +173,23 @@ type RewriteSessionRequest struct {
 }
 
 // ParseLines drives a Parser over a line channel: the usual body of
-// AgentProvider.ParseStream.
+// AgentProvider.ParseStream. The parser is closed however the stream ends,
+// cancellation included, so what Close reports (a cut stream's usage) is
+// emitted.
 func ParseLines(ctx context.Context, lines <-chan []byte, emit func(Event), p Parser) error {
+	closeParser := func() {
+		for _, e := range p.Close() {
+			emit(e)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			closeParser()
 			return ctx.Err()
 		case line, ok := <-lines:
 			if !ok {
-				for _, e := range p.Close() {
-					emit(e)
-				}
+				closeParser()
 				return nil
 			}
 			for _, e := range p.Parse(line) {

@@ -115,7 +115,7 @@ func toDescription(d AgentDescription) *pluginpb.AgentDescription {
 		out.RequiredEnv = append(out.RequiredEnv, &pluginpb.StringList{Values: g})
 	}
 	if s := d.Sessions; s != nil {
-		out.Sessions = &pluginpb.SessionStorage{PathPattern: s.PathPattern, EncodeCwd: s.EncodeCwd}
+		out.Sessions = &pluginpb.SessionStorage{PathPattern: s.PathPattern}
 	}
 	return out
 }

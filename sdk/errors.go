@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -23,6 +24,21 @@ var ErrNotSupported = errors.New("not supported by this plugin")
 // the host can tell the user so, rather than blame the command that was
 // running.
 var ErrSandboxGone = errors.New("the sandbox disappeared")
+
+// ErrNotFound means a sandbox path does not exist: CopyOut of a missing
+// file, for example. Sandbox providers wrap it; an error matching
+// fs.ErrNotExist counts too, and ErrNotFound itself matches fs.ErrNotExist.
+var ErrNotFound error = notFound{}
+
+type notFound struct{}
+
+func (notFound) Error() string        { return "no such file or directory in the sandbox" }
+func (notFound) Is(target error) bool { return target == fs.ErrNotExist }
+
+// ErrConfinement means a path is outside what the sandbox may touch (its
+// repository, home, /tmp and mounts), or would leave it through "..", a
+// symlink or an archive entry. Sandbox providers wrap it.
+var ErrConfinement = errors.New("path confinement violation")
 
 // ErrUsage means a plugin command was given arguments it does not take (an
 // unknown flag, a missing value): the host reports the error as a usage
@@ -68,6 +84,10 @@ func toStatus(err error) error {
 		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, ErrUsage):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrConfinement):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

@@ -49,24 +49,24 @@ func (s *server) sandbox(name string) (SandboxProvider, error) {
 	if p, ok := s.sandboxes[name]; ok {
 		return p, nil
 	}
-	return nil, status.Errorf(codes.NotFound, "no sandbox provider %q in this plugin", name)
+	return nil, status.Errorf(codes.InvalidArgument, "no sandbox provider %q in this plugin", name)
 }
 
 func (s *server) agent(name string) (AgentProvider, error) {
 	if p, ok := s.agents[name]; ok {
 		return p, nil
 	}
-	return nil, status.Errorf(codes.NotFound, "no agent provider %q in this plugin", name)
+	return nil, status.Errorf(codes.InvalidArgument, "no agent provider %q in this plugin", name)
 }
 
 func (s *server) Catalog(ctx context.Context, _ *pluginpb.CatalogRequest) (*pluginpb.CatalogResponse, error) {
 	out := &pluginpb.CatalogResponse{}
-	add := func(name string, p Provider) error {
+	add := func(name string, kind Kind, p Provider) error {
 		info, err := p.Info(ctx)
 		if err != nil {
 			return toStatus(err)
 		}
-		info.Name = name
+		info = served(info, name, kind)
 		_, commands := p.(CommandProvider)
 		_, resources := p.(ResourceLister)
 		_, recovers := p.(SandboxRecoverer)
@@ -78,12 +78,12 @@ func (s *server) Catalog(ctx context.Context, _ *pluginpb.CatalogRequest) (*plug
 		return nil
 	}
 	for _, name := range sortedKeys(s.sandboxes) {
-		if err := add(name, s.sandboxes[name]); err != nil {
+		if err := add(name, KindSandbox, s.sandboxes[name]); err != nil {
 			return nil, err
 		}
 	}
 	for _, name := range sortedKeys(s.agents) {
-		if err := add(name, s.agents[name]); err != nil {
+		if err := add(name, KindAgent, s.agents[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -108,8 +108,14 @@ func (s *server) Info(ctx context.Context, ref *pluginpb.ComponentRef) (*pluginp
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	info.Name = ref.GetName()
-	return toInfo(info), nil
+	return toInfo(served(info, ref.GetName(), Kind(wire.KindName(ref.GetKind())))), nil
+}
+
+// served completes a provider's Info with what Serve knows: the name and
+// kind the component is served under and the protocol version spoken.
+func served(info Info, name string, kind Kind) Info {
+	info.Name, info.Kind, info.ProtocolVersions = name, kind, []int{ProtocolVersion}
+	return info
 }
 
 func (s *server) ConfigSchema(ctx context.Context, ref *pluginpb.ComponentRef) (*pluginpb.Schema, error) {
@@ -492,6 +498,22 @@ func (s agentServer) RewriteSession(ctx context.Context, req *pluginpb.RewriteSe
 		return nil, toStatus(err)
 	}
 	return &pluginpb.RewriteSessionResponse{Data: data}, nil
+}
+
+func (s agentServer) EncodeCwd(ctx context.Context, req *pluginpb.EncodeCwdRequest) (*pluginpb.EncodeCwdResponse, error) {
+	p, err := s.agent(req.Component)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := p.(CwdEncoder)
+	if !ok {
+		return nil, status.Errorf(codes.Unimplemented, "agent provider %q does not implement sdk.CwdEncoder", req.Component)
+	}
+	encoded, err := e.EncodeCwd(ctx, req.Cwd)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pluginpb.EncodeCwdResponse{Encoded: encoded}, nil
 }
 
 func (s agentServer) ParseStream(stream pluginpb.Agent_ParseStreamServer) error {

@@ -2,6 +2,8 @@ package sdk_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -160,4 +162,30 @@ func FuzzLineWriter(f *testing.F) {
 			t.Fatalf("lines rebuild %q, not %q", rebuilt.String(), want)
 		}
 	})
+}
+
+// usageParser reports, on Close, the usage it summed from the lines it saw:
+// the way a CLI parser reports a cut stream's usage.
+type usageParser struct{ lines int64 }
+
+func (p *usageParser) Parse([]byte) []sdk.Event { p.lines++; return nil }
+func (p *usageParser) Close() []sdk.Event {
+	return []sdk.Event{{Type: sdk.EventUsage, Usage: &sdk.Usage{OutputTokens: p.lines}}}
+}
+
+func TestParseLinesClosesTheParserOnCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	lines := make(chan []byte)
+	var got []sdk.Event
+	done := make(chan error)
+	go func() { done <- sdk.ParseLines(ctx, lines, func(e sdk.Event) { got = append(got, e) }, &usageParser{}) }()
+	lines <- []byte("a")
+	lines <- []byte("b")
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("ParseLines = %v, want context.Canceled", err)
+	}
+	if len(got) != 1 || got[0].Usage == nil || got[0].Usage.OutputTokens != 2 {
+		t.Fatalf("events after cancellation = %+v, want the parser's usage of the 2 lines", got)
+	}
 }

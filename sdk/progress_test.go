@@ -9,7 +9,6 @@ import (
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
-	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
 // queued is a provider whose Create reports that it waits in a queue, and
@@ -36,7 +35,7 @@ func (q *queued) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox
 func TestProgressDuringCreateReachesTheHost(t *testing.T) {
 	ctx := context.Background()
 	q := &queued{}
-	cp := plugintest.Client(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"q": q}})
+	cp := client(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"q": q}})
 	comps, err := host.CatalogComponents(ctx, cp)
 	if err != nil || len(comps) != 1 || !comps[0].CreateProgress {
 		t.Fatalf("catalog %+v, %v: want create_progress", comps, err)

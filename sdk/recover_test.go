@@ -9,7 +9,6 @@ import (
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
-	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
 // recoverer is a stub that also reattaches to its resource "c1".
@@ -42,7 +41,7 @@ func TestFakeRecover(t *testing.T) {
 		out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(req.Argv[0])})
 		return sdk.ExecResult{ExitCode: 3}, nil
 	}
-	cp := plugintest.Client(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"r": r, "c": &commander{}}})
+	cp := client(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"r": r, "c": &commander{}}})
 	comps, err := host.CatalogComponents(ctx, cp)
 	if err != nil || len(comps) != 2 || comps[0].Recover || !comps[1].Recover {
 		t.Fatalf("catalog: %+v, %v; want Recover only for r", comps, err)

@@ -31,9 +31,11 @@ const (
 )
 
 // Info describes a component. It is returned by every provider and shown by
-// `sanddune plugins list`.
+// `sanddune plugins list`. A provider fills Version, Description and (a
+// sandbox provider) Sandbox; Serve fills Name, Kind and ProtocolVersions.
 type Info struct {
-	// Name is the type label used in HCL, e.g. "docker" in `sandbox "docker" "x" {}`.
+	// Name is the type label used in HCL, e.g. "docker" in `sandbox "docker"
+	// "x" {}`: the ServeOpts key the component is served under.
 	Name string
 	Kind Kind
 	// Version is the plugin's own version (semver recommended).

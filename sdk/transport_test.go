@@ -110,7 +110,7 @@ func (c *commander) RemoveResource(_ context.Context, id string) error {
 }
 
 func TestFakeCatalog(t *testing.T) {
-	cp := plugintest.Client(t, sdk.ServeOpts{
+	cp := client(t, sdk.ServeOpts{
 		Sandboxes: map[string]sdk.SandboxProvider{"b": &commander{}, "a": &fake.SandboxProvider{Contract: sdk.ContractIsolated}},
 		Agents:    map[string]sdk.AgentProvider{"c": fake.AgentProvider{}},
 	})
@@ -127,10 +127,14 @@ func TestFakeCatalog(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("catalog %q, want %q", got, want)
 	}
-	infos, err := host.Catalog(ctx, cp)
-	if err != nil || len(infos) != 3 || infos[0].Name != "a" || infos[1].Name != "b" || infos[2].Name != "c" ||
-		infos[0].Sandbox.Contract != sdk.ContractIsolated || infos[2].Description != "test agent" {
-		t.Errorf("Catalog: %+v, %v", infos, err)
+	if len(comps) != 3 || comps[0].Info.Name != "a" || comps[1].Info.Name != "b" || comps[2].Info.Name != "c" ||
+		comps[0].Info.Sandbox.Contract != sdk.ContractIsolated || comps[2].Info.Description != "test agent" {
+		t.Errorf("Catalog: %+v", comps)
+	}
+	// Serve fills the name, kind and protocol versions the provider left out.
+	info, err := plugintest.Agent(t, fake.AgentProvider{}).Info(ctx)
+	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{sdk.ProtocolVersion}) {
+		t.Errorf("Info: %+v, %v", info, err)
 	}
 }
 
@@ -222,7 +226,7 @@ func TestFakeErrors(t *testing.T) {
 	}
 	err := p.Preflight(ctx, sdk.PreflightRequest{})
 	var pe *sdk.PluginError
-	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "fake" || err.Error() != "plugin fake: Preflight: daemon unreachable" {
+	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "plugintest" || err.Error() != "plugin plugintest: Preflight: daemon unreachable" {
 		t.Errorf("Preflight error %v (%T)", err, err)
 	}
 	if _, err := p.Create(ctx, sdk.CreateRequest{RunID: "unsupported"}); !errors.Is(err, sdk.ErrNotSupported) {
@@ -242,14 +246,14 @@ func TestFakeErrors(t *testing.T) {
 		t.Errorf("CopyOut error %v", err)
 	}
 	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrSandboxGone) ||
-		err.Error() != "plugin fake: Exec: container c1 was removed: the sandbox disappeared" {
+		err.Error() != "plugin plugintest: Exec: container c1 was removed: the sandbox disappeared" {
 		t.Errorf("Exec in a sandbox that disappeared: %v", err)
 	}
 	if info := sb.Info(); !reflect.DeepEqual(info, sdk.SandboxInfo{ID: "id", RepoPath: "/repo", HomePath: "/home"}) {
 		t.Errorf("SandboxInfo %+v", info)
 	}
 
-	cp := plugintest.Client(t, sdk.ServeOpts{})
+	cp := client(t, sdk.ServeOpts{})
 	missing, err := host.DispenseSandbox(cp, "missing")
 	if err != nil {
 		t.Fatal(err)
@@ -400,22 +404,38 @@ func TestFakePluginShutdown(t *testing.T) {
 	}
 }
 
-// stoppable serves p in-process with a stop function that breaks the
-// connection, and creates a sandbox.
-func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sandbox, func()) {
+// serve serves opts in-process and returns the host side of the connection
+// and a stop function that breaks it.
+func serve(t *testing.T, opts sdk.ServeOpts) (plugin.ClientProtocol, func()) {
 	t.Helper()
+	opts.Logger = hclog.NewNullLogger()
 	ctx, stop := context.WithCancel(context.Background())
-	addr, stopped, err := sdk.ServeInProcess(ctx, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": p}, Logger: hclog.NewNullLogger()})
+	addr, stopped, err := sdk.ServeInProcess(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(); <-stopped })
-	client := plugin.NewClient(host.InProcess(addr, hclog.NewNullLogger()))
+	client := plugin.NewClient(host.InProcess(addr, opts.Logger))
 	t.Cleanup(client.Kill)
 	cp, err := client.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cp, stop
+}
+
+// client serves opts in-process for the host package's catalog and
+// dispense functions.
+func client(t *testing.T, opts sdk.ServeOpts) plugin.ClientProtocol {
+	cp, _ := serve(t, opts)
+	return cp
+}
+
+// stoppable serves p in-process with a stop function that breaks the
+// connection, and creates a sandbox.
+func stoppable(t *testing.T, p sdk.SandboxProvider) (sdk.SandboxProvider, sdk.Sandbox, func()) {
+	t.Helper()
+	cp, stop := serve(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"s": p}})
 	c, err := host.DispenseSandbox(cp, "s")
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +517,7 @@ func TestFakeParseStream(t *testing.T) {
 	lines = make(chan []byte)
 	close(lines)
 	err = a.ParseStream(ctx, sdk.Config{Value: cty.StringVal("fail")}, lines, func(sdk.Event) {})
-	if err == nil || err.Error() != "plugin fake: ParseStream: parser broke" {
+	if err == nil || err.Error() != "plugin plugintest: ParseStream: parser broke" {
 		t.Errorf("parser error: %v", err)
 	}
 }
@@ -542,13 +562,7 @@ func TestMain(m *testing.M) {
 func TestServeSubprocess(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SDK_TEST_SERVE=1")
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
-	})
+	client := plugin.NewClient(host.ClientConfig(cmd, hclog.New(&hclog.LoggerOptions{Output: io.Discard})))
 	defer client.Kill()
 	cp, err := client.Client()
 	if err != nil {
@@ -558,9 +572,9 @@ func TestServeSubprocess(t *testing.T) {
 		t.Errorf("negotiated version %d", v)
 	}
 	ctx := context.Background()
-	infos, err := host.Catalog(ctx, cp)
-	if err != nil || len(infos) != 3 {
-		t.Fatalf("Catalog: %+v, %v", infos, err)
+	comps, err := host.CatalogComponents(ctx, cp)
+	if err != nil || len(comps) != 3 {
+		t.Fatalf("Catalog: %+v, %v", comps, err)
 	}
 
 	p, err := host.DispenseSandbox(cp, "fake")

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // testImage is the local image .ci/run builds (debootstrap minbase + git).

@@ -18,8 +18,8 @@ import (
 
 	"github.com/missingstudio/sanddune/cmd/sanddune/internal/templates"
 	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // configDirName is the directory init writes at the repo root.

@@ -14,7 +14,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // expectWait bounds each expected step; it only ends a hung test, it

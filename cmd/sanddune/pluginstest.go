@@ -1,23 +1,25 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"testing"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
-	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
@@ -31,7 +33,8 @@ func newPluginsTestCommand() *cobra.Command {
 		Long: `Start the plugin binary the way sanddune does (handshake, mutual TLS) and run the
 conformance kit of each component it serves against it: sdk/sandboxtest for sandbox
 providers, sdk/agenttest's generic checks for agent providers (with an empty config
-block). The output is go test's; exit 1 when a check fails. BINARY runs with your
+block). The output is go test's (-v shows every check; --run takes one regexp per level
+of a check's name, e.g. sandbox/docker/Copy); exit 1 when a check fails. BINARY runs with your
 rights: test only binaries you trust.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,7 +45,7 @@ rights: test only binaries you trust.`,
 			if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() {
 				return &exitError{code: exitUsage, err: fmt.Errorf("%s is not a plugin binary: %v", args[0], err)}
 			}
-			if code := runKits(bin, verbose, run); code != 0 {
+			if code := runKits(cmd.OutOrStdout(), bin, verbose, run); code != 0 {
 				return &exitError{code: exitFailure, err: fmt.Errorf("%s does not pass the conformance kit (see above)", args[0])}
 			}
 			return nil
@@ -53,78 +56,166 @@ rights: test only binaries you trust.`,
 	return c
 }
 
-// runKits runs the kits as a go test binary would, through the testing
-// package's MainStart, and returns its exit code.
-func runKits(bin string, verbose bool, run string) int {
-	test := func(t *testing.T) {
-		comps, err := host.CatalogComponents(context.Background(), plugintest.Binary(t, bin))
-		if err != nil {
-			t.Fatalf("Catalog: %v", err)
-		}
-		if len(comps) == 0 {
+// runKits runs the kits against the plugin binary bin, reporting as go
+// test does, and returns the exit code.
+func runKits(out io.Writer, bin string, verbose bool, run string) int {
+	r := &kitRun{name: "Conformance", out: &syncWriter{w: out}, verbose: verbose, pattern: strings.Split(run, "/")}
+	if run == "" {
+		r.pattern = nil
+	}
+	r.Run("", func(t *kitRun) {
+		p := plugintest.Binary(t, bin)
+		if len(p.Sandboxes)+len(p.Agents) == 0 {
 			t.Fatal("the plugin serves no components")
 		}
-		for _, c := range comps {
-			name := c.Info.Name
-			switch c.Info.Kind {
-			case sdk.KindSandbox:
-				t.Run("sandbox/"+name, func(t *testing.T) { sandboxtest.RunBinary(t, bin, name, sandboxtest.Options{}) })
-			case sdk.KindAgent:
-				t.Run("agent/"+name, func(t *testing.T) { agenttest.RunBinary(t, bin, name, cty.NilVal) })
-			default:
-				t.Errorf("component %q has unknown kind %q", name, c.Info.Kind)
+		for _, name := range slices.Sorted(maps.Keys(p.Sandboxes)) {
+			plugintest.Run(t, "sandbox/"+name, func(t plugintest.T) { sandboxtest.RunBinary(t, bin, name, sandboxtest.Options{}) })
+		}
+		for _, name := range slices.Sorted(maps.Keys(p.Agents)) {
+			plugintest.Run(t, "agent/"+name, func(t plugintest.T) { agenttest.RunBinary(t, bin, name, cty.NilVal) })
+		}
+	})
+	if r.failed.Load() {
+		fmt.Fprintln(out, "FAIL")
+		return 1
+	}
+	fmt.Fprintln(out, "PASS")
+	return 0
+}
+
+// kitRun is one check of `plugins test` and the plugintest.T the kits
+// report to: a runner of their checks without the testing package, with go
+// test's output (--- PASS/FAIL/SKIP lines, the log of failed checks, all
+// with -v) and its -run matching (one regexp per level of the name).
+type kitRun struct {
+	name    string
+	out     io.Writer
+	verbose bool
+	pattern []string // the -run regexps of this level and below
+	depth   int      // of the name, in '/'-separated elements below Conformance
+	parent  *kitRun
+
+	failed, skipped atomic.Bool
+	mu              sync.Mutex
+	log             strings.Builder
+	cleanups        []func()
+	tmp             string
+	tmps            int
+}
+
+func (r *kitRun) Helper() {}
+
+func (r *kitRun) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range strings.Split(strings.TrimRight(fmt.Sprintf(format, args...), "\n"), "\n") {
+		fmt.Fprintf(&r.log, "    %s\n", l)
+	}
+}
+
+func (r *kitRun) Error(args ...any)                 { r.Errorf("%s", fmt.Sprintln(args...)) }
+func (r *kitRun) Errorf(format string, args ...any) { r.Logf(format, args...); r.fail() }
+func (r *kitRun) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
+func (r *kitRun) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
+func (r *kitRun) Skip(args ...any)                  { r.Skipf("%s", fmt.Sprintln(args...)) }
+func (r *kitRun) Skipf(format string, args ...any) {
+	r.Logf(format, args...)
+	r.skipped.Store(true)
+	runtime.Goexit()
+}
+func (r *kitRun) Failed() bool { return r.failed.Load() }
+
+// fail marks r and the checks it belongs to failed.
+func (r *kitRun) fail() {
+	for p := r; p != nil; p = p.parent {
+		p.failed.Store(true)
+	}
+}
+
+func (r *kitRun) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+// TempDir returns a new directory, removed when the check ends.
+func (r *kitRun) TempDir() string {
+	r.mu.Lock()
+	if r.tmp == "" {
+		r.tmp, _ = os.MkdirTemp("", "sanddune-plugins-test-")
+		tmp := r.tmp
+		r.cleanups = append(r.cleanups, func() { _ = os.RemoveAll(tmp) })
+	}
+	r.tmps++
+	dir := filepath.Join(r.tmp, strconv.Itoa(r.tmps))
+	r.mu.Unlock()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		r.Fatalf("TempDir: %v", err)
+	}
+	return dir
+}
+
+// Run runs f as the check name below r, in its own goroutine (Fatal and
+// Skip end it), unless -run leaves it out, and reports whether it passed.
+// An empty name runs f as r itself.
+func (r *kitRun) Run(name string, f func(*kitRun)) bool {
+	c := r
+	if name != "" {
+		elems := strings.Split(name, "/")
+		for i, e := range elems {
+			if d := r.depth + i; d < len(r.pattern) {
+				if ok, err := regexp.MatchString(r.pattern[d], e); err != nil || !ok {
+					return true
+				}
 			}
 		}
+		c = &kitRun{name: r.name + "/" + name, out: r.out, verbose: r.verbose, pattern: r.pattern, depth: r.depth + len(elems), parent: r}
 	}
-	args := []string{os.Args[0], "-test.count=1"}
-	if verbose {
-		args = append(args, "-test.v")
+	if c.verbose {
+		fmt.Fprintf(c.out, "=== RUN   %s\n", c.name)
 	}
-	if run != "" {
-		args = append(args, "-test.run=Conformance/"+run)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				c.Errorf("panic: %v\n%s", p, debug.Stack())
+			}
+		}()
+		f(c)
+	}()
+	<-done
+	c.mu.Lock()
+	cleanups := c.cleanups
+	c.cleanups = nil
+	c.mu.Unlock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
 	}
-	saved := os.Args
-	os.Args = args
-	defer func() { os.Args = saved }()
-	m := testing.MainStart(kitDeps{}, []testing.InternalTest{{Name: "Conformance", F: test}}, nil, nil, nil)
-	return m.Run()
+	status := "PASS"
+	switch {
+	case c.failed.Load():
+		status = "FAIL"
+	case c.skipped.Load():
+		status = "SKIP"
+	}
+	if c.verbose || status == "FAIL" {
+		c.mu.Lock()
+		fmt.Fprintf(c.out, "--- %s: %s (%.2fs)\n%s", status, c.name, time.Since(start).Seconds(), c.log.String())
+		c.mu.Unlock()
+	}
+	return !c.failed.Load()
 }
 
-// kitDeps is what testing.MainStart needs of a test binary: matching -run,
-// and nothing of profiling, fuzzing or coverage.
-type kitDeps struct{}
-
-func (kitDeps) ImportPath() string { return "sanddune/plugins-test" }
-func (kitDeps) ModulePath() string { return "" }
-func (kitDeps) MatchString(pat, str string) (bool, error) {
-	return regexp.MatchString(pat, str)
-}
-func (kitDeps) SetPanicOnExit0(bool)                        {}
-func (kitDeps) StartCPUProfile(io.Writer) error             { return errors.New("not supported") }
-func (kitDeps) StopCPUProfile()                             {}
-func (kitDeps) StartTestLog(io.Writer)                      {}
-func (kitDeps) StopTestLog() error                          { return nil }
-func (kitDeps) WriteProfileTo(string, io.Writer, int) error { return nil }
-func (kitDeps) CoordinateFuzzing(time.Duration, int64, time.Duration, int64, int, []corpusEntry, []reflect.Type, string, string) error {
-	return errors.New("not supported")
-}
-func (kitDeps) RunFuzzWorker(func(corpusEntry) error) error { return errors.New("not supported") }
-func (kitDeps) ReadCorpus(string, []reflect.Type) ([]corpusEntry, error) {
-	return nil, nil
-}
-func (kitDeps) CheckCorpus([]any, []reflect.Type) error { return nil }
-func (kitDeps) ResetCoverage()                          {}
-func (kitDeps) SnapshotCoverage()                       {}
-func (kitDeps) InitRuntimeCoverage() (string, func(string, string) (string, error), func() float64) {
-	return "", nil, nil
+// syncWriter serialises the writes of checks' goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
 }
 
-// corpusEntry mirrors the testing package's (an alias of this struct).
-type corpusEntry = struct {
-	Parent     string
-	Path       string
-	Data       []byte
-	Values     []any
-	Generation int
-	IsSeed     bool
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

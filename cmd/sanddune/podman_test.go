@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // podmanHost is what a podman sandbox block needs on this machine: the

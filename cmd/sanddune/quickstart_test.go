@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // TestQuickStart runs the README's quick start, examples/quickstart, in a

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/plugins/vercel/vercelfake"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
 // The vercel sandbox end to end: the real sanddune binary and its vercel

@@ -11,11 +11,11 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/plugins/docker"
 	"github.com/missingstudio/sanddune/plugins/local"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
 // dockerSandbox is the docker sandbox over the plugin protocol, on the

@@ -15,7 +15,6 @@ import (
 	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // Spec names what a sync moves.
@@ -275,7 +274,7 @@ func savePatch(ctx context.Context, s sandbox, gitDir string, spec Spec, stamp s
 		return "", err
 	}
 	dir := filepath.Join(spec.HostRepo, worktree.StateDirName, "patches")
-	if err := sandboxkit.EnsureIgnoredDir(dir); err != nil {
+	if err := worktree.EnsureIgnoredDir(dir); err != nil {
 		return "", err
 	}
 	host := filepath.Join(dir, worktree.SanitizeName(spec.RunName)+"-"+stamp+".patch")

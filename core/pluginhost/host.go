@@ -487,18 +487,9 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	logger := redactingLogger{h.opts.Logger.Named("plugin." + src.Name), &h.secrets}
 	raw, synced := newStderrLog(logger), newStderrLog(logger)
 	p.stderrs = []*stderrLog{raw, synced}
-	p.client = plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              cmd,
-		SecureConfig:     secure,
-		AutoMTLS:         true,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           logger,
-		StartTimeout:     h.opts.StartTimeout,
-		Stderr:           raw,
-		SyncStderr:       synced,
-	})
+	cfg := host.ClientConfig(cmd, logger)
+	cfg.SecureConfig, cfg.StartTimeout, cfg.Stderr, cfg.SyncStderr = secure, h.opts.StartTimeout, raw, synced
+	p.client = plugin.NewClient(cfg)
 	rpc, err := p.client.Client()
 	if err != nil {
 		// Once the client has seen the process exit, or Kill has
@@ -527,10 +518,13 @@ func (p *process) launch(ctx context.Context, h *Host) {
 		return
 	}
 	p.rpc = rpc
-	p.catalog, err = host.Catalog(ctx, rpc)
+	comps, err := host.CatalogComponents(ctx, rpc)
 	if err != nil {
 		p.err = fmt.Errorf("plugin %q (%s): listing its components: %w", src.Name, src, err)
 		return
+	}
+	for _, c := range comps {
+		p.catalog = append(p.catalog, c.Info)
 	}
 	if !src.Builtin() && !src.Trusted && lock.Path == "" {
 		p.err = h.lockFirstUse(src, hex.EncodeToString(secure.Checksum), p.catalog)
@@ -538,7 +532,7 @@ func (p *process) launch(ctx context.Context, h *Host) {
 }
 
 // lockFirstUse pins a binary the user trusted but no lock file names in
-// the repository's lock file, the first time it starts (issue 14), so
+// the repository's lock file, the first time it starts, so
 // that teammates who pull the lock file run the same bytes.
 func (h *Host) lockFirstUse(src Source, sum string, catalog []sdk.Info) error {
 	path := h.RepoLockFile()

@@ -9,7 +9,7 @@
 //	desc, _ := agent.Describe(ctx, cfg)
 //	// Before any sandbox starts, for resume_session = id:
 //	if err := session.CheckResume(desc, fork); err != nil { ... }  // unsupported: a config error
-//	if _, err := session.FindHost(*desc.Sessions, hostRepo, hostHome, id); err != nil { ... }
+//	if _, err := session.FindHost(ctx, agent, *desc.Sessions, hostRepo, hostHome, id); err != nil { ... }
 //	// Once the sandbox is up, before iteration 1:
 //	t := session.Transfer{Sandbox: sb, Agent: agent, Config: cfg, Storage: *desc.Sessions,
 //		SessionID: id, HostRepo: hostRepo, HostHome: hostHome}

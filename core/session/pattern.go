@@ -1,13 +1,13 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"regexp"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/agentkit"
 )
 
 // side is one end of a transfer: where {home} and {cwd} point.
@@ -21,13 +21,24 @@ type pattern struct {
 	parts []string // literal, wildcard, literal, ..., literal (odd length)
 }
 
-// expand substitutes the placeholders of s.PathPattern for one side.
-func expand(s sdk.SessionStorage, sd side, id string) (pattern, error) {
-	enc, err := agentkit.EncodeCwd(s.EncodeCwd, sd.cwd)
-	if err != nil {
-		return pattern{}, err
+// expand substitutes the placeholders of s.PathPattern for one side; the
+// agent spells {cwd_encoded} (sdk.CwdEncoder).
+func expand(ctx context.Context, agent sdk.AgentProvider, s sdk.SessionStorage, sd side, id string) (pattern, error) {
+	vals := map[string]string{"home": sd.home, "cwd": sd.cwd, "session_id": id}
+	if strings.Contains(s.PathPattern, "{cwd_encoded}") {
+		e, ok := agent.(sdk.CwdEncoder)
+		if !ok {
+			return pattern{}, fmt.Errorf("session path pattern %q: {cwd_encoded} needs an agent that implements sdk.CwdEncoder", s.PathPattern)
+		}
+		enc, err := e.EncodeCwd(ctx, sd.cwd)
+		if err != nil {
+			return pattern{}, fmt.Errorf("encoding %s for the session path: %w", sd.cwd, err)
+		}
+		if enc == "" || strings.Contains(enc, "/") {
+			return pattern{}, fmt.Errorf("the agent encoded %s as %q for the session path: want one path segment", sd.cwd, enc)
+		}
+		vals["cwd_encoded"] = enc
 	}
-	vals := map[string]string{"home": sd.home, "cwd": sd.cwd, "cwd_encoded": enc, "session_id": id}
 	var p pattern
 	lit := ""
 	rest := s.PathPattern

@@ -88,16 +88,16 @@ func CaptureEnabled(desc sdk.AgentDescription) bool {
 
 // FindHost returns the host path of a session (the newest match when the
 // pattern has wildcards), or a *NotFoundError naming the expected path.
-func FindHost(s sdk.SessionStorage, hostRepo, hostHome, sessionID string) (string, error) {
-	f, _, err := findHost(s, hostSide(hostRepo, hostHome), sessionID)
+func FindHost(ctx context.Context, agent sdk.AgentProvider, s sdk.SessionStorage, hostRepo, hostHome, sessionID string) (string, error) {
+	f, _, err := findHost(ctx, agent, s, hostSide(hostRepo, hostHome), sessionID)
 	return f, err
 }
 
-func findHost(s sdk.SessionStorage, host side, id string) (string, []string, error) {
+func findHost(ctx context.Context, agent sdk.AgentProvider, s sdk.SessionStorage, host side, id string) (string, []string, error) {
 	if err := agentkit.CheckSessionID(id); err != nil {
 		return "", nil, err
 	}
-	p, err := expand(s, host, id)
+	p, err := expand(ctx, agent, s, host, id)
 	if err != nil {
 		return "", nil, err
 	}
@@ -171,11 +171,11 @@ func Capture(ctx context.Context, t Transfer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sp, err := expand(t.Storage, sb, t.SessionID)
+	sp, err := expand(ctx, t.Agent, t.Storage, sb, t.SessionID)
 	if err != nil {
 		return "", err
 	}
-	hp, err := expand(t.Storage, host, t.SessionID)
+	hp, err := expand(ctx, t.Agent, t.Storage, host, t.SessionID)
 	if err != nil {
 		return "", err
 	}
@@ -254,7 +254,7 @@ func (t *Transfer) captureKnown(ctx context.Context, src, dst, tmp, fromCwd, toC
 	switch {
 	case cd == "":
 	case cdErr != nil:
-		if msg := cdErr.Error(); !strings.Contains(msg, "not exist") && !strings.Contains(msg, "No such file") {
+		if !errors.Is(cdErr, sdk.ErrNotFound) {
 			t.logger().Warn("session companion directory not captured", "dir", cd, "error", cdErr)
 		}
 	default:
@@ -366,11 +366,11 @@ func PrepareResume(ctx context.Context, t Transfer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	hostPath, vals, err := findHost(t.Storage, host, t.SessionID)
+	hostPath, vals, err := findHost(ctx, t.Agent, t.Storage, host, t.SessionID)
 	if err != nil {
 		return "", err
 	}
-	sp, err := expand(t.Storage, sb, t.SessionID)
+	sp, err := expand(ctx, t.Agent, t.Storage, sb, t.SessionID)
 	if err != nil {
 		return "", err
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
@@ -87,8 +89,27 @@ func (f *fakeSandbox) CopyOut(_ context.Context, sandboxPath, hostPath string) e
 
 func (f *fakeSandbox) Close(context.Context) error { return nil }
 
-// fakeAgent rewrites cwd fields like the claude, codex and pi plugins do.
-type fakeAgent struct{ sdk.AgentProvider }
+// fakeAgent rewrites cwd fields like the claude, codex and pi plugins do,
+// and encodes a cwd with encode (sdk.CwdEncoder).
+type fakeAgent struct {
+	sdk.AgentProvider
+	encode func(string) string
+}
+
+func (a fakeAgent) EncodeCwd(_ context.Context, cwd string) (string, error) {
+	return a.encode(cwd), nil
+}
+
+// agentFor is a fakeAgent that encodes cwds as the CLI storing sessions at s.
+func agentFor(s sdk.SessionStorage) fakeAgent {
+	switch s {
+	case claudeStorage:
+		return fakeAgent{encode: agentkit.EncodeClaudeCwd}
+	case piStorage:
+		return fakeAgent{encode: agentkit.EncodePiCwd}
+	}
+	return fakeAgent{encode: func(string) string { return "unused" }}
+}
 
 func (fakeAgent) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{Name: "fakeagent", Kind: sdk.KindAgent, Version: "0.0.1", ProtocolVersions: []int{sdk.ProtocolVersion}}, nil
@@ -123,7 +144,7 @@ func newEnv(t *testing.T) env {
 }
 
 func (e env) transfer(s sdk.SessionStorage, id string) Transfer {
-	return Transfer{Sandbox: e.sb, Agent: fakeAgent{}, Storage: s, SessionID: id, HostRepo: e.hostRepo, HostHome: e.hostHome}
+	return Transfer{Sandbox: e.sb, Agent: agentFor(s), Storage: s, SessionID: id, HostRepo: e.hostRepo, HostHome: e.hostHome}
 }
 
 func write(t *testing.T, path, data string) {
@@ -146,9 +167,9 @@ func read(t *testing.T, path string) string {
 }
 
 var (
-	claudeStorage = sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl", EncodeCwd: "claude"}
+	claudeStorage = sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl"}
 	codexStorage  = sdk.SessionStorage{PathPattern: "{home}/.codex/sessions/*/*/*/rollout-*-{session_id}.jsonl"}
-	piStorage     = sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl", EncodeCwd: "pi"}
+	piStorage     = sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl"}
 )
 
 func TestClaudeCaptureResumeRoundTripFake(t *testing.T) {
@@ -194,7 +215,7 @@ func TestClaudeCaptureResumeRoundTripFake(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(e.sb.home, ".claude")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FindHost(claudeStorage, e.hostRepo, e.hostHome, id); err != nil {
+	if _, err := FindHost(context.Background(), agentFor(claudeStorage), claudeStorage, e.hostRepo, e.hostHome, id); err != nil {
 		t.Fatal(err)
 	}
 	sbPath, err := PrepareResume(context.Background(), e.transfer(claudeStorage, id))
@@ -305,7 +326,7 @@ func TestNotFoundFake(t *testing.T) {
 	if nf.Path != want || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"`+id+`"`) {
 		t.Errorf("error %q should name %s and the id", err, want)
 	}
-	if _, err := FindHost(claudeStorage, e.hostRepo, e.hostHome, "../../etc/passwd"); err == nil || errors.As(err, &nf) {
+	if _, err := FindHost(context.Background(), agentFor(claudeStorage), claudeStorage, e.hostRepo, e.hostHome, "../../etc/passwd"); err == nil || errors.As(err, &nf) {
 		t.Errorf("path-like session id: %v", err)
 	}
 }
@@ -337,7 +358,7 @@ func TestLargeSessionOverGRPCFake(t *testing.T) {
 	original := strings.Repeat(line, 6)
 	write(t, filepath.Join(e.sb.home, ".claude", "projects", agentkit.EncodeClaudeCwd(e.sb.repo), id+".jsonl"), original)
 	tr := e.transfer(claudeStorage, id)
-	tr.Agent = plugintest.Agent(t, fakeAgent{})
+	tr.Agent = plugintest.Agent(t, agentFor(claudeStorage))
 	hostPath, err := Capture(context.Background(), tr)
 	if err != nil && strings.Contains(err.Error(), "larger than max") {
 		t.Skipf("SKIPPED LOUDLY: sdk/plugintest's in-process gRPC server keeps the 4 MiB default message limit (sdk.Serve raises it): %v", err)
@@ -374,7 +395,7 @@ func TestGlobCharactersInPathsFake(t *testing.T) {
 	if got := read(t, hostPath); got != `{"type":"session","cwd":"`+e.hostRepo+`"}`+"\n" {
 		t.Errorf("captured %s", got)
 	}
-	if found, err := FindHost(piStorage, e.hostRepo, e.hostHome, id); err != nil || found != hostPath {
+	if found, err := FindHost(context.Background(), agentFor(piStorage), piStorage, e.hostRepo, e.hostHome, id); err != nil || found != hostPath {
 		t.Errorf("FindHost = %q, %v", found, err)
 	}
 }
@@ -383,12 +404,56 @@ func TestExpandErrors(t *testing.T) {
 	t.Parallel()
 	sd := side{home: "/home/a", cwd: "/w"}
 	for _, p := range []string{"{home}/{nope}/x", "{home}/{unclosed", "relative/{session_id}", "{home}/x"} {
-		_, err := expand(sdk.SessionStorage{PathPattern: p}, sd, "id")
+		_, err := expand(context.Background(), fakeAgent{}, sdk.SessionStorage{PathPattern: p}, sd, "id")
 		if (err == nil) != (p == "{home}/x") {
 			t.Errorf("expand(%q): %v", p, err)
 		}
 	}
-	if _, err := expand(sdk.SessionStorage{PathPattern: "{home}/{cwd_encoded}", EncodeCwd: "bogus"}, sd, "id"); err == nil {
-		t.Error("unknown encoding accepted")
+	encoded := sdk.SessionStorage{PathPattern: "{home}/{cwd_encoded}"}
+	if _, err := expand(context.Background(), struct{ sdk.AgentProvider }{}, encoded, sd, "id"); err == nil {
+		t.Error("{cwd_encoded} expanded for an agent without a CwdEncoder")
+	}
+	if _, err := expand(context.Background(), fakeAgent{encode: func(string) string { return "a/b" }}, encoded, sd, "id"); err == nil {
+		t.Error("{cwd_encoded} expanded to two path segments")
+	}
+}
+
+// grpcSandbox serves a fakeSandbox through the SDK's gRPC transport, so its
+// errors reach core as every plugin's do.
+type grpcSandbox struct {
+	sdk.SandboxProvider
+	sb *fakeSandbox
+}
+
+func (grpcSandbox) Info(context.Context) (sdk.Info, error) {
+	return sdk.Info{Name: "fakesandbox", Sandbox: &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated}}, nil
+}
+
+func (p grpcSandbox) Create(context.Context, sdk.CreateRequest) (sdk.Sandbox, error) {
+	return p.sb, nil
+}
+
+// TestMissingCompanionDirNotWarnedOverGRPC: a claude session without a
+// companion directory (most iterations) is captured without a warning
+// when the sandbox says "no such file or directory" in its own words, as
+// the local and bubblewrap plugins do.
+func TestMissingCompanionDirNotWarnedOverGRPC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const id = "5d1f0c2b-no-companion"
+	write(t, filepath.Join(e.sb.home, ".claude", "projects", agentkit.EncodeClaudeCwd(e.sb.repo), id+".jsonl"), `{"cwd":"`+e.sb.repo+`"}`+"\n")
+	sb, err := plugintest.Sandbox(t, grpcSandbox{sb: e.sb}).Create(context.Background(), sdk.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	tr := e.transfer(claudeStorage, id)
+	tr.Sandbox = sb
+	tr.Logger = hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
+	if _, err := Capture(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("capture without a companion directory logged:\n%s", logged.String())
 	}
 }

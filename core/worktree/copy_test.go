@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 func TestCopyPaths(t *testing.T) {
@@ -112,11 +111,11 @@ func TestEnsureIgnoredDirKeepsHostClean(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
 	dir := r.StateDir("logs")
-	if err := sandboxkit.EnsureIgnoredDir(dir); err != nil {
+	if err := EnsureIgnoredDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "run.log"), "log")
-	if err := sandboxkit.EnsureIgnoredDir(dir); err != nil {
+	if err := EnsureIgnoredDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	hostClean(t, r.Root)

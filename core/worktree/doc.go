@@ -55,7 +55,7 @@
 //
 // Worktrees live in <root>/.sanddune/worktrees, patches in
 // <root>/.sanddune/patches. Each directory sanddune creates there holds a
-// .gitignore containing "*" (sandboxkit.EnsureIgnoredDir), so they never
+// .gitignore containing "*" (EnsureIgnoredDir), so they never
 // make the host repo dirty and no tracked file or git config is written.
 // Locks live in <git-common-dir>/sanddune/locks: shared by all worktrees
 // of the repo, never untracked files, and not among a worktree sandbox's

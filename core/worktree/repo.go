@@ -7,13 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
-
-// StateDirName is the directory in the host repo root where sanddune keeps
-// worktrees, patches and logs.
-const StateDirName = sandboxkit.StateDirName
 
 // Repo is a host git repository seen from one of its working trees.
 type Repo struct {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // PrepareOptions configures Prepare.
@@ -182,7 +182,7 @@ func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {
 	if err := w.lock("worktree " + dir); err != nil {
 		return err
 	}
-	if err := sandboxkit.EnsureIgnoredDir(r.StateDir("worktrees")); err != nil {
+	if err := EnsureIgnoredDir(r.StateDir("worktrees")); err != nil {
 		return err
 	}
 	w.createdDir = dir
@@ -241,7 +241,7 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	if _, err := os.Lstat(dir); err == nil {
 		return fmt.Errorf("%s exists but is not a git worktree; move it away or delete it", dir)
 	}
-	if err := sandboxkit.EnsureIgnoredDir(managed); err != nil {
+	if err := EnsureIgnoredDir(managed); err != nil {
 		return err
 	}
 	exists, err := r.branchExists(ctx, b)

@@ -30,12 +30,9 @@ var dirs = sandboxkit.TempDirs{Prefix: "sanddune-tmpdir-", LabelsFile: "labels.j
 
 func (provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name:             "tmpdir",
-		Kind:             sdk.KindSandbox,
-		Version:          "0.1.0",
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "example: offline sandbox in a temp dir; not a security boundary",
-		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated},
+		Version:     "0.1.0",
+		Description: "example: offline sandbox in a temp dir; not a security boundary",
+		Sandbox:     &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated},
 	}, nil
 }
 

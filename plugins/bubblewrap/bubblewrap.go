@@ -39,11 +39,8 @@ func New() sdk.SandboxProvider { return &Provider{} }
 
 func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name:             "bubblewrap",
-		Kind:             sdk.KindSandbox,
-		Version:          Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "Linux namespaces via bwrap: host root read-only, worktree read-write, no daemon",
+		Version:     Version,
+		Description: "Linux namespaces via bwrap: host root read-only, worktree read-write, no daemon",
 		Sandbox: &sdk.SandboxCapabilities{
 			Contract:    sdk.ContractBindMount,
 			NetworkNone: true,

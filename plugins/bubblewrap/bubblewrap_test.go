@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // requireBwrap skips (fails under SANDDUNE_REQUIRE_ENGINES=1) when bwrap is
@@ -111,7 +112,7 @@ func TestConfigureDiagnostics(t *testing.T) {
 }
 
 // TestConfigureMountTargetThatCannotBeCreated: a mount at a sandbox path
-// missing from the host's read-only root (issue 16: /mnt/data) is refused
+// missing from the host's read-only root (such as /mnt/data) is refused
 // at the attribute when the config is checked, instead of bwrap failing
 // with "Can't mkdir" when the agent starts. Paths that exist, lie under
 // /tmp, ~/, the worktree or another writable mount are accepted.

@@ -7,9 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // defaultHide are host credential stores and daemon sockets covered in

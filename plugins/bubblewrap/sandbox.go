@@ -193,7 +193,7 @@ func (s *sandbox) toHost(p string) (string, root, error) {
 		}
 	}
 	if best < 0 {
-		return "", root{}, fmt.Errorf("%w: %q is outside the sandbox's writable area (worktree, home, /tmp, mounts)", sandboxkit.ErrConfinement, p)
+		return "", root{}, fmt.Errorf("%w: %q is outside the sandbox's writable area (worktree, home, /tmp, mounts)", sdk.ErrConfinement, p)
 	}
 	r := s.roots[best]
 	rel, _ := filepath.Rel(r.sandbox, abs)

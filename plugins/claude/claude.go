@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // Efforts are the values of `--effort`; "max" needs an Opus model.
@@ -20,6 +21,8 @@ var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
 const SessionPattern = "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl"
 
 type provider struct{ agentkit.Base }
+
+var _ sdk.CwdEncoder = provider{}
 
 // New returns the claude agent provider.
 func New() sdk.AgentProvider {
@@ -60,7 +63,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 	env := c.Env
 	d := sdk.AgentDescription{
 		Env:             env,
-		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingClaude},
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern},
 		CaptureSessions: c.CaptureSessions,
 		Resume:          true,
 		Fork:            true,

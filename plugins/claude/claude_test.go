@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 const session = "3f6c2a9e-8d41-4b7e-9a53-1c0e7d2b6f48"
@@ -51,7 +52,7 @@ func TestDescribe(t *testing.T) {
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}},
 		Env:             map[string]string{"FOO": "bar"},
-		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl", EncodeCwd: "claude"},
+		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.claude/projects/{cwd_encoded}/{session_id}.jsonl"},
 		CaptureSessions: true,
 		Resume:          true,
 		Fork:            true,

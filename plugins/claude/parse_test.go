@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 const (

@@ -7,9 +7,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // Efforts are the values of the model_reasoning_effort config key.

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 const session = "019e8c41-7a2b-7d13-9c55-6f0e2b8a4d17"

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/agenttest"
+	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
 
 // FuzzParse: no stream, however malformed, crashes the codex parser.
 func FuzzParse(f *testing.F) {
-	agenttest.FuzzParser(f, func() sdk.Parser { return NewParser() }, "testdata/codex-stream.jsonl")
+	agentkittest.FuzzParser(f, func() sdk.Parser { return NewParser() }, "testdata/codex-stream.jsonl")
 }

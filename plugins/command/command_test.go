@@ -68,8 +68,8 @@ func TestBuildCommand(t *testing.T) {
 	if len(c.Argv) != 2 || c.Argv[0] != "my-agent" || c.Argv[1] != "--print" || c.Shell != "" || string(c.Stdin) != "do it\n" || c.Env != nil {
 		t.Errorf("print command %+v", c)
 	}
-	// The block's env is the agent-provider layer, below the run's env
-	// (issue 16): it is described, never returned as per-exec env.
+	// The block's env is the agent-provider layer, below the run's env:
+	// it is described, never returned as per-exec env.
 	if d, err := New().Describe(ctx, cfg); err != nil || d.Env["K"] != "v" {
 		t.Errorf("Describe = %+v, %v; want env K=v", d, err)
 	}

@@ -9,8 +9,9 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 

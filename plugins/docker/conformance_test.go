@@ -3,8 +3,9 @@ package docker
 import (
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
 
 func TestConformance(t *testing.T) {

@@ -3,10 +3,11 @@ package docker
 import (
 	"context"
 	"io"
-	"io/fs"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // The archive API moves containerkit.Container's copies: CopyIn and
@@ -27,7 +28,7 @@ func (s *sandbox) PutArchive(ctx context.Context, dir string, r io.Reader) error
 func (s *sandbox) GetArchive(ctx context.Context, p string) (io.ReadCloser, error) {
 	rc, _, err := s.cli.CopyFromContainer(ctx, s.ID, p)
 	if cerrdefs.IsNotFound(err) {
-		return nil, fs.ErrNotExist
+		return nil, sdk.ErrNotFound
 	}
 	return rc, err
 }

@@ -21,8 +21,9 @@ import (
 	"sync"
 
 	"github.com/docker/docker/client"
+
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // Version is the plugin's own version.

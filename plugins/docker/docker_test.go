@@ -13,11 +13,12 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 var testImage = containerkittest.Image

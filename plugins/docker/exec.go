@@ -13,8 +13,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 

@@ -18,11 +18,12 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // configDir is the repo's sanddune directory holding the Dockerfile.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+
 	"github.com/missingstudio/sanddune/sdk"
 )
 

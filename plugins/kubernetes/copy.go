@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	utilexec "k8s.io/client-go/util/exec"
 
+	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -112,7 +112,7 @@ func (s *sandbox) isRoot(p string) bool {
 }
 
 // run runs one of the provider's own scripts; a non-zero exit is an error
-// carrying its stderr (exit 2: fs.ErrNotExist).
+// carrying its stderr (exit 2: sdk.ErrNotFound).
 func (s *sandbox) run(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
 	var stderr bytes.Buffer
 	err := s.stream(ctx, argv, stdin, stdout, &stderr)
@@ -127,7 +127,7 @@ func (s *sandbox) run(ctx context.Context, argv []string, stdin io.Reader, stdou
 	case errors.As(err, &exit):
 		msg := strings.TrimSpace(stderr.String())
 		if exit.ExitStatus() == 2 {
-			return fmt.Errorf("%s: %w", msg, fs.ErrNotExist)
+			return fmt.Errorf("%s: %w", msg, sdk.ErrNotFound)
 		}
 		if msg == "" {
 			msg = err.Error()

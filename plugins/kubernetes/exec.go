@@ -214,7 +214,7 @@ func (s *sandbox) confine(p string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s is outside %s", sandboxkit.ErrConfinement, p, s.roots)
+	return "", fmt.Errorf("%w: %s is outside %s", sdk.ErrConfinement, p, s.roots)
 }
 
 func randomHex(n int) string {

@@ -192,12 +192,9 @@ func (c config) namespace(cl *cluster) string {
 // Info describes the provider.
 func (*Provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name:             "kubernetes",
-		Kind:             sdk.KindSandbox,
-		Version:          Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "one pod per sandbox on a Kubernetes cluster",
-		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true},
+		Version:     Version,
+		Description: "one pod per sandbox on a Kubernetes cluster",
+		Sandbox:     &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true},
 	}, nil
 }
 

@@ -59,11 +59,8 @@ func New() sdk.SandboxProvider { return &Provider{} }
 // Info describes the provider.
 func (*Provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name:             "local",
-		Kind:             sdk.KindSandbox,
-		Version:          Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "private temp directory on this machine; NOT a security boundary (the agent runs as you)",
+		Version:     Version,
+		Description: "private temp directory on this machine; NOT a security boundary (the agent runs as you)",
 		// TTY, but no Confines: the agent runs as you, on your machine.
 		Sandbox: &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, TTY: true},
 	}, nil

@@ -14,9 +14,9 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
 func newTestSandbox(t *testing.T, env map[string]string) sdk.Sandbox {
@@ -139,8 +139,8 @@ func TestExecCwdEscapeRejected(t *testing.T) {
 	for _, cwd := range []string{"../..", "/", outside, "link", "link/.", "../../" + filepath.Base(outside)} {
 		ran := false
 		_, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}, Cwd: cwd}, func(sdk.OutputLine) { ran = true })
-		if !errors.Is(err, ErrConfinement) || ran {
-			t.Errorf("cwd %q: err %v, want ErrConfinement", cwd, err)
+		if !errors.Is(err, sdk.ErrConfinement) || ran {
+			t.Errorf("cwd %q: err %v, want sdk.ErrConfinement", cwd, err)
 		}
 	}
 }
@@ -320,11 +320,11 @@ func TestCopyTraversalRejected(t *testing.T) {
 	kittest.WriteFile(t, filepath.Join(host, "f"), "x", 0o644)
 	outside := t.TempDir()
 	for _, p := range []string{"../../escape", "../../../" + filepath.Base(outside) + "/f", filepath.Join(outside, "f"), "/etc/sanddune-escape"} {
-		if err := sb.CopyIn(context.Background(), filepath.Join(host, "f"), p); !errors.Is(err, ErrConfinement) {
-			t.Errorf("CopyIn to %q: err %v, want ErrConfinement", p, err)
+		if err := sb.CopyIn(context.Background(), filepath.Join(host, "f"), p); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("CopyIn to %q: err %v, want sdk.ErrConfinement", p, err)
 		}
-		if err := sb.CopyOut(context.Background(), p, filepath.Join(host, "out")); !errors.Is(err, ErrConfinement) {
-			t.Errorf("CopyOut from %q: err %v, want ErrConfinement", p, err)
+		if err := sb.CopyOut(context.Background(), p, filepath.Join(host, "out")); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("CopyOut from %q: err %v, want sdk.ErrConfinement", p, err)
 		}
 	}
 	assertEmpty(t, outside)
@@ -350,12 +350,12 @@ func TestCopySymlinkEscapeRejected(t *testing.T) {
 	ctx := context.Background()
 	// Through a symlinked directory: rejected.
 	for _, p := range []string{"dirlink/f", "dirlink/new/f", "dangling/f"} {
-		if err := sb.CopyIn(ctx, filepath.Join(host, "f"), p); !errors.Is(err, ErrConfinement) {
-			t.Errorf("CopyIn to %q: err %v, want ErrConfinement", p, err)
+		if err := sb.CopyIn(ctx, filepath.Join(host, "f"), p); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("CopyIn to %q: err %v, want sdk.ErrConfinement", p, err)
 		}
 	}
-	if err := sb.CopyOut(ctx, "dirlink/victim", filepath.Join(host, "stolen")); !errors.Is(err, ErrConfinement) {
-		t.Errorf("CopyOut through symlink: err %v, want ErrConfinement", err)
+	if err := sb.CopyOut(ctx, "dirlink/victim", filepath.Join(host, "stolen")); !errors.Is(err, sdk.ErrConfinement) {
+		t.Errorf("CopyOut through symlink: err %v, want sdk.ErrConfinement", err)
 	}
 	// Onto a symlink: the link is replaced, never followed.
 	for _, p := range []string{"filelink", "dangling"} {
@@ -448,7 +448,7 @@ func TestPreflightAndInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != "local" || info.Sandbox == nil || info.Sandbox.Contract != sdk.ContractIsolated || info.Sandbox.Sudo {
+	if info.Sandbox == nil || info.Sandbox.Contract != sdk.ContractIsolated || info.Sandbox.Sudo {
 		t.Errorf("info %+v", info)
 	}
 	if !strings.Contains(info.Description, "NOT a security boundary") {
@@ -468,7 +468,7 @@ func TestOverGRPC(t *testing.T) {
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, New())
 	info, err := p.Info(ctx)
-	if err != nil || info.Name != "local" || info.Sandbox == nil || info.Sandbox.Contract != sdk.ContractIsolated {
+	if err != nil || info.Sandbox == nil || info.Sandbox.Contract != sdk.ContractIsolated {
 		t.Fatalf("Info: %+v %v", info, err)
 	}
 	sb, err := p.Create(ctx, sdk.CreateRequest{RunID: "grpc", Env: map[string]string{"A": "1"}})
@@ -514,7 +514,7 @@ func TestOverGRPC(t *testing.T) {
 }
 
 // TestEnvAttribute: a local block takes env like every sandbox provider
-// (seed 002; it was an "Unsupported argument"), checks its keys, and
+// (it was once an "Unsupported argument"), checks its keys, and
 // describes it to the host through gRPC as the sandbox env layer.
 func TestEnvAttribute(t *testing.T) {
 	ctx := context.Background()

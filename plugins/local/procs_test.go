@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
 // detach starts, from inside sb, a process that leaves the command's

@@ -11,9 +11,6 @@ import (
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
-// ErrConfinement is wrapped by every error about a path outside the sandbox.
-var ErrConfinement = sandboxkit.ErrConfinement
-
 var errClosed = fmt.Errorf("local sandbox: %w", sandboxkit.ErrClosed)
 
 type sandbox struct {

@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 type provider struct{ agentkit.Base }

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func TestBuildCommandGolden(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // ThinkingLevels are the values of `--thinking`.
@@ -22,6 +23,8 @@ var ThinkingLevels = []string{"off", "minimal", "low", "medium", "high", "xhigh"
 const SessionPattern = "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl"
 
 type provider struct{ agentkit.Base }
+
+var _ sdk.CwdEncoder = provider{}
 
 // New returns the pi agent provider.
 func New() sdk.AgentProvider {
@@ -94,7 +97,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 	return sdk.AgentDescription{
 		RequiredEnv:     requiredEnv(c.Model),
 		Env:             c.Env,
-		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern, EncodeCwd: agentkit.EncodingPi},
+		Sessions:        &sdk.SessionStorage{PathPattern: SessionPattern},
 		CaptureSessions: c.CaptureSessions,
 		Resume:          true,
 		Fork:            true,

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
-	"github.com/zclconf/go-cty/cty"
 )
 
 const session = "019e8c52-3b4c-7e25-8d66-7a1f3c9b5e28"
@@ -47,7 +48,7 @@ func TestDescribe(t *testing.T) {
 	d := agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"}},
-		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl", EncodeCwd: "pi"},
+		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl"},
 		CaptureSessions: true,
 		Resume:          true,
 		Fork:            true,

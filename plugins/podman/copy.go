@@ -3,9 +3,10 @@ package podman
 import (
 	"context"
 	"io"
-	"io/fs"
 	"os/exec"
 	"strings"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // `podman cp` moves containerkit.Container's copies: CopyIn and CopyOut of
@@ -40,7 +41,7 @@ func (s *sandbox) GetArchive(ctx context.Context, p string) (io.ReadCloser, erro
 	if kind, err := s.stat(ctx, p); err != nil {
 		return nil, err
 	} else if kind == "" {
-		return nil, fs.ErrNotExist
+		return nil, sdk.ErrNotFound
 	}
 	cmd := s.cli.command(ctx, nil, "cp", s.ID+":"+p, "-")
 	rc, err := cmd.StdoutPipe()

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/procgroup"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 var testImage = containerkittest.Image

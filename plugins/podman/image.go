@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 

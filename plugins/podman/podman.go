@@ -18,8 +18,8 @@
 package podman
 
 import (
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // Version is the plugin's own version.
@@ -50,5 +50,5 @@ func New() sdk.SandboxProvider {
 			c, diags := decodeConfig(cfg)
 			return c.Config, diags
 		},
-	}}
+	}, checked: checkedConfigs{cache: preflightCache()}}
 }

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 func TestConfigureDiagnostics(t *testing.T) {
@@ -259,8 +260,9 @@ func TestInfo(t *testing.T) {
 	}
 }
 
-// A preflight that passed is remembered in the repo's state dir (ignored by
-// git), so a later sanddune process starts no second test container; a
+// A preflight that passed is remembered in the user's cache directory, not
+// in the repository, so a later sanddune process starts no second test
+// container; a
 // change to what the test depends on (here the podman binary) tests again,
 // and so does the preflight after a container that did not start. The
 // podman binary is a wrapper around the real one that logs its calls and
@@ -270,7 +272,7 @@ func TestPreflightRemembersAPassedTestContainer(t *testing.T) {
 	requirePodman(t)
 	real, err := exec.LookPath("podman")
 	must(t, err)
-	dir, repo := t.TempDir(), t.TempDir()
+	dir, repo, cache := t.TempDir(), t.TempDir(), t.TempDir()
 	calls, refuse, wrapper := filepath.Join(dir, "calls"), filepath.Join(dir, "refuse-create"), filepath.Join(dir, "podman")
 	script := fmt.Sprintf(`#!/bin/sh
 echo "$*" >>%q
@@ -279,9 +281,14 @@ exec %q "$@"
 `, calls, refuse, real)
 	must(t, os.WriteFile(wrapper, []byte(script), 0o755))
 	cfg := cfgOf(t, map[string]cty.Value{"binary": cty.StringVal(wrapper)})
+	provider := func() *Provider { // a new provider: another sanddune process
+		p := New().(*Provider)
+		p.checked.cache = cache
+		return p
+	}
 	preflight := func() {
 		t.Helper()
-		must(t, New().Preflight(context.Background(), sdk.PreflightRequest{Config: cfg, HostRepoPath: repo, HostUID: os.Getuid(), HostGID: os.Getgid()}))
+		must(t, provider().Preflight(context.Background(), sdk.PreflightRequest{Config: cfg, HostRepoPath: repo, HostUID: os.Getuid(), HostGID: os.Getgid()}))
 	}
 	tests := func() int {
 		b, _ := os.ReadFile(calls)
@@ -292,16 +299,19 @@ exec %q "$@"
 	if n := tests(); n != 1 {
 		t.Fatalf("%d test containers, want 1", n)
 	}
-	if b, err := os.ReadFile(filepath.Join(repo, ".sanddune", "cache", ".gitignore")); err != nil || !strings.Contains(string(b), "\n*\n") {
-		t.Fatalf("the cache dir is not ignored by git: %q %v", b, err)
+	if entries, _ := os.ReadDir(repo); len(entries) > 0 {
+		t.Fatalf("preflight wrote %s in the repository", entries[0].Name())
 	}
-	preflight() // a new provider: another sanddune process
+	if entries, _ := os.ReadDir(cache); len(entries) != 1 {
+		t.Fatalf("the cache holds %d entries, want the one shape that passed", len(entries))
+	}
+	preflight()
 	if n := tests(); n != 1 {
 		t.Fatalf("%d test containers after a second preflight of the same shape, want 1", n)
 	}
 
 	must(t, os.WriteFile(refuse, nil, 0o644))
-	_, err = New().Create(context.Background(), sdk.CreateRequest{Config: cfg, RunID: runID(), RunName: t.Name(),
+	_, err = provider().Create(context.Background(), sdk.CreateRequest{Config: cfg, RunID: runID(), RunName: t.Name(),
 		HostRepoPath: repo, WorktreePath: repo, HostUID: os.Getuid(), HostGID: os.Getgid()})
 	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
 		t.Fatalf("Create with create refused: %v", err)

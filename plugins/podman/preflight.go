@@ -15,8 +15,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 )
 
 // minVersion is the oldest podman the plugin supports (Debian bookworm
@@ -88,7 +88,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	}
 	errs = append(errs, cfg.CheckHostPaths(req.HostRepoPath, true)...)
 	if imageID != "" && len(errs) == 0 {
-		if err := p.checked.testContainer(ctx, c, cfg, rootless, image, imageID, version, req.HostUID, req.HostGID, req.HostRepoPath); err != nil {
+		if err := p.checked.testContainer(ctx, c, cfg, rootless, image, imageID, version, req.HostUID, req.HostGID); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -183,29 +183,30 @@ func hasSubIDs(file, name, uid string) bool {
 
 // checkedConfigs remembers the test containers that started, so that one
 // plugin process (one sanddune invocation) starts each shape only once;
-// across processes, the repo's state dir remembers them (passedKey).
+// across processes, the cache directory remembers them (passedKey).
 type checkedConfigs struct {
-	mu sync.Mutex
-	ok map[string]bool
+	mu    sync.Mutex
+	ok    map[string]bool
+	cache string // see preflightCache; "" remembers nothing across processes
 }
 
 // testContainer starts a throwaway container the way Create would (no
 // mounts), unless the same shape passed before (in this process, or in
-// hostRepo's state dir: passedKey of the image's id and podman's version),
+// the cache directory: passedKey of the image's id and podman's version),
 // and, when it does not start, looks for the settings that make it start.
-func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, rootless bool, image, imageID, version string, uid, gid int, hostRepo string) error {
+func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, rootless bool, image, imageID, version string, uid, gid int) error {
 	args := containerArgs(cfg, rootless, uid, gid)
 	mem := strings.Join(append(c.argv(args...), image), "\x00")
 	key := passedKey(c, args, imageID, version)
 	cc.mu.Lock()
 	ok := cc.ok[mem]
 	cc.mu.Unlock()
-	if ok || passed(hostRepo, key) {
+	if ok || passed(cc.cache, key) {
 		return nil
 	}
 	first := startTest(ctx, c, cfg, rootless, image, uid, gid)
 	if first == nil {
-		rememberPassed(hostRepo, key)
+		rememberPassed(cc.cache, key)
 		cc.mu.Lock()
 		if cc.ok == nil {
 			cc.ok = map[string]bool{}

@@ -9,20 +9,24 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // A test container that started is remembered across sanddune processes
-// in the repo's state dir, <repo>/.sanddune/cache/podman-preflight (git
-// ignores it), one empty file per shape, named by a hash of everything the
-// test's outcome depends on (passedKey). A podman service (socket) is
+// in the user's cache directory (preflightCache), one empty file per shape,
+// named by a hash of everything the test's outcome depends on (passedKey);
+// nothing is written in the user's repository. A podman service (socket) is
 // never remembered: its runtime and configuration are not visible here.
 // Create removes them all when a container does not start.
 
-// passedDir is where the shapes that passed are remembered for a repo.
-func passedDir(hostRepo string) string {
-	return filepath.Join(hostRepo, sandboxkit.StateDirName, "cache", "podman-preflight")
+// preflightCache is where the shapes that passed are remembered:
+// <user cache dir>/sanddune/podman-preflight, or "" when the user has no
+// cache directory.
+func preflightCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "sanddune", "podman-preflight")
 }
 
 // passedKey hashes what a test container's outcome depends on: the podman
@@ -86,32 +90,28 @@ func passedKey(c cli, args []string, imageID, version string) string {
 }
 
 // passed reports whether the shape with key passed before.
-func passed(hostRepo, key string) bool {
-	if key == "" || hostRepo == "" {
+func passed(cache, key string) bool {
+	if key == "" || cache == "" {
 		return false
 	}
-	_, err := os.Stat(filepath.Join(passedDir(hostRepo), key))
+	_, err := os.Stat(filepath.Join(cache, key))
 	return err == nil
 }
 
 // rememberPassed records that the shape with key passed. It is a cache:
-// when the state dir cannot be written, the next preflight tests again.
-func rememberPassed(hostRepo, key string) {
-	if key == "" || hostRepo == "" {
+// when the directory cannot be written, the next preflight tests again.
+func rememberPassed(cache, key string) {
+	if key == "" || cache == "" || os.MkdirAll(cache, 0o700) != nil {
 		return
 	}
-	dir := passedDir(hostRepo)
-	if sandboxkit.EnsureIgnoredDir(filepath.Dir(dir)) != nil || os.MkdirAll(dir, 0o755) != nil {
-		return
-	}
-	_ = os.WriteFile(filepath.Join(dir, key), nil, 0o644)
+	_ = os.WriteFile(filepath.Join(cache, key), nil, 0o600)
 }
 
-// forgetPassed forgets every shape that passed for a repo: a container did
-// not start although its preflight had passed, so the next preflight tests
-// again and names what to change.
-func forgetPassed(hostRepo string) {
-	if hostRepo != "" {
-		_ = os.RemoveAll(passedDir(hostRepo))
+// forgetPassed forgets every shape that passed: a container did not start
+// although its preflight had passed, so the next preflight tests again and
+// names what to change.
+func forgetPassed(cache string) {
+	if cache != "" {
+		_ = os.RemoveAll(cache)
 	}
 }

@@ -11,11 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit/containerkittest"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
-	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
 
 // rootlessUser is the test user scripts/ci-setup.sh creates, with

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -64,7 +64,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "unable to find") {
 			return nil, engine.ImageNotFound(spec.Image, err)
 		}
-		forgetPassed(req.HostRepoPath)
+		forgetPassed(p.checked.cache)
 		return nil, fmt.Errorf("create container: %w", err)
 	}
 	id := strings.TrimSpace(string(out))
@@ -75,7 +75,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	s.Container = containerkit.Container{ID: id, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
 	if err := s.start(ctx, spec); err != nil {
 		if ctx.Err() == nil {
-			forgetPassed(req.HostRepoPath)
+			forgetPassed(p.checked.cache)
 		}
 		_ = s.Close(ctx)
 		return nil, err

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
-	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
 
 // With socket, the podman CLI talks to a podman service (as podman --url):

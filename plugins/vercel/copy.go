@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path"
@@ -89,7 +88,7 @@ tar -czf "$2" -C "$(dirname -- "$p")" -- "$(basename -- "$p")" && echo packed`,
 		return err
 	}
 	if strings.TrimSpace(packed) != "packed" {
-		return fmt.Errorf("vercel sandbox: copy out: %s: %w in the sandbox", src, fs.ErrNotExist)
+		return fmt.Errorf("vercel sandbox: copy out %s: %w", src, sdk.ErrNotFound)
 	}
 	defer func() { _ = s.run(context.WithoutCancel(ctx), "removing the copy archive", `rm -f "$1"`, archive) }()
 	return s.fetch(ctx, archive, func(r io.Reader) error {
@@ -105,7 +104,7 @@ tar -czf "$2" -C "$(dirname -- "$p")" -- "$(basename -- "$p")" && echo packed`,
 func (s *sandbox) fetch(ctx context.Context, p string, use func(io.Reader) error) error {
 	rc, err := s.cl.readFile(ctx, s.sid, p)
 	if isStatus(err, http.StatusNotFound) {
-		return fmt.Errorf("vercel sandbox: copy out: %s: no such file in the sandbox", p)
+		return fmt.Errorf("vercel sandbox: copy out %s: %w", p, sdk.ErrNotFound)
 	}
 	if err != nil {
 		return s.fail(ctx, "copy out", err)

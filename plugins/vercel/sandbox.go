@@ -120,7 +120,7 @@ func (s *sandbox) findHome(ctx context.Context) error {
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
 
 // abs makes a sandbox path absolute: relative paths are under RepoPath
-// and may not leave it (seed 003).
+// and may not leave it.
 func (s *sandbox) abs(p string) (string, error) {
 	abs, err := sandboxkit.SandboxPath(p, s.info.RepoPath)
 	if err != nil {

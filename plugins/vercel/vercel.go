@@ -76,12 +76,9 @@ func New() sdk.SandboxProvider {
 // Info describes the provider.
 func (*Provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name:             "vercel",
-		Kind:             sdk.KindSandbox,
-		Version:          Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      "Vercel Sandbox microVM over Vercel's API (VERCEL_TOKEN + VERCEL_TEAM_ID + VERCEL_PROJECT_ID, or VERCEL_OIDC_TOKEN)",
-		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, Sudo: true, Confines: true},
+		Version:     Version,
+		Description: "Vercel Sandbox microVM over Vercel's API (VERCEL_TOKEN + VERCEL_TEAM_ID + VERCEL_PROJECT_ID, or VERCEL_OIDC_TOKEN)",
+		Sandbox:     &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, Sudo: true, Confines: true},
 	}, nil
 }
 

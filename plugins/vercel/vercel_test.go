@@ -16,9 +16,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/plugins/vercel/vercelfake"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 )
 
 // startFake starts the fake Vercel API with credentials in the env.

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/missingstudio/sanddune/sdk"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // attr returns the named attribute of a config object, or cty.NilVal when
@@ -39,9 +40,9 @@ func String(cfg sdk.Config, name string) string {
 	return v.AsString()
 }
 
-// Bool returns a bool attribute, or def when it is missing, null or not a
+// boolAttr returns a bool attribute, or def when it is missing, null or not a
 // bool.
-func Bool(cfg sdk.Config, name string, def bool) bool {
+func boolAttr(cfg sdk.Config, name string, def bool) bool {
 	v := attr(cfg, name)
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.Type() != cty.Bool {
 		return def

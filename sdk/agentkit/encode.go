@@ -1,35 +1,16 @@
 package agentkit
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 )
 
-// Directory encodings named by sdk.SessionStorage.EncodeCwd.
-const (
-	EncodingClaude = "claude"
-	EncodingPi     = "pi"
-)
-
-// EncodeCwd encodes path with the named encoding ("" returns path as is).
-func EncodeCwd(encoding, path string) (string, error) {
-	switch encoding {
-	case "":
-		return path, nil
-	case EncodingClaude:
-		return EncodeClaudeCwd(path), nil
-	case EncodingPi:
-		return EncodePiCwd(path), nil
-	}
-	return "", fmt.Errorf("unknown cwd encoding %q", encoding)
-}
-
 // claudeMaxDir is where Claude Code cuts an encoded project directory.
 const claudeMaxDir = 200
 
-// EncodeClaudeCwd is Claude Code's project directory name for a cwd
+// EncodeClaudeCwd is Claude Code's project directory name for a cwd, for
+// the sdk.CwdEncoder of the claude plugin
 // (2.1.x): every UTF-16 code unit that is not [A-Za-z0-9] becomes '-'; a
 // name longer than 200 units is cut to 200 and gets "-" plus the base-36
 // absolute value of the path's 32-bit Java-style string hash.
@@ -62,7 +43,8 @@ func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// EncodePiCwd is pi's session directory name for a cwd (0.73.x): one
+// EncodePiCwd is pi's session directory name for a cwd (0.73.x), for the
+// sdk.CwdEncoder of the pi plugin: one
 // leading '/' or '\' is dropped, every '/', '\' and ':' becomes '-', and
 // the result is wrapped in "--".
 func EncodePiCwd(path string) string {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/missingstudio/sanddune/sdk"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Base implements the sdk.AgentProvider methods that follow from what an
@@ -40,11 +41,8 @@ type Base struct {
 // Info implements sdk.Provider.
 func (b Base) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name:             b.Name,
-		Kind:             sdk.KindAgent,
-		Version:          b.Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      b.Description,
+		Version:     b.Version,
+		Description: b.Description,
 	}, nil
 }
 
@@ -93,7 +91,7 @@ type Common struct {
 // Common reads the common attributes; binary is Name when unset.
 func (b Base) Common(cfg sdk.Config) Common {
 	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), Env: StringMap(cfg, "env"),
-		CaptureSessions: b.CaptureSessions != "" && Bool(cfg, "capture_sessions", true)}
+		CaptureSessions: b.CaptureSessions != "" && boolAttr(cfg, "capture_sessions", true)}
 	if c.Binary == "" {
 		c.Binary = b.Name
 	}

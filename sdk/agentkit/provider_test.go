@@ -6,8 +6,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 func TestBaseInfoAndSchema(t *testing.T) {
@@ -20,7 +21,7 @@ func TestBaseInfoAndSchema(t *testing.T) {
 		CaptureSessions: "Copy sessions.",
 	}
 	info, _ := b.Info(ctx)
-	if info.Name != "mycli" || info.Kind != sdk.KindAgent || info.Version != "1.2.3" || info.Description != "my CLI" || !reflect.DeepEqual(info.ProtocolVersions, []int{sdk.ProtocolVersion}) {
+	if !reflect.DeepEqual(info, sdk.Info{Version: "1.2.3", Description: "my CLI"}) {
 		t.Errorf("Info = %+v", info)
 	}
 	s, _ := b.ConfigSchema(ctx)

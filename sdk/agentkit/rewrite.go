@@ -73,7 +73,7 @@ func (r rewriter) line(line []byte) []byte {
 // trimQuote is the JSON-escaped form of s without quotes, for a quick
 // check that a line may hold it.
 func trimQuote(s string) string {
-	q := MarshalString(s)
+	q := marshalString(s)
 	return string(q[1 : len(q)-1])
 }
 
@@ -184,11 +184,11 @@ func (r rewriter) string(raw []byte) []byte {
 	default:
 		return raw
 	}
-	return MarshalString(s)
+	return marshalString(s)
 }
 
-// MarshalString encodes s as a JSON string without HTML escaping.
-func MarshalString(s string) []byte {
+// marshalString encodes s as a JSON string without HTML escaping.
+func marshalString(s string) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

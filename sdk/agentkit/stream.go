@@ -25,8 +25,8 @@ func TextLine(line []byte) []sdk.Event {
 	return []sdk.Event{{Type: sdk.EventText, Text: string(line)}}
 }
 
-// MaxToolArg caps ToolArg's result, in runes.
-const MaxToolArg = 200
+// maxToolArg caps ToolArg's result, in runes.
+const maxToolArg = 200
 
 // toolArgFields maps a lowercase tool name to the input fields that make a
 // readable display argument, best first.
@@ -71,15 +71,15 @@ func ToolArg(tool string, input json.RawMessage) string {
 }
 
 // Short makes s fit on one display line: the first non-empty line, cut to
-// MaxToolArg runes, with "…" marking anything left out.
+// maxToolArg runes, with "…" marking anything left out.
 func Short(s string) string {
 	s = strings.TrimSpace(s)
 	cut := false
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s, cut = strings.TrimSpace(s[:i]), true
 	}
-	if utf8.RuneCountInString(s) > MaxToolArg {
-		s, cut = string([]rune(s)[:MaxToolArg]), true
+	if utf8.RuneCountInString(s) > maxToolArg {
+		s, cut = string([]rune(s)[:maxToolArg]), true
 	}
 	if cut {
 		s += " …"

@@ -2,7 +2,7 @@
 // replay (output lines in, expected events out) and generic checks, both
 // through a real gRPC connection (sdk/plugintest).
 //
-//	func TestReplay(t *testing.T) {
+//	func TestReplay(t plugintest.T) {
 //		agenttest.Replay(t, myagent.New(), cty.NilVal, agenttest.Case{
 //			Name:  "hello",
 //			Lines: agenttest.ReadLines(t, "testdata/hello.jsonl"),
@@ -14,20 +14,15 @@ package agenttest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/internal/testkit"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
@@ -46,17 +41,17 @@ const hangGuard = 2 * time.Minute
 
 // Replay parses each case's lines with p under cfg (cty.NilVal: an empty
 // block with defaults) and compares the events.
-func Replay(t *testing.T, p sdk.AgentProvider, cfg cty.Value, cases ...Case) {
+func Replay(t plugintest.T, p sdk.AgentProvider, cfg cty.Value, cases ...Case) {
 	t.Helper()
 	c := plugintest.Agent(t, p)
 	config := configure(t, c, cfg)
 	for _, tc := range cases {
-		t.Run(tc.Name, func(t *testing.T) {
+		plugintest.Run(t, tc.Name, func(t plugintest.T) {
 			got, err := parse(c, config, tc.Lines)
 			if err != nil {
 				t.Fatalf("ParseStream: %v", err)
 			}
-			if diff := diffEvents(got, tc.Want); diff != "" {
+			if diff := testkit.DiffEvents(got, tc.Want); diff != "" {
 				t.Errorf("events differ:\n%s", diff)
 			}
 		})
@@ -65,7 +60,7 @@ func Replay(t *testing.T, p sdk.AgentProvider, cfg cty.Value, cases ...Case) {
 
 // Parse returns the events p produces for lines under cfg, for tests that
 // check events their own way.
-func Parse(t testing.TB, p sdk.AgentProvider, cfg cty.Value, lines []string) []sdk.Event {
+func Parse(t plugintest.T, p sdk.AgentProvider, cfg cty.Value, lines []string) []sdk.Event {
 	t.Helper()
 	c := plugintest.Agent(t, p)
 	events, err := parse(c, configure(t, c, cfg), lines)
@@ -76,7 +71,7 @@ func Parse(t testing.TB, p sdk.AgentProvider, cfg cty.Value, lines []string) []s
 }
 
 // ReadLines reads a fixture file as lines without their newlines.
-func ReadLines(t testing.TB, path string) []string {
+func ReadLines(t plugintest.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -89,7 +84,7 @@ func ReadLines(t testing.TB, path string) []string {
 	return strings.Split(s, "\n")
 }
 
-func configure(t testing.TB, c sdk.AgentProvider, v cty.Value) sdk.Config {
+func configure(t plugintest.T, c sdk.AgentProvider, v cty.Value) sdk.Config {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -127,40 +122,10 @@ func parse(c sdk.AgentProvider, cfg sdk.Config, lines []string) ([]sdk.Event, er
 	return events, err
 }
 
-func formatEvent(e sdk.Event) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "{%s", e.Type)
-	for _, f := range []struct{ k, v string }{{"text", e.Text}, {"tool", e.ToolName}, {"arg", e.ToolArg}, {"session", e.SessionID}} {
-		if f.v != "" {
-			fmt.Fprintf(&b, " %s=%q", f.k, f.v)
-		}
-	}
-	if e.Usage != nil {
-		fmt.Fprintf(&b, " usage=%+v", *e.Usage)
-	}
-	return b.String() + "}"
-}
-
-// diffEvents describes how got differs from want, or returns "".
-func diffEvents(got, want []sdk.Event) string {
-	var b strings.Builder
-	for i := 0; i < max(len(got), len(want)); i++ {
-		switch {
-		case i >= len(got):
-			fmt.Fprintf(&b, "  #%d missing: want %s\n", i, formatEvent(want[i]))
-		case i >= len(want):
-			fmt.Fprintf(&b, "  #%d extra:   got  %s\n", i, formatEvent(got[i]))
-		case !reflect.DeepEqual(got[i], want[i]):
-			fmt.Fprintf(&b, "  #%d got  %s\n     want %s\n", i, formatEvent(got[i]), formatEvent(want[i]))
-		}
-	}
-	return b.String()
-}
-
 // Run checks what every agent provider must do: sane Info, a config that
 // configures, commands with exactly one of argv and shell that carry the
 // prompt, and a parser that survives anything.
-func Run(t *testing.T, p sdk.AgentProvider, cfg cty.Value) {
+func Run(t plugintest.T, p sdk.AgentProvider, cfg cty.Value) {
 	t.Helper()
 	run(t, plugintest.Agent(t, p), cfg)
 }
@@ -168,16 +133,16 @@ func Run(t *testing.T, p sdk.AgentProvider, cfg cty.Value) {
 // RunBinary runs Run's checks against the agent component name of the
 // plugin binary at path, written in any language, started as sanddune
 // starts it.
-func RunBinary(t *testing.T, path, name string, cfg cty.Value) {
+func RunBinary(t plugintest.T, path, name string, cfg cty.Value) {
 	t.Helper()
-	c, err := host.DispenseAgent(plugintest.Binary(t, path), name)
-	if err != nil {
-		t.Fatalf("dispensing agent %q of %s: %v", name, path, err)
+	c, ok := plugintest.Binary(t, path).Agents[name]
+	if !ok {
+		t.Fatalf("%s serves no agent component %q", path, name)
 	}
 	run(t, c, cfg)
 }
 
-func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
+func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -185,7 +150,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 	if err != nil {
 		t.Fatalf("Info: %v", err)
 	}
-	if problems := testkit.CheckInfo(info, sdk.KindAgent); len(problems) > 0 {
+	if problems := testkit.CheckInfo(info); len(problems) > 0 {
 		t.Fatalf("Info: %s", strings.Join(problems, "; "))
 	}
 	config := configure(t, c, cfg)
@@ -194,7 +159,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 		t.Fatalf("Describe: %v", err)
 	}
 
-	t.Run("Describe", func(t *testing.T) {
+	plugintest.Run(t, "Describe", func(t plugintest.T) {
 		for _, g := range desc.RequiredEnv {
 			if len(g) == 0 || slices.Contains(g, "") {
 				t.Errorf("RequiredEnv group %q is empty or has an empty key", g)
@@ -204,8 +169,15 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 			if s.PathPattern == "" {
 				t.Error("Sessions.PathPattern is empty")
 			}
-			if !slices.Contains([]string{"", "claude", "pi"}, s.EncodeCwd) {
-				t.Errorf("Sessions.EncodeCwd %q is unknown", s.EncodeCwd)
+			if strings.Contains(s.PathPattern, "{cwd_encoded}") {
+				enc, ok := c.(sdk.CwdEncoder)
+				if !ok {
+					t.Fatal("Sessions.PathPattern uses {cwd_encoded}: the provider must implement sdk.CwdEncoder")
+				}
+				const cwd = "/home/agenttest/my repo.v1"
+				if got, err := enc.EncodeCwd(context.Background(), cwd); err != nil || got == "" || strings.Contains(got, "/") {
+					t.Errorf("EncodeCwd(%q) = %q, %v; want one path segment (Sessions.PathPattern uses {cwd_encoded})", cwd, got, err)
+				}
 			}
 		} else if desc.Resume || desc.Fork {
 			t.Error("Resume or Fork without Sessions")
@@ -213,7 +185,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 	})
 
 	const prompt = "agenttest prompt: say hello"
-	build := func(t *testing.T, req sdk.CommandRequest) (sdk.Command, bool) {
+	build := func(t plugintest.T, req sdk.CommandRequest) (sdk.Command, bool) {
 		t.Helper()
 		req.Config, req.Prompt = config, prompt
 		if req.Iteration == 0 {
@@ -250,7 +222,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 		}
 		return false
 	}
-	t.Run("BuildCommandPrint", func(t *testing.T) {
+	plugintest.Run(t, "BuildCommandPrint", func(t plugintest.T) {
 		for _, req := range []sdk.CommandRequest{
 			{Mode: sdk.ModePrint},
 			{Mode: sdk.ModePrint, Iteration: 2},
@@ -261,10 +233,10 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 			}
 		}
 	})
-	t.Run("BuildCommandInteractive", func(t *testing.T) {
+	plugintest.Run(t, "BuildCommandInteractive", func(t plugintest.T) {
 		build(t, sdk.CommandRequest{Mode: sdk.ModeInteractive})
 	})
-	t.Run("BuildCommandResume", func(t *testing.T) {
+	plugintest.Run(t, "BuildCommandResume", func(t plugintest.T) {
 		if !desc.Resume {
 			t.Skip("agent does not resume sessions")
 		}
@@ -279,12 +251,12 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 		}
 	})
 
-	t.Run("ParseEmpty", func(t *testing.T) {
+	plugintest.Run(t, "ParseEmpty", func(t plugintest.T) {
 		if _, err := parse(c, config, nil); err != nil {
 			t.Errorf("ParseStream of no lines: %v", err)
 		}
 	})
-	t.Run("ParseMalformed", func(t *testing.T) {
+	plugintest.Run(t, "ParseMalformed", func(t plugintest.T) {
 		lines := []string{"{", `{"type":`, "[]", "null", "42", `"str"`, `{}`, `{"type":null}`, `{"type":"result","result":5}`,
 			`{"type":"assistant"}`, `{"type":"assistant","message":null}`, `{"type":"assistant","message":{"content":"x"}}`,
 			`{"type":"item.completed","item":7}`, "\x00\xff\xfe binary", "", "   "}
@@ -292,7 +264,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 			t.Errorf("ParseStream of malformed lines: %v (a malformed line must never fail the parser)", err)
 		}
 	})
-	t.Run("ParsePlainText", func(t *testing.T) {
+	plugintest.Run(t, "ParsePlainText", func(t plugintest.T) {
 		const line = "plain text from agenttest, not JSON"
 		events, err := parse(c, config, []string{line})
 		if err != nil {
@@ -302,7 +274,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 			t.Errorf("non-JSON line did not become a text event: %v", events)
 		}
 	})
-	t.Run("ParseHugeLine", func(t *testing.T) {
+	plugintest.Run(t, "ParseHugeLine", func(t plugintest.T) {
 		huge := strings.Repeat("x", 3*sdk.MaxLineBytes)
 		lines := []string{huge, `{"type":"text","text":"` + huge + `"}`, "after"}
 		events, err := parse(c, config, lines)
@@ -313,7 +285,7 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 			t.Errorf("the line after a huge line was lost: %d events", len(events))
 		}
 	})
-	t.Run("RewriteSession", func(t *testing.T) {
+	plugintest.Run(t, "RewriteSession", func(t plugintest.T) {
 		if desc.Sessions != nil {
 			t.Skip("agent has sessions; test RewriteSession with fixtures")
 		}
@@ -323,41 +295,4 @@ func run(t *testing.T, c sdk.AgentProvider, cfg cty.Value) {
 			t.Errorf("RewriteSession without sessions: %q, %v; want data unchanged", got, err)
 		}
 	})
-}
-
-// FuzzParser fuzzes an agent's stream parser (newParser returns a fresh
-// one) with whole streams, one line per '\n', seeded with the fixture
-// files' streams and each of their lines. Any stream parses without a
-// crash, to the same events every time, and a line that is not JSON
-// becomes at least one event, as sdk.Parser requires.
-func FuzzParser(f *testing.F, newParser func() sdk.Parser, fixtures ...string) {
-	for _, s := range []string{"", "{}", "null", "[]", `{"type":1}`, `{"type":"result"}`, "not json", "{", `"x"`, "\xff\x00\r"} {
-		f.Add([]byte(s))
-	}
-	for _, path := range fixtures {
-		lines := ReadLines(f, path)
-		f.Add([]byte(strings.Join(lines, "\n")))
-		for _, l := range lines {
-			f.Add([]byte(l))
-		}
-	}
-	f.Fuzz(func(t *testing.T, stream []byte) {
-		lines := bytes.Split(stream, []byte{'\n'})
-		first := parseAll(t, newParser(), lines)
-		if again := parseAll(t, newParser(), lines); !reflect.DeepEqual(first, again) {
-			t.Fatalf("the same stream parsed to different events:\n%s", diffEvents(again, first))
-		}
-	})
-}
-
-func parseAll(t *testing.T, p sdk.Parser, lines [][]byte) []sdk.Event {
-	var events []sdk.Event
-	for _, l := range lines {
-		got := p.Parse(bytes.Clone(l))
-		if len(got) == 0 && len(bytes.TrimSpace(l)) > 0 && !json.Valid(l) {
-			t.Fatalf("line %q is not JSON and became no event", l)
-		}
-		events = append(events, got...)
-	}
-	return append(events, p.Close()...)
 }

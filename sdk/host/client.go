@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit"
 	"github.com/missingstudio/sanddune/sdk/internal/pluginpb"
 	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
@@ -281,6 +283,8 @@ func (s *sandboxClient) Close(ctx context.Context) error {
 // agentProviderClient implements AgentProvider over gRPC.
 type agentProviderClient struct {
 	providerClient
+	// legacyEncoding is the deprecated encode_cwd of the last Describe.
+	legacyEncoding atomic.Pointer[string]
 }
 
 func (c *agentProviderClient) configRequest(cfg sdk.Config) (*pluginpb.ConfigRequest, error) {
@@ -300,6 +304,8 @@ func (c *agentProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk
 	if err != nil {
 		return sdk.AgentDescription{}, c.fromStatus(ctx, "Describe", err)
 	}
+	enc := resp.GetSessions().GetEncodeCwd()
+	c.legacyEncoding.Store(&enc)
 	return fromDescription(resp), nil
 }
 
@@ -333,6 +339,27 @@ func (c *agentProviderClient) RewriteSession(ctx context.Context, req sdk.Rewrit
 		return nil, c.fromStatus(ctx, "RewriteSession", err)
 	}
 	return resp.Data, nil
+}
+
+// EncodeCwd implements sdk.CwdEncoder. A plugin built before the EncodeCwd
+// RPC named its encoding in its description instead ("claude" or "pi");
+// otherwise a plugin whose agent lacks it answers with an error wrapping
+// sdk.ErrNotSupported.
+func (c *agentProviderClient) EncodeCwd(ctx context.Context, cwd string) (string, error) {
+	resp, err := c.agent.EncodeCwd(ctx, &pluginpb.EncodeCwdRequest{Component: c.ref.Name, Cwd: cwd}, wire.CallOpts...)
+	if err == nil {
+		return resp.Encoded, nil
+	}
+	err = c.fromStatus(ctx, "EncodeCwd", err)
+	if legacy := c.legacyEncoding.Load(); legacy != nil && errors.Is(err, sdk.ErrNotSupported) {
+		switch *legacy {
+		case "claude":
+			return agentkit.EncodeClaudeCwd(cwd), nil
+		case "pi":
+			return agentkit.EncodePiCwd(cwd), nil
+		}
+	}
+	return "", err
 }
 
 // ParseStream sends lines in batches while it receives events: both

@@ -106,7 +106,7 @@ func fromDescription(d *pluginpb.AgentDescription) sdk.AgentDescription {
 		out.RequiredEnv = append(out.RequiredEnv, g.Values)
 	}
 	if s := d.GetSessions(); s != nil {
-		out.Sessions = &sdk.SessionStorage{PathPattern: s.PathPattern, EncodeCwd: s.EncodeCwd}
+		out.Sessions = &sdk.SessionStorage{PathPattern: s.PathPattern}
 	}
 	return out
 }

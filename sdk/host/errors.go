@@ -38,6 +38,10 @@ func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
 		return &sdk.PluginError{Plugin: c.component, Op: op, Err: context.Canceled}
 	case st.Code() == codes.InvalidArgument && op == "RunCommand":
 		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrUsage}}
+	case st.Code() == codes.NotFound:
+		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrNotFound}}
+	case st.Code() == codes.PermissionDenied:
+		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrConfinement}}
 	case st.Code() == codes.DeadlineExceeded:
 		return &sdk.PluginError{Plugin: c.component, Op: op, Err: context.DeadlineExceeded}
 	}

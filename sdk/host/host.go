@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -20,13 +21,22 @@ import (
 	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
 
-// Handshake is the go-plugin handshake of sanddune's plugins, for
-// plugin.ClientConfig's HandshakeConfig.
-var Handshake plugin.HandshakeConfig = wire.Handshake
+// ClientConfig is the go-plugin client configuration for the plugin binary
+// that cmd starts: sanddune's handshake, the protocol versions the host
+// speaks, gRPC with AutoMTLS. The caller adds what else it needs (a
+// SecureConfig, stderr, a start timeout).
+func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
+	return &plugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: pluginSets(),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           logger,
+	}
+}
 
-// PluginSets is what the host passes as plugin.ClientConfig's
-// VersionedPlugins: the protocol versions it speaks.
-func PluginSets() map[int]plugin.PluginSet {
+func pluginSets() map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{sdk.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
 }
 
@@ -37,8 +47,8 @@ func Versions() []int { return []int{sdk.ProtocolVersion} }
 // sdk.ServeInProcess serves at addr in this process.
 func InProcess(addr net.Addr, logger hclog.Logger) *plugin.ClientConfig {
 	return &plugin.ClientConfig{
-		HandshakeConfig: Handshake,
-		Plugins:         PluginSets()[sdk.ProtocolVersion], // a reattached client negotiates no version
+		HandshakeConfig: wire.Handshake,
+		Plugins:         pluginSets()[sdk.ProtocolVersion], // a reattached client negotiates no version
 		Reattach: &plugin.ReattachConfig{
 			Protocol: plugin.ProtocolGRPC, ProtocolVersion: sdk.ProtocolVersion, Addr: addr, Pid: os.Getpid(), Test: true,
 		},
@@ -67,19 +77,6 @@ type Component struct {
 	// CreateProgress: the plugin streams progress reports during Create
 	// (sdk.CreateRequest.Progress).
 	CreateProgress bool
-}
-
-// Catalog lists the components a plugin serves.
-func Catalog(ctx context.Context, cp plugin.ClientProtocol) ([]sdk.Info, error) {
-	cs, err := CatalogComponents(ctx, cp)
-	if err != nil {
-		return nil, err
-	}
-	infos := make([]sdk.Info, len(cs))
-	for i, c := range cs {
-		infos[i] = c.Info
-	}
-	return infos, nil
 }
 
 // CatalogComponents lists the components a plugin serves with the optional
@@ -116,14 +113,16 @@ func DispenseSandbox(cp plugin.ClientProtocol, name string) (sdk.SandboxProvider
 	return &sandboxProviderClient{providerClient: providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_SANDBOX, Name: name}}}, nil
 }
 
-// DispenseAgent returns the agent provider name served by the plugin.
+// DispenseAgent returns the agent provider name served by the plugin. It
+// also implements sdk.CwdEncoder, whose method returns an error wrapping
+// sdk.ErrNotSupported when the plugin lacks it.
 func DispenseAgent(cp plugin.ClientProtocol, name string) (sdk.AgentProvider, error) {
 	c, err := dispense(cp)
 	if err != nil {
 		return nil, err
 	}
 	c.component = name
-	return &agentProviderClient{providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_AGENT, Name: name}}}, nil
+	return &agentProviderClient{providerClient: providerClient{conn: c, ref: &pluginpb.ComponentRef{Kind: pluginpb.Kind_KIND_AGENT, Name: name}}}, nil
 }
 
 func dispense(cp plugin.ClientProtocol) (*conn, error) {

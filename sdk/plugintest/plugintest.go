@@ -2,15 +2,19 @@
 // real in-process gRPC connection, so tests exercise the wire protocol
 // (protobuf, streaming, error mapping) without building plugin binaries.
 // Binary starts a plugin binary — in any language — the way sanddune does.
+//
+// Its functions, and the conformance kits built on them, report to a T:
+// *testing.T is one, and so is the runner of `sanddune plugins test`, which
+// runs the kits without the testing package.
 package plugintest
 
 import (
 	"context"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -19,51 +23,69 @@ import (
 	"github.com/missingstudio/sanddune/sdk/host"
 )
 
-// nameOf is the name p is served under: its own Info name, else "plugintest".
-func nameOf(p sdk.Provider) string {
-	if info, err := p.Info(context.Background()); err == nil && info.Name != "" {
-		return info.Name
-	}
-	return "plugintest"
+// T is what a check reports to; *testing.T and testing.TB satisfy it.
+// Subtests go through Run.
+type T interface {
+	Helper()
+	Error(args ...any)
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skip(args ...any)
+	Skipf(format string, args ...any)
+	Logf(format string, args ...any)
+	Failed() bool
+	Cleanup(func())
+	TempDir() string
 }
 
-// Sandbox serves p over gRPC and returns the host-side adapter. The
-// connection closes when the test ends.
-func Sandbox(t testing.TB, p sdk.SandboxProvider) sdk.SandboxProvider {
+// Run runs f as the subtest name of t through t's own Run method (that of
+// *testing.T, or of any T whose Run(string, func(X)) bool takes an X that
+// is a T) and reports whether it passed.
+func Run(t T, name string, f func(T)) bool {
 	t.Helper()
-	name := nameOf(p)
-	client := connect(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: p}})
-	sp, err := host.DispenseSandbox(client, name)
+	m := reflect.ValueOf(t).MethodByName("Run")
+	if !m.IsValid() || m.Type().NumIn() != 2 || m.Type().In(1).Kind() != reflect.Func || m.Type().In(1).NumIn() != 1 {
+		t.Fatalf("plugintest: %T has no Run(string, func(T)) method for subtests", t)
+	}
+	sub := reflect.MakeFunc(m.Type().In(1), func(args []reflect.Value) []reflect.Value {
+		f(args[0].Interface().(T))
+		return nil
+	})
+	out := m.Call([]reflect.Value{reflect.ValueOf(name), sub})
+	return len(out) == 1 && out[0].Kind() == reflect.Bool && out[0].Bool()
+}
+
+// name is the component name Sandbox and Agent serve providers under.
+const name = "plugintest"
+
+// Sandbox serves p over gRPC, as component "plugintest", and returns the
+// host-side adapter. The connection closes when the test ends.
+func Sandbox(t T, p sdk.SandboxProvider) sdk.SandboxProvider {
+	t.Helper()
+	sp, err := host.DispenseSandbox(connect(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: p}}), name)
 	if err != nil {
 		t.Fatalf("plugintest: dispense sandbox: %v", err)
 	}
 	return sp
 }
 
-// Agent serves p over gRPC and returns the host-side adapter.
-func Agent(t testing.TB, p sdk.AgentProvider) sdk.AgentProvider {
+// Agent serves p over gRPC, as component "plugintest", and returns the
+// host-side adapter.
+func Agent(t T, p sdk.AgentProvider) sdk.AgentProvider {
 	t.Helper()
-	name := nameOf(p)
-	client := connect(t, sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{name: p}})
-	ap, err := host.DispenseAgent(client, name)
+	ap, err := host.DispenseAgent(connect(t, sdk.ServeOpts{Agents: map[string]sdk.AgentProvider{name: p}}), name)
 	if err != nil {
 		t.Fatalf("plugintest: dispense agent: %v", err)
 	}
 	return ap
 }
 
-// Client serves opts over gRPC and returns the host side of the connection,
-// for host.Catalog and the host.Dispense functions.
-func Client(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
-	t.Helper()
-	return connect(t, opts)
-}
-
 // connect serves opts in-process (sdk.ServeInProcess) and attaches a
 // client to it. go-plugin's own logs are dropped unless
 // SANDDUNE_TEST_PLUGIN_LOG sets a level (e.g. debug, trace), so that the
 // kits' output is the tests' own.
-func connect(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
+func connect(t T, opts sdk.ServeOpts) plugin.ClientProtocol {
 	t.Helper()
 	logger := testLogger()
 	if opts.Logger == nil {
@@ -89,24 +111,22 @@ func connect(t testing.TB, opts sdk.ServeOpts) plugin.ClientProtocol {
 	return rpc
 }
 
+// Plugin is what a plugin binary serves: its components by name, connected.
+type Plugin struct {
+	Sandboxes map[string]sdk.SandboxProvider
+	Agents    map[string]sdk.AgentProvider
+}
+
 // Binary starts the plugin binary at path as sanddune does (go-plugin
-// handshake, AutoMTLS) and returns the host side of the connection. The
-// plugin is stopped when the test ends; its stderr is logged if the test
-// failed.
-func Binary(t testing.TB, path string) plugin.ClientProtocol {
+// handshake, AutoMTLS) and returns its components. The plugin is stopped
+// when the test ends; its stderr is logged if the test failed.
+func Binary(t T, path string) Plugin {
 	t.Helper()
 	logger := testLogger()
 	stderr := &lineLog{}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  host.Handshake,
-		VersionedPlugins: host.PluginSets(),
-		Cmd:              exec.Command(path),
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Logger:           logger,
-		Stderr:           stderr,
-		SyncStderr:       stderr,
-	})
+	cfg := host.ClientConfig(exec.Command(path), logger)
+	cfg.Stderr, cfg.SyncStderr = stderr, stderr
+	client := plugin.NewClient(cfg)
 	started := false
 	t.Cleanup(func() {
 		client.Kill()
@@ -120,7 +140,25 @@ func Binary(t testing.TB, path string) plugin.ClientProtocol {
 		t.Fatalf("plugintest: starting %s: %v\nits stderr:\n%s", path, err, stderr.String())
 	}
 	started = true
-	return rpc
+	comps, err := host.CatalogComponents(context.Background(), rpc)
+	if err != nil {
+		t.Fatalf("plugintest: the catalog of %s: %v", path, err)
+	}
+	p := Plugin{Sandboxes: map[string]sdk.SandboxProvider{}, Agents: map[string]sdk.AgentProvider{}}
+	for _, c := range comps {
+		switch c.Info.Kind {
+		case sdk.KindSandbox:
+			p.Sandboxes[c.Info.Name], err = host.DispenseSandbox(rpc, c.Info.Name)
+		case sdk.KindAgent:
+			p.Agents[c.Info.Name], err = host.DispenseAgent(rpc, c.Info.Name)
+		default:
+			t.Errorf("plugintest: %s serves %q of unknown kind %q", path, c.Info.Name, c.Info.Kind)
+		}
+		if err != nil {
+			t.Fatalf("plugintest: dispensing %s of %s: %v", c.Info.Name, path, err)
+		}
+	}
+	return p
 }
 
 // lineLog keeps what a plugin writes on stderr.

@@ -28,5 +28,5 @@ func Signal(pgid int, sig syscall.Signal) error {
 	return syscall.Kill(-pgid, sig)
 }
 
-// Alive reports whether process pid exists (it may be a zombie).
-func Alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) != syscall.ESRCH }
+// alive reports whether process pid exists (it may be a zombie).
+func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) != syscall.ESRCH }

@@ -31,7 +31,7 @@ func TestKillEndsTheWholeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if Alive(cmd.Process.Pid) {
+	if alive(cmd.Process.Pid) {
 		t.Fatal("the group leader survived")
 	}
 }

@@ -154,7 +154,7 @@ func (d *Decoder) Env(v cty.Value, name string) map[string]string {
 // Mount is one decoded `mount` block.
 type Mount struct {
 	// HostPath is as configured: absolute, ~/..., or relative to the
-	// repository (see ResolveHostPath and Source).
+	// repository (see resolveHostPath and Source).
 	HostPath string
 	// SandboxPath is as configured; "" when unset.
 	SandboxPath string
@@ -219,10 +219,10 @@ func (b MountBlock) Decode(d *Decoder, v cty.Value) []Mount {
 	return out
 }
 
-// Source resolves m.HostPath against the repository (ResolveHostPath) and
+// Source resolves m.HostPath against the repository (resolveHostPath) and
 // checks that it exists.
 func (m Mount) Source(repo string) (string, error) {
-	src, err := ResolveHostPath(m.HostPath, repo)
+	src, err := resolveHostPath(m.HostPath, repo)
 	if err != nil {
 		return "", err
 	}
@@ -247,9 +247,9 @@ func ExpandHome(p string) (string, error) {
 	return filepath.Join(home, p[1:]), nil
 }
 
-// ResolveHostPath makes a configured host path absolute and clean: ~ is
+// resolveHostPath makes a configured host path absolute and clean: ~ is
 // the user's home, relative paths are under the repository repo.
-func ResolveHostPath(p, repo string) (string, error) {
+func resolveHostPath(p, repo string) (string, error) {
 	p, err := ExpandHome(p)
 	if err != nil {
 		return "", err

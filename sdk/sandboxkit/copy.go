@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // CopyIn copies the host file, directory tree or symlink hostPath to p in
 // the area. p's parent directories are created; p cannot be an area
-// directory itself. See CopyRoot for what is copied and how.
+// directory itself. See copyRoot for what is copied and how.
 func (a Area) CopyIn(ctx context.Context, hostPath, p string) error {
 	dst, rel, err := a.root(p)
 	if err != nil {
@@ -19,7 +21,7 @@ func (a Area) CopyIn(ctx context.Context, hostPath, p string) error {
 	}
 	defer dst.Close()
 	if rel == "." {
-		return fmt.Errorf("%w: cannot replace %s itself", ErrConfinement, p)
+		return fmt.Errorf("%w: cannot replace %s itself", sdk.ErrConfinement, p)
 	}
 	if real, err := filepath.EvalSymlinks(hostPath); err == nil && Within(filepath.Clean(p), real) {
 		return fmt.Errorf("cannot copy directory %s into itself (%s)", hostPath, p)
@@ -32,7 +34,7 @@ func (a Area) CopyIn(ctx context.Context, hostPath, p string) error {
 	if err := dst.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
 		return confined(err)
 	}
-	return confined(CopyRoot(ctx, src, filepath.Base(hostPath), dst, rel, false))
+	return confined(copyRoot(ctx, src, filepath.Base(hostPath), dst, rel, false))
 }
 
 // CopyOut copies p in the area (a symlink at p is followed while it stays
@@ -51,17 +53,17 @@ func (a Area) CopyOut(ctx context.Context, p, hostPath string) error {
 		return err
 	}
 	defer dst.Close()
-	return confined(CopyRoot(ctx, src, rel, dst, filepath.Base(hostPath), true))
+	return confined(copyRoot(ctx, src, rel, dst, filepath.Base(hostPath), true))
 }
 
-// CopyRoot copies srcRel in src to dstRel in dst: a file, a directory tree
+// copyRoot copies srcRel in src to dstRel in dst: a file, a directory tree
 // or a symlink (copied as a symlink, never followed, so a link to a file
 // elsewhere does not smuggle that file in; followTop follows a symlink at
 // srcRel itself, inside src). Permission bits and modification times are
 // kept; sockets, devices and pipes are skipped. An existing directory at
 // dstRel is merged into; any other existing entry, a symlink included, is
 // replaced, never followed or written through. Neither root can be left.
-func CopyRoot(ctx context.Context, src *os.Root, srcRel string, dst *os.Root, dstRel string, followTop bool) error {
+func copyRoot(ctx context.Context, src *os.Root, srcRel string, dst *os.Root, dstRel string, followTop bool) error {
 	stat := src.Lstat
 	if followTop {
 		stat = src.Stat

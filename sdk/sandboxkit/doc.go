@@ -4,12 +4,12 @@
 // uses it for:
 //
 //   - confining paths: SandboxPath keeps relative paths (a cwd, a copy
-//     target) inside the repository (seed 003); an Area of host
+//     target) inside the repository; an Area of host
 //     directories checks a cwd (Dir) and copies files and trees in and out
 //     (CopyIn, CopyOut) through os.Root, so no symlink, even one swapped in
 //     meanwhile, leads outside, and nothing is written through a symlink at
 //     the destination; Within is the lexical check; every violation wraps
-//     ErrConfinement;
+//     sdk.ErrConfinement;
 //   - running commands (Runner): the ExecRequest's argv (Argv), each command
 //     in its own process group with its stdin bytes, output streamed as
 //     sdk.OutputLine, a timeout or cancellation killing the whole group, and
@@ -20,11 +20,6 @@
 //   - environment maps (MergeEnv, EnvList, HostEnv);
 //   - sandbox directories under the temp dir that `sanddune gc` can list
 //     and remove (TempDirs, RemoveAll);
-//   - directories in a host repository's state dir (StateDirName) that git
-//     ignores, such as a provider's cache (EnsureIgnoredDir);
 //   - decoding provider blocks with diagnostics (Decoder), including the
-//     usual `mount` blocks (MountBlock) and their host paths
-//     (ResolveHostPath).
-//
-// Package kittest holds the matching test helpers.
+//     usual `mount` blocks (MountBlock, Mount.Source).
 package sandboxkit

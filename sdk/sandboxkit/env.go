@@ -44,8 +44,8 @@ func HostEnv(keys ...string) map[string]string {
 	return env
 }
 
-// EnvAttribute is the `env` attribute every sandbox provider declares
-// (seed 002): environment for every command in the sandbox. Describe
+// EnvAttribute is the `env` attribute every sandbox provider declares:
+// environment for every command in the sandbox. Describe
 // returns it as SandboxDescription.Env, and the host layers it below the
 // run's env into CreateRequest.Env; the provider does not apply it again.
 func EnvAttribute() sdk.Attribute {

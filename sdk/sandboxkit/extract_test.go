@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // entry is one archive entry for tarOf: a regular file unless link or dir.
@@ -131,7 +133,7 @@ func TestExtractTarReplacesTheTopEntry(t *testing.T) {
 	if err := ExtractTar(tarOf(t, entry{name: "x.txt", body: "one"}), dst); err == nil {
 		t.Error("a file replaced a directory")
 	}
-	if !errors.Is(ExtractTar(tarOf(t, entry{name: "../x", body: "x"}), file), ErrConfinement) {
-		t.Error("an escaping entry is not an ErrConfinement")
+	if !errors.Is(ExtractTar(tarOf(t, entry{name: "../x", body: "x"}), file), sdk.ErrConfinement) {
+		t.Error("an escaping entry is not an sdk.ErrConfinement")
 	}
 }

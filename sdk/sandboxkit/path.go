@@ -8,11 +8,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-)
 
-// ErrConfinement is wrapped by every error about a path outside the area
-// a sandbox confines paths to.
-var ErrConfinement = errors.New("path confinement violation")
+	"github.com/missingstudio/sanddune/sdk"
+)
 
 // Within reports whether p is dir or lies below it. Both must be clean and
 // absolute; "/" holds every path.
@@ -23,7 +21,7 @@ func Within(p, dir string) bool {
 // SandboxPath maps a path of the sandbox contract (ExecRequest.Cwd, the
 // sandbox side of CopyIn and CopyOut) to a clean absolute sandbox path:
 // a relative path resolves against repo and must stay inside it, so
-// "../escape.txt" or a cwd of ".." is refused (seed 003). Paths inside a
+// "../escape.txt" or a cwd of ".." is refused (sdk.ErrConfinement). Paths inside a
 // container use forward slashes, so this is lexical and slash-based.
 func SandboxPath(p, repo string) (string, error) {
 	if path.IsAbs(p) {
@@ -31,7 +29,7 @@ func SandboxPath(p, repo string) (string, error) {
 	}
 	abs := path.Join(repo, p)
 	if abs != repo && !strings.HasPrefix(abs, strings.TrimSuffix(repo, "/")+"/") {
-		return "", fmt.Errorf("%w: %q leaves the repository directory %s", ErrConfinement, p, repo)
+		return "", fmt.Errorf("%w: %q leaves the repository directory %s", sdk.ErrConfinement, p, repo)
 	}
 	return abs, nil
 }
@@ -53,7 +51,7 @@ func (a Area) root(p string) (*os.Root, string, error) {
 		}
 	}
 	if best == "" {
-		return nil, "", fmt.Errorf("%w: %s is outside the sandbox (%s)", ErrConfinement, p, strings.Join(a, ", "))
+		return nil, "", fmt.Errorf("%w: %s is outside the sandbox (%s)", sdk.ErrConfinement, p, strings.Join(a, ", "))
 	}
 	rel, err := filepath.Rel(best, p)
 	if err != nil {
@@ -84,10 +82,10 @@ func (a Area) Dir(p string) error {
 	return nil
 }
 
-// confined marks os.Root's "path escapes" errors as ErrConfinement.
+// confined marks os.Root's "path escapes" errors as sdk.ErrConfinement.
 func confined(err error) error {
 	if err != nil && strings.Contains(err.Error(), "escapes from parent") {
-		return fmt.Errorf("%w: %w", ErrConfinement, err)
+		return fmt.Errorf("%w: %w", sdk.ErrConfinement, err)
 	}
 	return err
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/sdk/internal/testkit"
 )
 
 // realTempDir is a t.TempDir with symlinks resolved, usable as a root.
@@ -50,7 +50,7 @@ func TestWithin(t *testing.T) {
 	}
 }
 
-// TestSandboxPathKeepsRelativePathsInTheRepo: seed 003 (AC-4, AC-7): a
+// TestSandboxPathKeepsRelativePathsInTheRepo: a
 // relative path, a cwd or a copy target, never leaves the repository.
 func TestSandboxPathKeepsRelativePathsInTheRepo(t *testing.T) {
 	for p, want := range map[string]string{
@@ -65,15 +65,15 @@ func TestSandboxPathKeepsRelativePathsInTheRepo(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"..", "../escape.txt", "a/../../x", "../repo2"} {
-		if got, err := SandboxPath(p, "/w/repo"); !errors.Is(err, ErrConfinement) {
-			t.Errorf("SandboxPath(%q) = %q, %v; want ErrConfinement", p, got, err)
+		if got, err := SandboxPath(p, "/w/repo"); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("SandboxPath(%q) = %q, %v; want sdk.ErrConfinement", p, got, err)
 		}
 	}
 }
 
 func TestAreaDirConfines(t *testing.T) {
 	root, other := realTempDir(t), realTempDir(t)
-	kittest.WriteFile(t, filepath.Join(root, "d", "f"), "x", 0o644)
+	testkit.WriteFile(t, filepath.Join(root, "d", "f"), "x", 0o644)
 	symlink(t, "d", filepath.Join(root, "inner"))
 	symlink(t, other, filepath.Join(root, "out"))
 	a := Area{root}
@@ -83,11 +83,11 @@ func TestAreaDirConfines(t *testing.T) {
 		}
 	}
 	for _, p := range []string{filepath.Join(root, ".."), other, filepath.Join(root, "out"), "relative", "/"} {
-		if err := a.Dir(p); !errors.Is(err, ErrConfinement) {
-			t.Errorf("Dir(%q) = %v; want ErrConfinement", p, err)
+		if err := a.Dir(p); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("Dir(%q) = %v; want sdk.ErrConfinement", p, err)
 		}
 	}
-	if err := a.Dir(filepath.Join(root, "d", "f")); err == nil || errors.Is(err, ErrConfinement) {
+	if err := a.Dir(filepath.Join(root, "d", "f")); err == nil || errors.Is(err, sdk.ErrConfinement) {
 		t.Errorf("Dir(file) = %v; want a not-a-directory error", err)
 	}
 	// A second directory admits what it holds.
@@ -101,9 +101,9 @@ func TestAreaDirConfines(t *testing.T) {
 func TestAreaCopiesConfine(t *testing.T) {
 	ctx := context.Background()
 	root, other, host := realTempDir(t), realTempDir(t), t.TempDir()
-	kittest.WriteFile(t, filepath.Join(host, "f"), "new", 0o644)
-	kittest.WriteFile(t, filepath.Join(other, "secret"), "s", 0o600)
-	kittest.WriteFile(t, filepath.Join(root, "d", "g"), "g", 0o644)
+	testkit.WriteFile(t, filepath.Join(host, "f"), "new", 0o644)
+	testkit.WriteFile(t, filepath.Join(other, "secret"), "s", 0o600)
+	testkit.WriteFile(t, filepath.Join(root, "d", "g"), "g", 0o644)
 	symlink(t, "d", filepath.Join(root, "dlink"))
 	symlink(t, other, filepath.Join(root, "out"))
 	symlink(t, filepath.Join(other, "secret"), filepath.Join(root, "outfile"))
@@ -112,10 +112,10 @@ func TestAreaCopiesConfine(t *testing.T) {
 	if err := a.CopyIn(ctx, filepath.Join(host, "f"), filepath.Join(root, "dlink", "new", "f")); err != nil {
 		t.Fatal(err)
 	}
-	kittest.CheckFile(t, filepath.Join(root, "d", "new", "f"), "new", 0o644)
+	testkit.CheckFile(t, filepath.Join(root, "d", "new", "f"), "new", 0o644)
 	for _, p := range []string{root, filepath.Join(root, "..", "x"), filepath.Join(other, "x"), filepath.Join(root, "out", "x"), filepath.Join(root, "out", "new", "x"), "x"} {
-		if err := a.CopyIn(ctx, filepath.Join(host, "f"), p); !errors.Is(err, ErrConfinement) {
-			t.Errorf("CopyIn to %q = %v; want ErrConfinement", p, err)
+		if err := a.CopyIn(ctx, filepath.Join(host, "f"), p); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("CopyIn to %q = %v; want sdk.ErrConfinement", p, err)
 		}
 	}
 	if entries, _ := os.ReadDir(other); len(entries) != 1 {
@@ -125,10 +125,10 @@ func TestAreaCopiesConfine(t *testing.T) {
 	if err := a.CopyOut(ctx, filepath.Join(root, "dlink", "g"), filepath.Join(host, "out", "g")); err != nil {
 		t.Fatal(err)
 	}
-	kittest.CheckFile(t, filepath.Join(host, "out", "g"), "g", 0o644)
+	testkit.CheckFile(t, filepath.Join(host, "out", "g"), "g", 0o644)
 	for _, p := range []string{filepath.Join(root, "out", "secret"), filepath.Join(root, "outfile"), other} {
-		if err := a.CopyOut(ctx, p, filepath.Join(host, "leak")); !errors.Is(err, ErrConfinement) {
-			t.Errorf("CopyOut of %q = %v; want ErrConfinement", p, err)
+		if err := a.CopyOut(ctx, p, filepath.Join(host, "leak")); !errors.Is(err, sdk.ErrConfinement) {
+			t.Errorf("CopyOut of %q = %v; want sdk.ErrConfinement", p, err)
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(host, "leak")); err == nil {
@@ -140,8 +140,8 @@ func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
 	ctx := context.Background()
 	src, area := realTempDir(t), realTempDir(t)
 	dst := filepath.Join(area, "a", "dst")
-	kittest.WriteFile(t, filepath.Join(src, "run.sh"), "#!/bin/sh\n", 0o755)
-	kittest.WriteFile(t, filepath.Join(src, "nested", "secret"), "s", 0o600)
+	testkit.WriteFile(t, filepath.Join(src, "run.sh"), "#!/bin/sh\n", 0o755)
+	testkit.WriteFile(t, filepath.Join(src, "nested", "secret"), "s", 0o600)
 	symlink(t, "run.sh", filepath.Join(src, "link"))
 	if err := os.Chmod(filepath.Join(src, "nested"), 0o750); err != nil {
 		t.Fatal(err)
@@ -149,8 +149,8 @@ func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
 	if err := (Area{area}).CopyIn(ctx, src, dst); err != nil {
 		t.Fatal(err)
 	}
-	kittest.CheckFile(t, filepath.Join(dst, "run.sh"), "#!/bin/sh\n", 0o755)
-	kittest.CheckFile(t, filepath.Join(dst, "nested", "secret"), "s", 0o600)
+	testkit.CheckFile(t, filepath.Join(dst, "run.sh"), "#!/bin/sh\n", 0o755)
+	testkit.CheckFile(t, filepath.Join(dst, "nested", "secret"), "s", 0o600)
 	if fi, err := os.Stat(filepath.Join(dst, "nested")); err != nil || fi.Mode().Perm() != 0o750 {
 		t.Errorf("dir mode: %v %v", fi, err)
 	}
@@ -161,7 +161,7 @@ func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
 	// outside the tree (say .env -> ~/.aws/credentials) does not bring the
 	// file's content along.
 	secret := filepath.Join(t.TempDir(), "secret")
-	kittest.WriteFile(t, secret, "s3cr3t", 0o600)
+	testkit.WriteFile(t, secret, "s3cr3t", 0o600)
 	symlink(t, secret, filepath.Join(src, "top"))
 	if err := (Area{area}).CopyIn(ctx, filepath.Join(src, "top"), filepath.Join(dst, "top")); err != nil {
 		t.Fatal(err)
@@ -178,8 +178,8 @@ func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
 // merges into, and never writes through them.
 func TestCopyNeverWritesThroughSymlinks(t *testing.T) {
 	src, outside := t.TempDir(), t.TempDir()
-	kittest.WriteFile(t, filepath.Join(src, "tree", "sub", "f"), "new", 0o644)
-	kittest.WriteFile(t, filepath.Join(outside, "victim"), "old", 0o644)
+	testkit.WriteFile(t, filepath.Join(src, "tree", "sub", "f"), "new", 0o644)
+	testkit.WriteFile(t, filepath.Join(outside, "victim"), "old", 0o644)
 	// Each case plants a symlink to outside at or below the destination.
 	for _, tc := range []struct{ link, target, from, to, want string }{
 		{"x", "victim", "tree/sub/f", "x", "x"},
@@ -195,9 +195,9 @@ func TestCopyNeverWritesThroughSymlinks(t *testing.T) {
 			t.Errorf("%+v: %v", tc, err)
 			continue
 		}
-		kittest.CheckFile(t, filepath.Join(dst, tc.want), "new", 0o644)
+		testkit.CheckFile(t, filepath.Join(dst, tc.want), "new", 0o644)
 	}
-	kittest.CheckFile(t, filepath.Join(outside, "victim"), "old", 0o644)
+	testkit.CheckFile(t, filepath.Join(outside, "victim"), "old", 0o644)
 	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
 		t.Errorf("outside dir has %d entries, want only victim", len(entries))
 	}
@@ -285,7 +285,7 @@ func TestRunTimeoutKillsProcessGroup(t *testing.T) {
 	if err != nil || !res.TimedOut || res.ExitCode != 137 {
 		t.Errorf("%+v %v; want timed out, killed", res, err)
 	}
-	kittest.WaitGone(t, <-pids)
+	testkit.WaitGone(t, <-pids)
 }
 
 func TestRunCancelKillsProcessGroup(t *testing.T) {
@@ -300,7 +300,7 @@ func TestRunCancelKillsProcessGroup(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.TimedOut {
 		t.Errorf("%+v %v; want context.Canceled", res, err)
 	}
-	kittest.WaitGone(t, <-pids)
+	testkit.WaitGone(t, <-pids)
 }
 
 func TestRunBackgroundJobEndsUnlessLinger(t *testing.T) {
@@ -309,7 +309,7 @@ func TestRunBackgroundJobEndsUnlessLinger(t *testing.T) {
 	if res, err := r.Run(context.Background(), shellCommand("sleep 100 & echo $!"), pidOut(pids, nil)); err != nil || res.ExitCode != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	kittest.WaitGone(t, <-pids)
+	testkit.WaitGone(t, <-pids)
 
 	c := shellCommand("sleep 100 >/dev/null 2>&1 & echo $!")
 	c.Linger = true
@@ -341,7 +341,7 @@ func TestRunnerCloseKillsRunningCommands(t *testing.T) {
 	if err := <-errs; !errors.Is(err, ErrClosed) {
 		t.Errorf("interrupted Run: %v, want ErrClosed", err)
 	}
-	kittest.WaitGone(t, pid)
+	testkit.WaitGone(t, pid)
 	if !r.Close() || !r.Closed() {
 		t.Error("second Close did not report already closed")
 	}
@@ -368,7 +368,7 @@ func TestTempDirs(t *testing.T) {
 		t.Fatalf("List: %+v %v", res, err)
 	}
 	ro := filepath.Join(dir, "ro")
-	kittest.WriteFile(t, filepath.Join(ro, "f"), "x", 0o444)
+	testkit.WriteFile(t, filepath.Join(ro, "f"), "x", 0o444)
 	if err := os.Chmod(ro, 0o555); err != nil {
 		t.Fatal(err)
 	}
@@ -423,14 +423,14 @@ func TestDecoder(t *testing.T) {
 	}
 }
 
-func TestResolveHostPath(t *testing.T) {
+func TestResolveHostPathMakesConfiguredPathsAbsolute(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
 	for p, want := range map[string]string{"~": "/home/u", "~/a/../b": "/home/u/b", "/abs/": "/abs", "rel": "/repo/rel"} {
-		if got, err := ResolveHostPath(p, "/repo"); err != nil || got != want {
-			t.Errorf("ResolveHostPath(%q) = %q, %v; want %q", p, got, err, want)
+		if got, err := resolveHostPath(p, "/repo"); err != nil || got != want {
+			t.Errorf("resolveHostPath(%q) = %q, %v; want %q", p, got, err, want)
 		}
 	}
-	if _, err := ResolveHostPath("rel", ""); err == nil {
+	if _, err := resolveHostPath("rel", ""); err == nil {
 		t.Error("relative path without a repository accepted")
 	}
 	dir := t.TempDir()

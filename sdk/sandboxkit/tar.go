@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // WriteTar writes an archive of hostPath for extraction in a sandbox
@@ -134,7 +136,7 @@ func ExtractTar(r io.Reader, dst string) error {
 			top = first
 		}
 		if first != top || first == ".." || first == "." {
-			return fmt.Errorf("%w: archive entry %q is outside %s", ErrConfinement, h.Name, top)
+			return fmt.Errorf("%w: archive entry %q is outside %s", sdk.ErrConfinement, h.Name, top)
 		}
 		if rest == "" {
 			err = x.top(h, tr)

@@ -6,16 +6,16 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
 // testGitBundleRoundTrip: an isolated sandbox gets its code as a git
 // bundle and gives commits back as one (docs/adr/0004), so the sandbox
 // needs git, and CopyIn/CopyOut must carry bundles intact: a commit made in
 // the sandbox arrives on the host with the same SHA.
-func (s *suite) testGitBundleRoundTrip(t *testing.T) {
+func (s *suite) testGitBundleRoundTrip(t plugintest.T) {
 	if s.caps.Contract != sdk.ContractIsolated {
 		t.Skip("bind-mount provider: the worktree is mounted, not synced")
 	}

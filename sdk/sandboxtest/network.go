@@ -6,12 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/internal/testkit"
+	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
 // connectScript tries a TCP connection to $1:$2 and prints "connected" or
@@ -31,7 +31,7 @@ fi`
 // configured with it off the network: a connection to a listener on one of
 // the host's addresses, which the sandbox as configured for the other
 // checks does reach, never arrives.
-func (s *suite) testNetworkNone(t *testing.T) {
+func (s *suite) testNetworkNone(t plugintest.T) {
 	if !s.caps.NetworkNone {
 		t.Skip("provider does not declare NetworkNone")
 	}
@@ -115,7 +115,7 @@ func (s *suite) testNetworkNone(t *testing.T) {
 
 // hostIPs are the host's IPv4 addresses other than loopback (a sandbox
 // with its own network namespace has its own loopback).
-func hostIPs(t *testing.T) []string {
+func hostIPs(t plugintest.T) []string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package sandboxtest is the conformance suite for sandbox providers. A
 // plugin author calls Run from a test in their own package:
 //
-//	func TestConformance(t *testing.T) {
+//	func TestConformance(t plugintest.T) {
 //		sandboxtest.Run(t, myprovider.New(), sandboxtest.Options{})
 //	}
 //
@@ -34,13 +34,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/internal/testkit"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
@@ -70,7 +68,7 @@ type Options struct {
 const hangGuard = 3 * time.Minute
 
 // Run runs the conformance suite against p.
-func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
+func Run(t plugintest.T, p sdk.SandboxProvider, opts Options) {
 	t.Helper()
 	run(t, plugintest.Sandbox(t, p), opts)
 }
@@ -78,16 +76,16 @@ func Run(t *testing.T, p sdk.SandboxProvider, opts Options) {
 // RunBinary runs the conformance suite against the sandbox component name
 // of the plugin binary at path, written in any language, started as
 // sanddune starts it.
-func RunBinary(t *testing.T, path, name string, opts Options) {
+func RunBinary(t plugintest.T, path, name string, opts Options) {
 	t.Helper()
-	c, err := host.DispenseSandbox(plugintest.Binary(t, path), name)
-	if err != nil {
-		t.Fatalf("dispensing sandbox %q of %s: %v", name, path, err)
+	c, ok := plugintest.Binary(t, path).Sandboxes[name]
+	if !ok {
+		t.Fatalf("%s serves no sandbox component %q", path, name)
 	}
 	run(t, c, opts)
 }
 
-func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
+func run(t plugintest.T, c sdk.SandboxProvider, opts Options) {
 	t.Helper()
 	ctx := context.Background()
 
@@ -95,7 +93,7 @@ func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
 	if err != nil {
 		t.Fatalf("Info: %v", err)
 	}
-	problems := testkit.CheckInfo(info, sdk.KindSandbox)
+	problems := testkit.CheckInfo(info)
 	if info.Sandbox == nil {
 		problems = append(problems, "Info.Sandbox (capabilities) is nil")
 	} else if ct := info.Sandbox.Contract; ct != sdk.ContractBindMount && ct != sdk.ContractIsolated {
@@ -136,7 +134,7 @@ func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
 
 	for _, tc := range []struct {
 		name string
-		fn   func(*testing.T)
+		fn   func(plugintest.T)
 	}{
 		{"SandboxInfo", s.testSandboxInfo},
 		{"ExitCodes", s.testExitCodes},
@@ -170,7 +168,7 @@ func run(t *testing.T, c sdk.SandboxProvider, opts Options) {
 		{"TTY", s.testTTY},
 		{"TTYCancel", s.testTTYCancel},
 	} {
-		t.Run(tc.name, tc.fn)
+		plugintest.Run(t, tc.name, tc.fn)
 	}
 }
 
@@ -193,7 +191,7 @@ func randomID() string {
 
 // create makes a sandbox the way the host does for one run and returns it,
 // its host worktree (bind-mount contract) and its run id.
-func (s *suite) create(t *testing.T) (sdk.Sandbox, string, string) {
+func (s *suite) create(t plugintest.T) (sdk.Sandbox, string, string) {
 	t.Helper()
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
@@ -297,7 +295,7 @@ func (s *suite) exec(ctx context.Context, req sdk.ExecRequest, onLine func(strin
 }
 
 // mustExec runs req and fails unless it exits 0.
-func (s *suite) mustExec(t *testing.T, req sdk.ExecRequest) result {
+func (s *suite) mustExec(t plugintest.T, req sdk.ExecRequest) result {
 	t.Helper()
 	r := s.exec(context.Background(), req, nil)
 	if r.err != nil || r.ExitCode != 0 || r.TimedOut {
@@ -310,7 +308,7 @@ func sh(script string, args ...string) sdk.ExecRequest {
 	return sdk.ExecRequest{Argv: append([]string{"sh", "-c", script, "sh"}, args...)}
 }
 
-func (s *suite) testSandboxInfo(t *testing.T) {
+func (s *suite) testSandboxInfo(t plugintest.T) {
 	info := s.sb.Info()
 	if info.ID == "" {
 		t.Error("SandboxInfo.ID is empty")
@@ -331,7 +329,7 @@ func (s *suite) testSandboxInfo(t *testing.T) {
 	}
 }
 
-func (s *suite) testExitCodes(t *testing.T) {
+func (s *suite) testExitCodes(t plugintest.T) {
 	for _, code := range []int{0, 3, 255} {
 		r := s.exec(context.Background(), sh(fmt.Sprintf("exit %d", code)), nil)
 		if r.err != nil || r.ExitCode != code || r.TimedOut {
@@ -344,7 +342,7 @@ func (s *suite) testExitCodes(t *testing.T) {
 	}
 }
 
-func (s *suite) testStreamOrder(t *testing.T) {
+func (s *suite) testStreamOrder(t plugintest.T) {
 	const n = 500
 	r := s.mustExec(t, sh(`i=1; while [ $i -le `+strconv.Itoa(n)+` ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`))
 	var wantOut, wantErr []string
@@ -360,14 +358,14 @@ func (s *suite) testStreamOrder(t *testing.T) {
 	}
 }
 
-func (s *suite) testLineEnds(t *testing.T) {
+func (s *suite) testLineEnds(t plugintest.T) {
 	r := s.mustExec(t, sh(`printf 'x\n\ny\nlast'`))
 	if want := []string{"x", "", "y", "last"}; !slices.Equal(r.stdout, want) {
 		t.Errorf("stdout %q, want %q (empty lines kept, unterminated last line delivered)", r.stdout, want)
 	}
 }
 
-func (s *suite) testOutputWhileRunning(t *testing.T) {
+func (s *suite) testOutputWhileRunning(t plugintest.T) {
 	marker := ".sandboxtest-marker-" + randomID()
 	ready := make(chan struct{})
 	var once sync.Once
@@ -393,7 +391,7 @@ func (s *suite) testOutputWhileRunning(t *testing.T) {
 	}
 }
 
-func (s *suite) testStdin(t *testing.T) {
+func (s *suite) testStdin(t plugintest.T) {
 	r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"cat"}, Stdin: []byte("line one\nline two\n")})
 	if want := []string{"line one", "line two"}; !slices.Equal(r.stdout, want) {
 		t.Errorf("cat with stdin: stdout %q, want %q", r.stdout, want)
@@ -411,7 +409,7 @@ func (s *suite) testStdin(t *testing.T) {
 	}
 }
 
-func (s *suite) testEnv(t *testing.T) {
+func (s *suite) testEnv(t plugintest.T) {
 	odd := `a b $X 'q' "d" \n`
 	r := s.mustExec(t, sdk.ExecRequest{
 		Argv: []string{"sh", "-c", `printf '%s|%s|%s\n' "$SANDDUNE_TEST_CREATE_ENV" "$SANDDUNE_TEST_EXEC_ENV" "$SANDDUNE_TEST_OVERRIDE"; printf '%s\n' "$SANDDUNE_TEST_ODD"`},
@@ -426,7 +424,7 @@ func (s *suite) testEnv(t *testing.T) {
 	}
 }
 
-func (s *suite) testHome(t *testing.T) {
+func (s *suite) testHome(t plugintest.T) {
 	home := s.sb.Info().HomePath
 	if home == "" {
 		t.Skip("SandboxInfo.HomePath is empty")
@@ -437,7 +435,7 @@ func (s *suite) testHome(t *testing.T) {
 	}
 }
 
-func (s *suite) testArgv(t *testing.T) {
+func (s *suite) testArgv(t plugintest.T) {
 	args := []string{"a b", `"quoted"`, "'single'", "$(echo injected)", "$HOME", "*", "semi;colon", "back`echo tick`", "x && y", ""}
 	r := s.mustExec(t, sdk.ExecRequest{Argv: append([]string{"printf", `%s\n`}, args...)})
 	if !slices.Equal(r.stdout, args) {
@@ -445,7 +443,7 @@ func (s *suite) testArgv(t *testing.T) {
 	}
 }
 
-func (s *suite) testShell(t *testing.T) {
+func (s *suite) testShell(t plugintest.T) {
 	r := s.mustExec(t, sdk.ExecRequest{Shell: `x=$((1+2)); echo "$x" | cat; exit 0`})
 	if want := []string{"3"}; !slices.Equal(r.stdout, want) {
 		t.Errorf("shell: stdout %q, want %q", r.stdout, want)
@@ -456,7 +454,7 @@ func (s *suite) testShell(t *testing.T) {
 	}
 }
 
-func (s *suite) testCwd(t *testing.T) {
+func (s *suite) testCwd(t plugintest.T) {
 	repo := s.sb.Info().RepoPath
 	s.mustExec(t, sdk.ExecRequest{Argv: []string{"mkdir", "-p", "sandboxtest-cwd/sub"}})
 	want := s.mustExec(t, sh(`cd "$1" && pwd -P`, repo)).stdout
@@ -472,7 +470,7 @@ func (s *suite) testCwd(t *testing.T) {
 }
 
 // hostSecret makes a host dir outside the sandbox holding a file "secret".
-func hostSecret(t *testing.T) (dir, secret string) {
+func hostSecret(t plugintest.T) (dir, secret string) {
 	dir = t.TempDir()
 	secret = "sandboxtest-secret-" + randomID()
 	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte(secret+"\n"), 0o644); err != nil {
@@ -487,7 +485,7 @@ func (s *suite) traversal(p string) string {
 	return strings.Repeat("../", 40) + strings.TrimPrefix(p, "/")
 }
 
-func (s *suite) testCwdConfined(t *testing.T) {
+func (s *suite) testCwdConfined(t plugintest.T) {
 	if s.opts.HostPathsVisible {
 		t.Skip("Options.HostPathsVisible")
 	}
@@ -503,17 +501,17 @@ func (s *suite) testCwdConfined(t *testing.T) {
 }
 
 // testRepoConfined: relative paths resolve against RepoPath and may not
-// leave it (seed 003, AC-4 and AC-7), even where the sandbox could reach
-// the directory above the repository with an absolute path.
-func (s *suite) testRepoConfined(t *testing.T) {
+// leave it, even where the sandbox could reach the directory above the
+// repository with an absolute path; the error matches sdk.ErrConfinement.
+func (s *suite) testRepoConfined(t plugintest.T) {
 	name := "sandboxtest-escape-" + randomID() + ".txt"
 	src := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, src, "escaped\n", 0o644)
 	err := s.copyIn(src, "../"+name)
 	if err == nil {
 		t.Errorf("CopyIn to %q succeeded: a relative path must not leave the repository", "../"+name)
-	} else if !strings.Contains(err.Error(), "path confinement") {
-		t.Errorf("CopyIn to %q: the error %q does not say it is a path confinement violation", "../"+name, err)
+	} else if !errors.Is(err, sdk.ErrConfinement) {
+		t.Errorf("CopyIn to %q: the error %q does not match sdk.ErrConfinement", "../"+name, err)
 	}
 	above := path.Join(path.Dir(s.sb.Info().RepoPath), name)
 	if r := s.exec(context.Background(), sh(`test -e "$1"`, above), nil); r.err == nil && r.ExitCode == 0 {
@@ -523,8 +521,8 @@ func (s *suite) testRepoConfined(t *testing.T) {
 		r := s.exec(context.Background(), sdk.ExecRequest{Argv: []string{"pwd"}, Cwd: cwd}, nil)
 		if r.err == nil {
 			t.Errorf("Exec with Cwd %q ran (%v): a relative cwd must not leave the repository", cwd, r)
-		} else if !strings.Contains(r.err.Error(), "path confinement") {
-			t.Errorf("Exec with Cwd %q: the error %q does not say it is a path confinement violation", cwd, r.err)
+		} else if !errors.Is(r.err, sdk.ErrConfinement) {
+			t.Errorf("Exec with Cwd %q: the error %q does not match sdk.ErrConfinement", cwd, r.err)
 		}
 	}
 }
@@ -547,7 +545,7 @@ done
 exit 0`
 
 // checkGone fails when the ticker writing to file still runs.
-func (s *suite) checkGone(t *testing.T, file string) {
+func (s *suite) checkGone(t plugintest.T, file string) {
 	t.Helper()
 	r := s.exec(context.Background(), sh(stillTicks, file), nil)
 	if r.err != nil {
@@ -558,7 +556,7 @@ func (s *suite) checkGone(t *testing.T, file string) {
 	}
 }
 
-func (s *suite) testTimeout(t *testing.T) {
+func (s *suite) testTimeout(t plugintest.T) {
 	file := ".sandboxtest-tick-" + randomID()
 	req := sh(ticker, file)
 	req.Timeout = 3 * time.Second
@@ -569,7 +567,7 @@ func (s *suite) testTimeout(t *testing.T) {
 	s.checkGone(t, file)
 }
 
-func (s *suite) testCancel(t *testing.T) {
+func (s *suite) testCancel(t plugintest.T) {
 	file := ".sandboxtest-tick-" + randomID()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -600,7 +598,7 @@ func (s *suite) testCancel(t *testing.T) {
 	}
 }
 
-func (s *suite) testConcurrent(t *testing.T) {
+func (s *suite) testConcurrent(t plugintest.T) {
 	var wg sync.WaitGroup
 	results := make([]result, 4)
 	for i := range results {
@@ -619,7 +617,7 @@ func (s *suite) testConcurrent(t *testing.T) {
 	}
 }
 
-func (s *suite) testLongLine(t *testing.T) {
+func (s *suite) testLongLine(t plugintest.T) {
 	n := 2*sdk.MaxLineBytes + sdk.MaxLineBytes/2
 	r := s.mustExec(t, sh(`head -c "$1" /dev/zero | tr '\0' x; echo; echo after`, strconv.Itoa(n)))
 	if len(r.stdout) != 2 || len(r.stdout[0]) != n || strings.Trim(r.stdout[0], "x") != "" || r.stdout[1] != "after" {
@@ -641,7 +639,7 @@ func (s *suite) testLongLine(t *testing.T) {
 	}
 }
 
-func (s *suite) testBindMount(t *testing.T) {
+func (s *suite) testBindMount(t plugintest.T) {
 	if s.caps.Contract != sdk.ContractBindMount {
 		t.Skip("isolated provider")
 	}
@@ -658,7 +656,7 @@ func (s *suite) testBindMount(t *testing.T) {
 	}
 }
 
-func writeFile(t *testing.T, p, content string, mode os.FileMode) {
+func writeFile(t plugintest.T, p, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -691,7 +689,7 @@ func copyOutOf(sb sdk.Sandbox, sandboxPath, hostPath string) error {
 	return sb.CopyOut(ctx, sandboxPath, hostPath)
 }
 
-func (s *suite) testCopyInFile(t *testing.T) {
+func (s *suite) testCopyInFile(t plugintest.T) {
 	src := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, src, "copied in\n", 0o644)
 	abs := path.Join(s.sb.Info().RepoPath, "sandboxtest-in-abs.txt")
@@ -712,14 +710,14 @@ func (s *suite) testCopyInFile(t *testing.T) {
 	}
 }
 
-func skipUnsupported(t *testing.T, op string, err error) {
+func skipUnsupported(t plugintest.T, op string, err error) {
 	t.Helper()
 	if errors.Is(err, sdk.ErrNotSupported) {
 		t.Skipf("%s: %v", op, err)
 	}
 }
 
-func (s *suite) testCopyInDir(t *testing.T) {
+func (s *suite) testCopyInDir(t plugintest.T) {
 	src := filepath.Join(t.TempDir(), "tree")
 	writeFile(t, filepath.Join(src, "a.txt"), "a\n", 0o644)
 	writeFile(t, filepath.Join(src, "sub", "b.txt"), "b\n", 0o644)
@@ -738,7 +736,7 @@ func (s *suite) testCopyInDir(t *testing.T) {
 	}
 }
 
-func (s *suite) testCopyOutFile(t *testing.T) {
+func (s *suite) testCopyOutFile(t plugintest.T) {
 	s.mustExec(t, sh(`printf 'out\ncontent' > sandboxtest-out.txt`))
 	dst := filepath.Join(t.TempDir(), "out.txt")
 	if err := s.copyOut("sandboxtest-out.txt", dst); err != nil {
@@ -752,12 +750,14 @@ func (s *suite) testCopyOutFile(t *testing.T) {
 	if err := s.copyOut(abs, dst2); err != nil {
 		t.Fatalf("CopyOut %s: %v", abs, err)
 	}
-	if err := s.copyOut("sandboxtest-missing-"+randomID(), filepath.Join(t.TempDir(), "x")); err == nil {
-		t.Error("CopyOut of a missing file did not fail")
+	for _, missing := range []string{"sandboxtest-missing-" + randomID(), "sandboxtest-missing-" + randomID() + "/sub"} {
+		if err := s.copyOut(missing, filepath.Join(t.TempDir(), "x")); !errors.Is(err, sdk.ErrNotFound) {
+			t.Errorf("CopyOut of the missing %s: %v, want an error matching sdk.ErrNotFound", missing, err)
+		}
 	}
 }
 
-func (s *suite) testCopyOutDir(t *testing.T) {
+func (s *suite) testCopyOutDir(t plugintest.T) {
 	s.mustExec(t, sh(`mkdir -p sandboxtest-outdir/sub && echo x > sandboxtest-outdir/sub/f && echo y > sandboxtest-outdir/g`))
 	dst := filepath.Join(t.TempDir(), "outdir")
 	err := s.copyOut("sandboxtest-outdir", dst)
@@ -774,7 +774,7 @@ func (s *suite) testCopyOutDir(t *testing.T) {
 
 // leaked fails when p (not followed if a symlink), or any regular file
 // under it, holds secret.
-func leaked(t *testing.T, p, secret string) {
+func leaked(t plugintest.T, p, secret string) {
 	t.Helper()
 	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -787,7 +787,7 @@ func leaked(t *testing.T, p, secret string) {
 	})
 }
 
-func (s *suite) testPathTraversal(t *testing.T) {
+func (s *suite) testPathTraversal(t plugintest.T) {
 	if s.opts.HostPathsVisible {
 		t.Skip("Options.HostPathsVisible")
 	}
@@ -806,7 +806,7 @@ func (s *suite) testPathTraversal(t *testing.T) {
 	leaked(t, out, secret)
 }
 
-func (s *suite) testSymlinkEscape(t *testing.T) {
+func (s *suite) testSymlinkEscape(t plugintest.T) {
 	if s.opts.HostPathsVisible {
 		t.Skip("Options.HostPathsVisible")
 	}
@@ -831,7 +831,7 @@ func (s *suite) testSymlinkEscape(t *testing.T) {
 	leaked(t, out, secret)
 }
 
-func (s *suite) testSudo(t *testing.T) {
+func (s *suite) testSudo(t plugintest.T) {
 	if !s.caps.Sudo || s.opts.SkipSudo {
 		t.Skip("provider does not declare Sudo, or Options.SkipSudo")
 	}
@@ -841,7 +841,7 @@ func (s *suite) testSudo(t *testing.T) {
 	}
 }
 
-func (s *suite) testClose(t *testing.T) {
+func (s *suite) testClose(t plugintest.T) {
 	sb, _, _ := s.create(t)
 	ctx := context.Background()
 	if err := sb.Close(ctx); err != nil {
@@ -862,7 +862,7 @@ func (s *suite) testClose(t *testing.T) {
 
 // testRecover reattaches to a listed sandbox (sdk.SandboxRecoverer): the
 // handle sees the sandbox's files, and closing it leaves the sandbox.
-func (s *suite) testRecover(t *testing.T) {
+func (s *suite) testRecover(t plugintest.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	sb, _, runID := s.create(t)
@@ -927,7 +927,7 @@ done`
 
 // ttyExec starts ttyProgram on a terminal; the result arrives on the
 // returned channel.
-func (s *suite) ttyExec(t *testing.T, ctx context.Context, screen *Screen, stdin *io.PipeReader, resize chan sdk.WindowSize) <-chan result {
+func (s *suite) ttyExec(t plugintest.T, ctx context.Context, screen *Screen, stdin *io.PipeReader, resize chan sdk.WindowSize) <-chan result {
 	t.Helper()
 	if !s.caps.TTY {
 		t.Skip("provider does not declare TTY")
@@ -950,7 +950,7 @@ func (s *suite) ttyExec(t *testing.T, ctx context.Context, screen *Screen, stdin
 
 // testTTY drives ttyProgram like a user at a terminal: its size, a line
 // typed and echoed, a resize it sees, and its exit code.
-func (s *suite) testTTY(t *testing.T) {
+func (s *suite) testTTY(t plugintest.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	screen := NewScreen()
@@ -1004,7 +1004,7 @@ func (s *suite) testTTY(t *testing.T) {
 
 // testTTYCancel: cancelling ExecTTY kills the program and the sandbox stays
 // usable.
-func (s *suite) testTTYCancel(t *testing.T) {
+func (s *suite) testTTYCancel(t plugintest.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	screen := NewScreen()

@@ -137,7 +137,9 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	}
 	execCtx, stopExec := context.WithCancelCause(ctx)
 	defer stopExec(nil)
-	parseCtx, stopParse := context.WithCancel(ctx)
+	// The parser outlives a cancelled run until the stream ends (or
+	// parseGrace passes): closing it reports a cut stream's usage.
+	parseCtx, stopParse := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopParse()
 
 	// stdout lines flow: exec callback -> queue -> relay -> lines ->

@@ -28,7 +28,6 @@ import (
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // Teardown steps get their own time: they run after a cancellation too.
@@ -250,7 +249,7 @@ func (r *runner) openLog(ctx context.Context) error {
 	path := r.LogPath
 	if r.LogMode != runlog.Stdout && path == "" {
 		dir := r.Repo.StateDir("logs")
-		if err := sandboxkit.EnsureIgnoredDir(dir); err != nil {
+		if err := worktree.EnsureIgnoredDir(dir); err != nil {
 			return err
 		}
 		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")

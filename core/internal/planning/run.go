@@ -275,7 +275,7 @@ func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 		fail(strategyAttr(err), "Invalid branch strategy", err)
 	}
 	if o.ResumeSession != "" && desc.Sessions != nil {
-		if _, err := session.FindHost(*desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
+		if _, err := session.FindHost(p.ctx, o.Agent, *desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
 			fail("resume_session", "Session not found", err)
 		}
 	}

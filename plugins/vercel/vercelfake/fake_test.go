@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 func startServer(t *testing.T) *Server {

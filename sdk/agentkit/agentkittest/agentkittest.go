@@ -21,11 +21,13 @@ import (
 	"flag"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agenttest"
 	"github.com/missingstudio/sanddune/sdk/internal/testkit"
 )
 
@@ -86,9 +88,9 @@ func CheckGolden(t testing.TB, path string, got []byte) {
 	}
 }
 
-// Prompt is the prompt of a CommandCase that sets none: two lines, the
+// defaultPrompt is the prompt of a CommandCase that sets none: two lines, the
 // second with a completion signal.
-const Prompt = "Fix the failing test in src/sum.test.ts.\nWhen done, output <promise>COMPLETE</promise>."
+const defaultPrompt = "Fix the failing test in src/sum.test.ts.\nWhen done, output <promise>COMPLETE</promise>."
 
 // CommandCase is one BuildCommand call of a golden command matrix.
 type CommandCase struct {
@@ -96,13 +98,13 @@ type CommandCase struct {
 	// Attrs is the agent block (see Config).
 	Attrs map[string]cty.Value
 	// Req is the request; its Config comes from Attrs. Its Prompt defaults
-	// to Prompt; "-" means no prompt.
+	// to a two-line prompt; "-" means no prompt.
 	Req sdk.CommandRequest
 }
 
-// GoldenCommand is one built command, a line of a golden command file.
+// goldenCommand is one built command, a line of a golden command file.
 // scripts/agents-compat.sh replays these lines against the real CLIs.
-type GoldenCommand struct {
+type goldenCommand struct {
 	Name  string            `json:"name"`
 	Mode  sdk.Mode          `json:"mode"`
 	Argv  []string          `json:"argv"`
@@ -115,17 +117,17 @@ type GoldenCommand struct {
 	Fork            bool   `json:"fork,omitempty"`
 }
 
-// BuildCommands builds every case's command with p. Each must be argv
+// buildCommands builds every case's command with p. Each must be argv
 // only.
-func BuildCommands(t testing.TB, p sdk.AgentProvider, cases []CommandCase) []GoldenCommand {
+func buildCommands(t testing.TB, p sdk.AgentProvider, cases []CommandCase) []goldenCommand {
 	t.Helper()
-	var got []GoldenCommand
+	var got []goldenCommand
 	for _, c := range cases {
 		req := c.Req
 		req.Config = Config(t, p, c.Attrs)
 		switch req.Prompt {
 		case "":
-			req.Prompt = Prompt
+			req.Prompt = defaultPrompt
 		case "-":
 			req.Prompt = ""
 		}
@@ -136,7 +138,7 @@ func BuildCommands(t testing.TB, p sdk.AgentProvider, cases []CommandCase) []Gol
 		if cmd.Shell != "" || len(cmd.Argv) == 0 {
 			t.Fatalf("%s: want argv only, got %+v", c.Name, cmd)
 		}
-		g := GoldenCommand{Name: c.Name, Mode: req.Mode, Argv: cmd.Argv, Stdin: string(cmd.Stdin), Env: cmd.Env}
+		g := goldenCommand{Name: c.Name, Mode: req.Mode, Argv: cmd.Argv, Stdin: string(cmd.Stdin), Env: cmd.Env}
 		if req.Mode == sdk.ModeInteractive && req.Prompt != "" {
 			g.Prompt = req.Prompt
 		}
@@ -156,7 +158,7 @@ func CheckCommands(t testing.TB, p sdk.AgentProvider, path string, cases []Comma
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	for _, g := range BuildCommands(t, p, cases) {
+	for _, g := range buildCommands(t, p, cases) {
 		if err := enc.Encode(g); err != nil {
 			t.Fatal(err)
 		}
@@ -242,4 +244,41 @@ func RewriteRoundTrip(t testing.TB, p sdk.AgentProvider, data []byte, from, to s
 		t.Error("rewriting back does not give the original session")
 	}
 	return got
+}
+
+// FuzzParser fuzzes an agent's stream parser (newParser returns a fresh
+// one) with whole streams, one line per '\n', seeded with the fixture
+// files' streams and each of their lines. Any stream parses without a
+// crash, to the same events every time, and a line that is not JSON
+// becomes at least one event, as sdk.Parser requires.
+func FuzzParser(f *testing.F, newParser func() sdk.Parser, fixtures ...string) {
+	for _, s := range []string{"", "{}", "null", "[]", `{"type":1}`, `{"type":"result"}`, "not json", "{", `"x"`, "\xff\x00\r"} {
+		f.Add([]byte(s))
+	}
+	for _, path := range fixtures {
+		lines := agenttest.ReadLines(f, path)
+		f.Add([]byte(strings.Join(lines, "\n")))
+		for _, l := range lines {
+			f.Add([]byte(l))
+		}
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		lines := bytes.Split(stream, []byte{'\n'})
+		first := parseAll(t, newParser(), lines)
+		if again := parseAll(t, newParser(), lines); !reflect.DeepEqual(first, again) {
+			t.Fatalf("the same stream parsed to different events:\n%s", testkit.DiffEvents(again, first))
+		}
+	})
+}
+
+func parseAll(t *testing.T, p sdk.Parser, lines [][]byte) []sdk.Event {
+	var events []sdk.Event
+	for _, l := range lines {
+		got := p.Parse(bytes.Clone(l))
+		if len(got) == 0 && len(bytes.TrimSpace(l)) > 0 && !json.Valid(l) {
+			t.Fatalf("line %q is not JSON and became no event", l)
+		}
+		events = append(events, got...)
+	}
+	return append(events, p.Close()...)
 }

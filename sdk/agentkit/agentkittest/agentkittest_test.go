@@ -118,9 +118,9 @@ func TestCheckCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"name":"print","mode":"print","argv":["echo"],"stdin":"` + strings.ReplaceAll(Prompt, "\n", `\n`) + `"}
-{"name":"resume","mode":"print","argv":["/e","--resume","s1"],"stdin":"` + strings.ReplaceAll(Prompt, "\n", `\n`) + `","env":{"K":"<v>"},"resume_session_id":"s1","fork":true}
-{"name":"resume ignored","mode":"print","argv":["echo"],"stdin":"` + strings.ReplaceAll(Prompt, "\n", `\n`) + `"}
+	want := `{"name":"print","mode":"print","argv":["echo"],"stdin":"` + strings.ReplaceAll(defaultPrompt, "\n", `\n`) + `"}
+{"name":"resume","mode":"print","argv":["/e","--resume","s1"],"stdin":"` + strings.ReplaceAll(defaultPrompt, "\n", `\n`) + `","env":{"K":"<v>"},"resume_session_id":"s1","fork":true}
+{"name":"resume ignored","mode":"print","argv":["echo"],"stdin":"` + strings.ReplaceAll(defaultPrompt, "\n", `\n`) + `"}
 {"name":"interactive","mode":"interactive","argv":["echo","hi"],"stdin":"","prompt":"hi"}
 {"name":"interactive no prompt","mode":"interactive","argv":["echo"],"stdin":""}
 `

@@ -17,10 +17,7 @@ import (
 type AgentProvider struct{}
 
 func (AgentProvider) Info(context.Context) (sdk.Info, error) {
-	return sdk.Info{
-		Name: "fake", Kind: sdk.KindAgent, Version: "0.0.1",
-		ProtocolVersions: []int{sdk.ProtocolVersion}, Description: "test agent",
-	}, nil
+	return sdk.Info{Version: "0.0.1", Description: "test agent"}, nil
 }
 
 func (AgentProvider) ConfigSchema(context.Context) (sdk.Schema, error) {

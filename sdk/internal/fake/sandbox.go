@@ -31,8 +31,7 @@ type SandboxProvider struct {
 
 func (p *SandboxProvider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name: "fake", Kind: sdk.KindSandbox, Version: "0.0.1",
-		ProtocolVersions: []int{sdk.ProtocolVersion}, Description: "test sandbox",
+		Version: "0.0.1", Description: "test sandbox",
 		Sandbox: &sdk.SandboxCapabilities{Contract: p.Contract},
 	}, nil
 }
@@ -137,7 +136,7 @@ func (s *Sandbox) resolve(p string) (string, error) {
 		existing = parent
 	}
 	if p != s.root && !strings.HasPrefix(p, s.root+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: %s is outside the sandbox", sandboxkit.ErrConfinement, p)
+		return "", fmt.Errorf("%w: %s is outside the sandbox", sdk.ErrConfinement, p)
 	}
 	return p, nil
 }

@@ -2605,9 +2605,11 @@ func (x *StringList) GetValues() []string {
 }
 
 type SessionStorage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	PathPattern   string                 `protobuf:"bytes,1,opt,name=path_pattern,json=pathPattern,proto3" json:"path_pattern,omitempty"`
-	EncodeCwd     string                 `protobuf:"bytes,2,opt,name=encode_cwd,json=encodeCwd,proto3" json:"encode_cwd,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	PathPattern string                 `protobuf:"bytes,1,opt,name=path_pattern,json=pathPattern,proto3" json:"path_pattern,omitempty"`
+	// Deprecated: "claude" or "pi", from plugins built before the EncodeCwd
+	// RPC; the host spells {cwd_encoded} so when EncodeCwd is UNIMPLEMENTED.
+	EncodeCwd     string `protobuf:"bytes,2,opt,name=encode_cwd,json=encodeCwd,proto3" json:"encode_cwd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3218,6 +3220,102 @@ func (x *ParseStreamResponse) GetEvents() []*Event {
 	return nil
 }
 
+type EncodeCwdRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EncodeCwdRequest) Reset() {
+	*x = EncodeCwdRequest{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EncodeCwdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EncodeCwdRequest) ProtoMessage() {}
+
+func (x *EncodeCwdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EncodeCwdRequest.ProtoReflect.Descriptor instead.
+func (*EncodeCwdRequest) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *EncodeCwdRequest) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *EncodeCwdRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+type EncodeCwdResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Encoded       string                 `protobuf:"bytes,1,opt,name=encoded,proto3" json:"encoded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EncodeCwdResponse) Reset() {
+	*x = EncodeCwdResponse{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EncodeCwdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EncodeCwdResponse) ProtoMessage() {}
+
+func (x *EncodeCwdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EncodeCwdResponse.ProtoReflect.Descriptor instead.
+func (*EncodeCwdResponse) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *EncodeCwdResponse) GetEncoded() string {
+	if x != nil {
+		return x.Encoded
+	}
+	return ""
+}
+
 type RewriteSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
@@ -3231,7 +3329,7 @@ type RewriteSessionRequest struct {
 
 func (x *RewriteSessionRequest) Reset() {
 	*x = RewriteSessionRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3243,7 +3341,7 @@ func (x *RewriteSessionRequest) String() string {
 func (*RewriteSessionRequest) ProtoMessage() {}
 
 func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3256,7 +3354,7 @@ func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionRequest.ProtoReflect.Descriptor instead.
 func (*RewriteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RewriteSessionRequest) GetComponent() string {
@@ -3303,7 +3401,7 @@ type RewriteSessionResponse struct {
 
 func (x *RewriteSessionResponse) Reset() {
 	*x = RewriteSessionResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3315,7 +3413,7 @@ func (x *RewriteSessionResponse) String() string {
 func (*RewriteSessionResponse) ProtoMessage() {}
 
 func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3328,7 +3426,7 @@ func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionResponse.ProtoReflect.Descriptor instead.
 func (*RewriteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RewriteSessionResponse) GetData() []byte {
@@ -3590,7 +3688,12 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"session_id\x18\x05 \x01(\fR\tsessionId\x12/\n" +
 	"\x05usage\x18\x06 \x01(\v2\x19.sanddune.plugin.v1.UsageR\x05usage\"H\n" +
 	"\x13ParseStreamResponse\x121\n" +
-	"\x06events\x18\x01 \x03(\v2\x19.sanddune.plugin.v1.EventR\x06events\"\xb5\x01\n" +
+	"\x06events\x18\x01 \x03(\v2\x19.sanddune.plugin.v1.EventR\x06events\"B\n" +
+	"\x10EncodeCwdRequest\x12\x1c\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\"-\n" +
+	"\x11EncodeCwdResponse\x12\x18\n" +
+	"\aencoded\x18\x01 \x01(\tR\aencoded\"\xb5\x01\n" +
 	"\x15RewriteSessionRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x128\n" +
 	"\x06config\x18\x02 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06config\x12\x12\n" +
@@ -3624,12 +3727,13 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\rListResources\x12 .sanddune.plugin.v1.ComponentRef\x1a).sanddune.plugin.v1.ListResourcesResponse\x12V\n" +
 	"\x0eRemoveResource\x12).sanddune.plugin.v1.RemoveResourceRequest\x1a\x19.sanddune.plugin.v1.Empty\x12Q\n" +
 	"\aRecover\x12\".sanddune.plugin.v1.RecoverRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12V\n" +
-	"\aExecTTY\x12\".sanddune.plugin.v1.ExecTTYRequest\x1a#.sanddune.plugin.v1.ExecTTYResponse(\x010\x012\xff\x02\n" +
+	"\aExecTTY\x12\".sanddune.plugin.v1.ExecTTYRequest\x1a#.sanddune.plugin.v1.ExecTTYResponse(\x010\x012\xd9\x03\n" +
 	"\x05Agent\x12S\n" +
 	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a$.sanddune.plugin.v1.AgentDescription\x12T\n" +
 	"\fBuildCommand\x12'.sanddune.plugin.v1.BuildCommandRequest\x1a\x1b.sanddune.plugin.v1.Command\x12b\n" +
 	"\vParseStream\x12&.sanddune.plugin.v1.ParseStreamRequest\x1a'.sanddune.plugin.v1.ParseStreamResponse(\x010\x01\x12g\n" +
-	"\x0eRewriteSession\x12).sanddune.plugin.v1.RewriteSessionRequest\x1a*.sanddune.plugin.v1.RewriteSessionResponseB9Z7github.com/missingstudio/sanddune/sdk/internal/pluginpbb\x06proto3"
+	"\x0eRewriteSession\x12).sanddune.plugin.v1.RewriteSessionRequest\x1a*.sanddune.plugin.v1.RewriteSessionResponse\x12X\n" +
+	"\tEncodeCwd\x12$.sanddune.plugin.v1.EncodeCwdRequest\x1a%.sanddune.plugin.v1.EncodeCwdResponseB9Z7github.com/missingstudio/sanddune/sdk/internal/pluginpbb\x06proto3"
 
 var (
 	file_sanddune_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -3644,7 +3748,7 @@ func file_sanddune_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_sanddune_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(Kind)(0),                      // 0: sanddune.plugin.v1.Kind
 	(NestedBlock_Nesting)(0),       // 1: sanddune.plugin.v1.NestedBlock.Nesting
@@ -3698,15 +3802,17 @@ var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(*Usage)(nil),                  // 49: sanddune.plugin.v1.Usage
 	(*Event)(nil),                  // 50: sanddune.plugin.v1.Event
 	(*ParseStreamResponse)(nil),    // 51: sanddune.plugin.v1.ParseStreamResponse
-	(*RewriteSessionRequest)(nil),  // 52: sanddune.plugin.v1.RewriteSessionRequest
-	(*RewriteSessionResponse)(nil), // 53: sanddune.plugin.v1.RewriteSessionResponse
-	nil,                            // 54: sanddune.plugin.v1.CreateRequest.EnvEntry
-	nil,                            // 55: sanddune.plugin.v1.CreateRequest.LabelsEntry
-	nil,                            // 56: sanddune.plugin.v1.ExecRequest.EnvEntry
-	nil,                            // 57: sanddune.plugin.v1.Resource.LabelsEntry
-	nil,                            // 58: sanddune.plugin.v1.AgentDescription.EnvEntry
-	nil,                            // 59: sanddune.plugin.v1.SandboxDescription.EnvEntry
-	nil,                            // 60: sanddune.plugin.v1.Command.EnvEntry
+	(*EncodeCwdRequest)(nil),       // 52: sanddune.plugin.v1.EncodeCwdRequest
+	(*EncodeCwdResponse)(nil),      // 53: sanddune.plugin.v1.EncodeCwdResponse
+	(*RewriteSessionRequest)(nil),  // 54: sanddune.plugin.v1.RewriteSessionRequest
+	(*RewriteSessionResponse)(nil), // 55: sanddune.plugin.v1.RewriteSessionResponse
+	nil,                            // 56: sanddune.plugin.v1.CreateRequest.EnvEntry
+	nil,                            // 57: sanddune.plugin.v1.CreateRequest.LabelsEntry
+	nil,                            // 58: sanddune.plugin.v1.ExecRequest.EnvEntry
+	nil,                            // 59: sanddune.plugin.v1.Resource.LabelsEntry
+	nil,                            // 60: sanddune.plugin.v1.AgentDescription.EnvEntry
+	nil,                            // 61: sanddune.plugin.v1.SandboxDescription.EnvEntry
+	nil,                            // 62: sanddune.plugin.v1.Command.EnvEntry
 }
 var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	0,  // 0: sanddune.plugin.v1.ComponentRef.kind:type_name -> sanddune.plugin.v1.Kind
@@ -3726,12 +3832,12 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	10, // 14: sanddune.plugin.v1.PreflightRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	10, // 15: sanddune.plugin.v1.CreateRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	18, // 16: sanddune.plugin.v1.CreateRequest.git_mounts:type_name -> sanddune.plugin.v1.Mount
-	54, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
-	55, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
+	56, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
+	57, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
 	23, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
 	22, // 20: sanddune.plugin.v1.CreateProgressResponse.progress:type_name -> sanddune.plugin.v1.Progress
 	20, // 21: sanddune.plugin.v1.CreateProgressResponse.created:type_name -> sanddune.plugin.v1.CreateResponse
-	56, // 22: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	58, // 22: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
 	26, // 23: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
 	27, // 24: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
 	25, // 25: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
@@ -3740,15 +3846,15 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	29, // 28: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
 	27, // 29: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
 	34, // 30: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	57, // 31: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	59, // 31: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
 	37, // 32: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
 	10, // 33: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	42, // 34: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	58, // 35: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	60, // 35: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
 	43, // 36: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
-	59, // 37: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
+	61, // 37: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
 	10, // 38: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	60, // 39: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	62, // 39: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
 	41, // 40: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
 	26, // 41: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
 	49, // 42: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
@@ -3775,31 +3881,33 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	41, // 63: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
 	46, // 64: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
 	48, // 65: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	52, // 66: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	6,  // 67: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 68: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 69: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 70: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	45, // 71: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
-	3,  // 72: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	20, // 73: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	21, // 74: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
-	28, // 75: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 76: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 77: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 78: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	35, // 79: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	28, // 80: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	38, // 81: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 82: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	20, // 83: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
-	32, // 84: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
-	44, // 85: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	47, // 86: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	51, // 87: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	53, // 88: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	67, // [67:89] is the sub-list for method output_type
-	45, // [45:67] is the sub-list for method input_type
+	54, // 66: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	52, // 67: sanddune.plugin.v1.Agent.EncodeCwd:input_type -> sanddune.plugin.v1.EncodeCwdRequest
+	6,  // 68: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 69: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 70: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 71: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	45, // 72: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
+	3,  // 73: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	20, // 74: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	21, // 75: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
+	28, // 76: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 77: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 78: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 79: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	35, // 80: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	28, // 81: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	38, // 82: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 83: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	20, // 84: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	32, // 85: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
+	44, // 86: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	47, // 87: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	51, // 88: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	55, // 89: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	53, // 90: sanddune.plugin.v1.Agent.EncodeCwd:output_type -> sanddune.plugin.v1.EncodeCwdResponse
+	68, // [68:91] is the sub-list for method output_type
+	45, // [45:68] is the sub-list for method input_type
 	45, // [45:45] is the sub-list for extension type_name
 	45, // [45:45] is the sub-list for extension extendee
 	0,  // [0:45] is the sub-list for field type_name
@@ -3817,7 +3925,7 @@ func file_sanddune_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sanddune_plugin_v1_plugin_proto_rawDesc), len(file_sanddune_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   58,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

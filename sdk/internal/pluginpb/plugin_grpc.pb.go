@@ -887,6 +887,7 @@ const (
 	Agent_BuildCommand_FullMethodName   = "/sanddune.plugin.v1.Agent/BuildCommand"
 	Agent_ParseStream_FullMethodName    = "/sanddune.plugin.v1.Agent/ParseStream"
 	Agent_RewriteSession_FullMethodName = "/sanddune.plugin.v1.Agent/RewriteSession"
+	Agent_EncodeCwd_FullMethodName      = "/sanddune.plugin.v1.Agent/EncodeCwd"
 )
 
 // AgentClient is the client API for Agent service.
@@ -900,6 +901,10 @@ type AgentClient interface {
 	// directions stream independently (pipelined).
 	ParseStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ParseStreamRequest, ParseStreamResponse], error)
 	RewriteSession(ctx context.Context, in *RewriteSessionRequest, opts ...grpc.CallOption) (*RewriteSessionResponse, error)
+	// EncodeCwd spells a cwd the way the CLI names its session directory
+	// ({cwd_encoded} of SessionStorage.path_pattern). Optional: Unimplemented
+	// when the component does not implement sdk.CwdEncoder.
+	EncodeCwd(ctx context.Context, in *EncodeCwdRequest, opts ...grpc.CallOption) (*EncodeCwdResponse, error)
 }
 
 type agentClient struct {
@@ -953,6 +958,16 @@ func (c *agentClient) RewriteSession(ctx context.Context, in *RewriteSessionRequ
 	return out, nil
 }
 
+func (c *agentClient) EncodeCwd(ctx context.Context, in *EncodeCwdRequest, opts ...grpc.CallOption) (*EncodeCwdResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EncodeCwdResponse)
+	err := c.cc.Invoke(ctx, Agent_EncodeCwd_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -964,6 +979,10 @@ type AgentServer interface {
 	// directions stream independently (pipelined).
 	ParseStream(grpc.BidiStreamingServer[ParseStreamRequest, ParseStreamResponse]) error
 	RewriteSession(context.Context, *RewriteSessionRequest) (*RewriteSessionResponse, error)
+	// EncodeCwd spells a cwd the way the CLI names its session directory
+	// ({cwd_encoded} of SessionStorage.path_pattern). Optional: Unimplemented
+	// when the component does not implement sdk.CwdEncoder.
+	EncodeCwd(context.Context, *EncodeCwdRequest) (*EncodeCwdResponse, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -985,6 +1004,9 @@ func (UnimplementedAgentServer) ParseStream(grpc.BidiStreamingServer[ParseStream
 }
 func (UnimplementedAgentServer) RewriteSession(context.Context, *RewriteSessionRequest) (*RewriteSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RewriteSession not implemented")
+}
+func (UnimplementedAgentServer) EncodeCwd(context.Context, *EncodeCwdRequest) (*EncodeCwdResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EncodeCwd not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -1068,6 +1090,24 @@ func _Agent_RewriteSession_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_EncodeCwd_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EncodeCwdRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).EncodeCwd(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_EncodeCwd_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).EncodeCwd(ctx, req.(*EncodeCwdRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1086,6 +1126,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RewriteSession",
 			Handler:    _Agent_RewriteSession_Handler,
+		},
+		{
+			MethodName: "EncodeCwd",
+			Handler:    _Agent_EncodeCwd_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -37,9 +37,8 @@ type provider struct{ name string }
 
 func (p *provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name: p.name, Kind: sdk.KindSandbox, Version: "9.9.9-fake",
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Sandbox:          &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated},
+		Version: "9.9.9-fake",
+		Sandbox: &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated},
 	}, nil
 }
 

@@ -2,8 +2,9 @@ package containerkit
 
 import (
 	"github.com/docker/go-units"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // minMemory is the smallest memory limit the OCI runtimes accept.

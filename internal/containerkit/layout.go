@@ -141,7 +141,7 @@ func ResolvePath(p string, binds []Bind) (string, error) {
 			return abs, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %q is outside the sandbox (allowed: %s, /tmp and mounts)", sandboxkit.ErrConfinement, p, HomeDir)
+	return "", fmt.Errorf("%w: %q is outside the sandbox (allowed: %s, /tmp and mounts)", sdk.ErrConfinement, p, HomeDir)
 }
 
 var tagUnsafe = regexp.MustCompile(`[^a-z0-9_.-]`)

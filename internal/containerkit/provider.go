@@ -25,11 +25,8 @@ type Base struct {
 // Info implements sdk.Provider.
 func (b Base) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
-		Name:             b.Name,
-		Kind:             sdk.KindSandbox,
-		Version:          b.Version,
-		ProtocolVersions: []int{sdk.ProtocolVersion},
-		Description:      b.Description,
+		Version:     b.Version,
+		Description: b.Description,
 		Sandbox: &sdk.SandboxCapabilities{
 			Contract:    sdk.ContractBindMount,
 			NetworkNone: true,

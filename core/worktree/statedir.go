@@ -1,4 +1,4 @@
-package sandboxkit
+package worktree
 
 import (
 	"errors"
@@ -7,14 +7,13 @@ import (
 )
 
 // StateDirName is the directory at a host repository's root where sanddune
-// and its providers keep worktrees, patches, logs and caches.
+// keeps worktrees, patches and logs.
 const StateDirName = ".sanddune"
 
 // EnsureIgnoredDir creates dir (and parents) with a .gitignore containing
 // "*", so that git ignores the directory and everything in it, including
-// that .gitignore: for what sanddune or a provider keeps under
-// StateDirName (logs, a provider's cache), which must never make the
-// host's working tree dirty.
+// that .gitignore: for what sanddune keeps under StateDirName, which must
+// never make the host's working tree dirty.
 func EnsureIgnoredDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

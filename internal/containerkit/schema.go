@@ -5,9 +5,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // Engine names a container engine in the schema's descriptions and in

@@ -7,8 +7,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
 // Networks decodes a `network` attribute: a name or a list of names;

@@ -22,10 +22,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/containerkit"
-	"github.com/missingstudio/sanddune/sdk/sandboxkit/kittest"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Engine is what the tests need of one engine.
