@@ -110,14 +110,12 @@ floor() {
   echo $(( $(now) - s ))
   [ "$(git -C "$work/f" rev-list --count main)" = $(($2 + 1)) ] || { log "$1 floor: wrong commit count"; exit 1; }
 }
-# sd ENGINE RUN: one timed sanddune process on a fresh repo ($work/r). The
-# repo's state-dir cache is kept, as in a user's repo run again and again
-# (podman's preflight remembers a test container that started there).
+# sd ENGINE RUN: one timed sanddune process on a fresh repo ($work/r). HOME
+# stays across rounds, and with it the user cache dir where podman's
+# preflight remembers a test container that started, as on a user's machine.
 sd() {
   local e="$1" run="$2"
-  rm -rf "$work/cache" && { [ ! -d "$work/r/.sanddune/cache" ] || mv "$work/r/.sanddune/cache" "$work/cache"; }
   rm -rf "$work/r" && make_repo "$work/r"
-  [ ! -d "$work/cache" ] || mv "$work/cache" "$work/r/.sanddune/cache"
   local s; s=$(now)
   HOME="$work/home" "$sanddune" run -c "$work/$e.hcl" --repo "$work/r" "$run" >"$work/sd.out" 2>&1 ||
     { cat "$work/sd.out" >&2; log "sanddune run $run ($e) failed"; exit 1; }
