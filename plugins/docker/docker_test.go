@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,5 +284,26 @@ func TestConcurrentRemovalsAllSucceed(t *testing.T) {
 	}
 	if _, err := cli.ContainerInspect(context.Background(), sb.ID); err == nil {
 		t.Error("the container is still there")
+	}
+}
+
+// TestAttachToAContainerRemovedMeanwhile: a container removed between an
+// exec's create and its attach (as during a run's setup) is reported as
+// the sandbox gone, not as the daemon's "unable to upgrade to tcp".
+func TestAttachToAContainerRemovedMeanwhile(t *testing.T) {
+	cli := requireDocker(t)
+	var remove atomic.Value // the container to remove at the next exec start
+	t.Setenv("DOCKER_HOST", containerkittest.BeforeRequests(t, func(r *http.Request) {
+		if id, _ := remove.Load().(string); id != "" && strings.Contains(r.URL.Path, "/exec/") && strings.HasSuffix(r.URL.Path, "/start") {
+			if err := cli.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true}); err != nil {
+				t.Error(err)
+			}
+		}
+	}))
+	sb, _ := create(t, cfgOf(nil), nil)
+	remove.Store(sb.ID)
+	_, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {})
+	if !errors.Is(err, sdk.ErrSandboxGone) || !strings.Contains(err.Error(), "removed from outside sanddune") {
+		t.Fatalf("exec in a container removed before its attach: %v", err)
 	}
 }

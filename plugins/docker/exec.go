@@ -114,6 +114,9 @@ func (s *sandbox) exec(ctx context.Context, req sdk.ExecRequest, tty *sdk.TTY, s
 			s.kill(ctx, user, marker) // it may have started
 			return sdk.ExecResult{}, ctx.Err()
 		}
+		if gone := s.gone(ctx); gone != nil {
+			return sdk.ExecResult{}, gone
+		}
 		return sdk.ExecResult{}, fmt.Errorf("exec: attach: %w", err)
 	}
 	defer att.Close()
