@@ -265,14 +265,18 @@ func TestSandboxNames(t *testing.T) {
 // late is retried, and the retry does not leave a second sandbox behind.
 func TestSlowCreateAgainstFakeAPIMakesOneSandbox(t *testing.T) {
 	srv := startFake(t)
-	srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCreate, Delay: 2 * time.Second})
+	hold, served := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release) // before srv.Close, which waits for the held request
+	srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCreate, Hold: hold, Served: served})
 	p := &Provider{getenv: os.Getenv, log: hclog.NewNullLogger(), timeout: 500 * time.Millisecond}
 	ctx := context.Background()
 	sb, err := p.Create(ctx, sdk.CreateRequest{RunID: "slow", Labels: map[string]string{sdk.LabelRun: "slow"}})
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	time.Sleep(2 * time.Second) // the slow first create completes on the server
+	release() // the slow first create completes on the server
+	<-served
 	if got := srv.Sandboxes(); len(got) != 1 || got[0] != sb.Info().ID {
 		t.Errorf("sandboxes %v, want only %s", got, sb.Info().ID)
 	}
