@@ -45,6 +45,7 @@ func slowServer() (sandboxServer, *slowProvider) {
 // the host cancelled the call is closed, not kept under a handle nobody
 // has (a Ctrl-C during Create left the docker container behind).
 func TestCreateFinishedAfterCancelIsClosed(t *testing.T) {
+	t.Parallel()
 	s, p := slowServer()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -68,6 +69,7 @@ func TestCreateFinishedAfterCancelIsClosed(t *testing.T) {
 // TestShutdownWaitsForCreate: when the plugin stops (closeAll) while a
 // Create is in progress, the sandbox it returns is closed too.
 func TestShutdownWaitsForCreate(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s, p := slowServer()
 		go s.Create(context.Background(), &pluginpb.CreateRequest{Component: "s"})

@@ -110,6 +110,7 @@ func (c *commander) RemoveResource(_ context.Context, id string) error {
 }
 
 func TestFakeCatalog(t *testing.T) {
+	t.Parallel()
 	cp := plugintest.Client(t, sdk.ServeOpts{
 		Sandboxes: map[string]sdk.SandboxProvider{"b": &commander{}, "a": &fake.SandboxProvider{Contract: sdk.ContractIsolated}},
 		Agents:    map[string]sdk.AgentProvider{"c": fake.AgentProvider{}},
@@ -135,6 +136,7 @@ func TestFakeCatalog(t *testing.T) {
 }
 
 func TestFakeSchemaConfigDiagnostics(t *testing.T) {
+	t.Parallel()
 	schema := sdk.Schema{
 		Attributes: []sdk.Attribute{
 			{Name: "image", Type: cty.String, Required: true, Description: "image"},
@@ -212,6 +214,7 @@ func schemaEqual(a, b sdk.Schema) bool {
 }
 
 func TestFakeErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, &stub{preflight: errors.New("daemon unreachable"),
 		exec: func(context.Context, sdk.ExecRequest, sdk.OutputFunc) (sdk.ExecResult, error) {
@@ -260,6 +263,7 @@ func TestFakeErrors(t *testing.T) {
 }
 
 func TestFakeCommandsAndResources(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, &commander{})
 	specs, err := p.(sdk.CommandProvider).Commands(ctx)
@@ -286,6 +290,7 @@ func TestFakeCommandsAndResources(t *testing.T) {
 }
 
 func TestFakeExecVolumeAndSplitting(t *testing.T) {
+	t.Parallel()
 	const n = 200000
 	huge := bytes.Repeat([]byte("y"), 2*sdk.MaxLineBytes+7)
 	s := &stub{exec: func(_ context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
@@ -335,6 +340,7 @@ func TestFakeExecVolumeAndSplitting(t *testing.T) {
 }
 
 func TestFakeExecCancel(t *testing.T) {
+	t.Parallel()
 	started, stopped := make(chan struct{}), make(chan error, 1)
 	s := &stub{exec: func(ctx context.Context, _ sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
 		out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte("started")})
@@ -362,6 +368,7 @@ func TestFakeExecCancel(t *testing.T) {
 }
 
 func TestFakeCloseIdempotent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := &stub{}
 	sb, err := plugintest.Sandbox(t, s).Create(ctx, sdk.CreateRequest{})
@@ -379,6 +386,7 @@ func TestFakeCloseIdempotent(t *testing.T) {
 }
 
 func TestFakePluginShutdown(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	s := &stub{exec: func(ctx context.Context, _ sdk.ExecRequest, _ sdk.OutputFunc) (sdk.ExecResult, error) {
 		close(started)
@@ -444,6 +452,7 @@ func (echoAgent) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan [
 }
 
 func TestFakeParseStream(t *testing.T) {
+	t.Parallel()
 	a := plugintest.Agent(t, echoAgent{})
 	ctx := context.Background()
 
@@ -503,6 +512,7 @@ func TestFakeParseStream(t *testing.T) {
 }
 
 func TestFakeAgentCalls(t *testing.T) {
+	t.Parallel()
 	a := plugintest.Agent(t, fake.AgentProvider{})
 	ctx := context.Background()
 	cfg := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"command": cty.ListVal([]cty.Value{cty.StringVal("run"), cty.StringVal("a b")})})}
@@ -540,6 +550,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestServeSubprocess(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SDK_TEST_SERVE=1")
 	client := plugin.NewClient(&plugin.ClientConfig{
