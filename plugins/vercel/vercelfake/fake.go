@@ -81,7 +81,7 @@ type Fault struct {
 	RetryAfter string
 	// Hold, when set, holds the request until Hold is closed, then serves
 	// it normally (a slow create, answered after its client gave up);
-	// Served, when set, is closed once that request was answered.
+	// Served, when set, is closed once that request was answered (Times 1).
 	Hold   <-chan struct{}
 	Served chan<- struct{}
 	// DropAfterLines (RouteCmdLogs) cuts the connection after this many
