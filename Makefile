@@ -35,6 +35,10 @@ cross: ## check that everything builds for macOS (darwin/arm64, darwin/amd64)
 proto: ## regenerate the plugin protocol's Go code
 	@bash scripts/genproto.sh
 
+.PHONY: check
+check: ## static checks: gofmt, go vet, staticcheck, generated protocol code up to date
+	@bash scripts/check.sh
+
 agents-compat: ## check built agent command lines against the real CLIs (npm)
 	@bash scripts/agents-compat.sh
 

@@ -16,7 +16,7 @@ if [ ! -f "$R/pids" ]; then
 fi
 eval "$(scripts/k8s-up.sh)"
 export SANDDUNE_K8S_E2E=1 SANDDUNE_REQUIRE_ENGINES=1
-suite() { go test -count=1 -timeout 30m -run 'RealCluster|Kubernetes' ./plugins/kubernetes/ ./cmd/sanddune/; }
+suite() { go test -count=1 -timeout 30m -tags e2ek8s -run 'RealCluster|Kubernetes' ./plugins/kubernetes/ ./cmd/sanddune/; }
 echo "e2e-k8s: as admin (system:masters)" >&2
 suite
 echo "e2e-k8s: as sanddune-runner (only rbac.yaml's Role, namespace agents)" >&2

@@ -2,8 +2,10 @@
 # Regenerates the plugin protocol's Go code under sdk/internal/pluginpb from
 # the public definition sdk/proto/sanddune/plugin/v1/plugin.proto.
 # Needs protoc (Debian: protobuf-compiler); installs the pinned Go plugins.
+# With a directory argument, writes the tree there instead (make check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out="${1:-.}"
 
 PROTOC_GEN_GO=google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC=google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
@@ -16,6 +18,6 @@ GOBIN=$bin go install "$PROTOC_GEN_GO_GRPC"
 
 PATH=$bin:$PATH protoc \
   --proto_path=sdk/proto \
-  --go_out=. --go_opt=module=github.com/missingstudio/sanddune \
-  --go-grpc_out=. --go-grpc_opt=module=github.com/missingstudio/sanddune \
+  --go_out="$out" --go_opt=module=github.com/missingstudio/sanddune \
+  --go-grpc_out="$out" --go-grpc_opt=module=github.com/missingstudio/sanddune \
   sanddune/plugin/v1/plugin.proto

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -44,6 +45,7 @@ func slowServer() (sandboxServer, *slowProvider) {
 // the host cancelled the call is closed, not kept under a handle nobody
 // has (a Ctrl-C during Create left the docker container behind).
 func TestCreateFinishedAfterCancelIsClosed(t *testing.T) {
+	t.Parallel()
 	s, p := slowServer()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -67,23 +69,28 @@ func TestCreateFinishedAfterCancelIsClosed(t *testing.T) {
 // TestShutdownWaitsForCreate: when the plugin stops (closeAll) while a
 // Create is in progress, the sandbox it returns is closed too.
 func TestShutdownWaitsForCreate(t *testing.T) {
-	s, p := slowServer()
-	go s.Create(context.Background(), &pluginpb.CreateRequest{Component: "s"})
-	<-p.entered
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		done <- s.closeAll(ctx)
-	}()
-	time.Sleep(50 * time.Millisecond) // lets closeAll start first (a closeAll that does not wait then misses the sandbox)
-	close(p.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.sb.closed:
-	default:
-		t.Error("the sandbox whose Create was in progress at shutdown is not closed")
-	}
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, p := slowServer()
+		go s.Create(context.Background(), &pluginpb.CreateRequest{Component: "s"})
+		<-p.entered
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done <- s.closeAll(ctx)
+		}()
+		// Every goroutine blocks: closeAll waits for the Create (or, not
+		// waiting, has already returned and so misses the sandbox).
+		synctest.Wait()
+		close(p.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.sb.closed:
+		default:
+			t.Error("the sandbox whose Create was in progress at shutdown is not closed")
+		}
+	})
 }

@@ -35,6 +35,7 @@ func collect(writes []string) []piece {
 }
 
 func TestLineWriter(t *testing.T) {
+	t.Parallel()
 	max := sdk.MaxLineBytes
 	long := strings.Repeat("a", max)
 	for _, tc := range []struct {
@@ -71,6 +72,7 @@ func short(ps []piece) []string {
 }
 
 func TestLineJoiner(t *testing.T) {
+	t.Parallel()
 	var j sdk.LineJoiner
 	var got []string
 	for _, l := range []sdk.OutputLine{
@@ -94,6 +96,7 @@ func TestLineJoiner(t *testing.T) {
 // TestLineJoinerMax: a capped joiner keeps a line's first Max bytes and
 // says it cut the line, whether the line came whole or in pieces.
 func TestLineJoinerMax(t *testing.T) {
+	t.Parallel()
 	j := sdk.LineJoiner{Max: 5}
 	for _, c := range []struct {
 		pieces []string // all but the last Partial

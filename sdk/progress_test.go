@@ -33,6 +33,7 @@ func (q *queued) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox
 // returns, and the catalog says the component streams them. A Create
 // whose caller takes no reports creates the sandbox all the same.
 func TestProgressDuringCreateReachesTheHost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q := &queued{}
 	cp := client(t, sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{"q": q}})

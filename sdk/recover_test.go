@@ -35,6 +35,7 @@ func (s *recoveredSandbox) Info() sdk.SandboxInfo {
 }
 
 func TestFakeRecover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := &recoverer{}
 	r.exec = func(_ context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {

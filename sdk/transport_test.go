@@ -110,6 +110,7 @@ func (c *commander) RemoveResource(_ context.Context, id string) error {
 }
 
 func TestFakeCatalog(t *testing.T) {
+	t.Parallel()
 	cp := client(t, sdk.ServeOpts{
 		Sandboxes: map[string]sdk.SandboxProvider{"b": &commander{}, "a": &fake.SandboxProvider{Contract: sdk.ContractIsolated}},
 		Agents:    map[string]sdk.AgentProvider{"c": fake.AgentProvider{}},
@@ -139,6 +140,7 @@ func TestFakeCatalog(t *testing.T) {
 }
 
 func TestFakeSchemaConfigDiagnostics(t *testing.T) {
+	t.Parallel()
 	schema := sdk.Schema{
 		Attributes: []sdk.Attribute{
 			{Name: "image", Type: cty.String, Required: true, Description: "image"},
@@ -216,6 +218,7 @@ func schemaEqual(a, b sdk.Schema) bool {
 }
 
 func TestFakeErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, &stub{preflight: errors.New("daemon unreachable"),
 		exec: func(context.Context, sdk.ExecRequest, sdk.OutputFunc) (sdk.ExecResult, error) {
@@ -264,6 +267,7 @@ func TestFakeErrors(t *testing.T) {
 }
 
 func TestFakeCommandsAndResources(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, &commander{})
 	specs, err := p.(sdk.CommandProvider).Commands(ctx)
@@ -290,6 +294,7 @@ func TestFakeCommandsAndResources(t *testing.T) {
 }
 
 func TestFakeExecVolumeAndSplitting(t *testing.T) {
+	t.Parallel()
 	const n = 200000
 	huge := bytes.Repeat([]byte("y"), 2*sdk.MaxLineBytes+7)
 	s := &stub{exec: func(_ context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
@@ -339,6 +344,7 @@ func TestFakeExecVolumeAndSplitting(t *testing.T) {
 }
 
 func TestFakeExecCancel(t *testing.T) {
+	t.Parallel()
 	started, stopped := make(chan struct{}), make(chan error, 1)
 	s := &stub{exec: func(ctx context.Context, _ sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
 		out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte("started")})
@@ -366,6 +372,7 @@ func TestFakeExecCancel(t *testing.T) {
 }
 
 func TestFakeCloseIdempotent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := &stub{}
 	sb, err := plugintest.Sandbox(t, s).Create(ctx, sdk.CreateRequest{})
@@ -383,6 +390,7 @@ func TestFakeCloseIdempotent(t *testing.T) {
 }
 
 func TestFakePluginShutdown(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	s := &stub{exec: func(ctx context.Context, _ sdk.ExecRequest, _ sdk.OutputFunc) (sdk.ExecResult, error) {
 		close(started)
@@ -464,6 +472,7 @@ func (echoAgent) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan [
 }
 
 func TestFakeParseStream(t *testing.T) {
+	t.Parallel()
 	a := plugintest.Agent(t, echoAgent{})
 	ctx := context.Background()
 
@@ -523,6 +532,7 @@ func TestFakeParseStream(t *testing.T) {
 }
 
 func TestFakeAgentCalls(t *testing.T) {
+	t.Parallel()
 	a := plugintest.Agent(t, fake.AgentProvider{})
 	ctx := context.Background()
 	cfg := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"command": cty.ListVal([]cty.Value{cty.StringVal("run"), cty.StringVal("a b")})})}
@@ -560,6 +570,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestServeSubprocess(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "SDK_TEST_SERVE=1")
 	client := plugin.NewClient(host.ClientConfig(cmd, hclog.New(&hclog.LoggerOptions{Output: io.Discard})))

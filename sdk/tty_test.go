@@ -50,6 +50,7 @@ func (s *ttyStubSandbox) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty s
 }
 
 func TestFakeExecTTY(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, &ttyStub{})
 	sb, err := p.Create(ctx, sdk.CreateRequest{})
@@ -91,6 +92,7 @@ func TestFakeExecTTY(t *testing.T) {
 }
 
 func TestFakeExecTTYNotSupported(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sb, err := plugintest.Sandbox(t, &stub{}).Create(ctx, sdk.CreateRequest{})
 	if err != nil {
@@ -104,6 +106,7 @@ func TestFakeExecTTYNotSupported(t *testing.T) {
 }
 
 func TestFakeExecTTYPluginShutdown(t *testing.T) {
+	t.Parallel()
 	_, sb, stop := stoppable(t, &ttyStub{})
 	outR, outW := io.Pipe()
 	go func() {

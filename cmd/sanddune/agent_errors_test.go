@@ -22,10 +22,10 @@ exit "${EXIT:-0}"
 `
 
 type agentCase struct {
-	plugin, block, keyEnv string
-	stream                string // the CLI's stdout
-	exit                  string
-	message               string // what the terminal must show
+	plugin  string
+	stream  string // the CLI's stdout
+	exit    string
+	message string // what the terminal must show
 }
 
 var agentBlocks = map[string]string{
@@ -133,7 +133,7 @@ run "crash" {
 	if m := regexp.MustCompile(`sandbox (\S+) is left`).FindStringSubmatch(r.stderr); m != nil {
 		t.Cleanup(func() { os.RemoveAll(m[1]) })
 	}
-	m := regexp.MustCompile("removed sandbox (\\S+) after salvaging 1 commit\\(s\\) onto branch agent/crash and its uncommitted work to (\\S+\\.patch)").FindStringSubmatch(r.stderr)
+	m := regexp.MustCompile(`removed sandbox (\S+) after salvaging 1 commit\(s\) onto branch agent/crash and its uncommitted work to (\S+\.patch)`).FindStringSubmatch(r.stderr)
 	if r.code != 1 || !strings.Contains(r.stderr, "[sandbox.local.dev]") || strings.Contains(r.stderr, "[agent.command.a]") ||
 		!strings.Contains(r.stderr, "plugin process exited") || !strings.Contains(r.stderr, "the sandbox plugin died; sanddune restarted it and") ||
 		m == nil || !strings.Contains(r.stderr, "1 commit(s) kept on branch agent/crash") {

@@ -1,3 +1,8 @@
+//go:build e2ek8s
+
+// Built only by make e2e-k8s (-tags e2ek8s), so client-go stays out of the
+// ordinary cmd/sanddune test binary.
+
 package main
 
 import (

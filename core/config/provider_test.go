@@ -184,6 +184,9 @@ func TestFakeInvalidPluginSchema(t *testing.T) {
 	t.Parallel()
 	path := writeFile(t, t.TempDir(), "sanddune.hcl", `sandbox "broken" "x" {}`)
 	f, diags := Load(path, nil, nil)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
 	_, diags = f.DecodeProvider(f.Sandboxes[0], sdk.Schema{Attributes: []sdk.Attribute{
 		{Name: "n", Type: cty.Number, Default: cty.StringVal("not a number")},
 	}})

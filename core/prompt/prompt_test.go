@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
 func writeFile(t *testing.T, text string) string {
@@ -165,6 +166,9 @@ func (f *shellFake) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.Outpu
 	}
 	cmd := exec.CommandContext(ctx, "sh", "-c", req.Shell)
 	cmd.Dir = f.dir
+	// Like a provider, a timeout kills the whole group: sh's children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return procgroup.Kill(cmd.Process.Pid) }
 	cmd.WaitDelay = 10 * time.Second // a safety net for pipes a stray child keeps open, not a deadline
 	cmd.Env = os.Environ()
 	for k, v := range req.Env {

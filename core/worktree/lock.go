@@ -84,7 +84,7 @@ func (r *Repo) Lock(key, run string) (*Lock, error) {
 		return nil, fmt.Errorf("lock %s: %w", key, err)
 	}
 	data, _ := json.Marshal(info)
-	if err := f.Truncate(0); err == nil {
+	if err = f.Truncate(0); err == nil {
 		_, err = f.WriteAt(data, 0)
 	}
 	if err != nil {

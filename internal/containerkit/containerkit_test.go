@@ -16,6 +16,7 @@ import (
 )
 
 func TestDefaultImage(t *testing.T) {
+	t.Parallel()
 	for repo, want := range map[string]string{
 		"/src/My Repo":  "sanddune:my-repo",
 		"/src/app/":     "sanddune:app",
@@ -30,6 +31,7 @@ func TestDefaultImage(t *testing.T) {
 }
 
 func TestBindsAndOwnedDirs(t *testing.T) {
+	t.Parallel()
 	req := sdk.CreateRequest{WorktreePath: "/repo/.sanddune/worktrees/x",
 		GitMounts: []sdk.Mount{{HostPath: "/repo/.git/objects"}, {HostPath: "/repo/.git/HEAD", ReadOnly: true}}}
 	bs, err := Binds(req, nil)
@@ -55,6 +57,7 @@ func TestBindsAndOwnedDirs(t *testing.T) {
 // A copy extracts into the deepest existing directory and creates the
 // rest; a file in the way, the root and a missing host path are refused.
 func TestCopyInTarget(t *testing.T) {
+	t.Parallel()
 	tree := map[string]bool{"/": true, "/home": true, "/home/agent": true, "/home/agent/f": false} // path: is a directory
 	stat := func(_ context.Context, p string) (bool, bool, error) { d, ok := tree[p]; return ok, d, nil }
 	host := t.TempDir()
@@ -81,6 +84,7 @@ func TestCopyInTarget(t *testing.T) {
 // Every engine's block has the shared attributes, described with its own
 // name, then its own attributes; Decode fills and checks them.
 func TestEngineSchemaAndDecode(t *testing.T) {
+	t.Parallel()
 	e := Engine{Name: "acme", Title: "Acme"}
 	s := e.Schema(sdk.Attribute{Name: "own", Type: cty.String})
 	var names []string
@@ -138,6 +142,7 @@ func (f failingCloser) Close() error { return f.err }
 // retried); closed, it refuses execs and copies. A failed transfer is
 // reported before what the broken archive made of the extraction.
 func TestContainer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := &Container{ID: "id", Name: "sanddune-x", UID: 7, Archiver: archiver{errors.New("cp failed")}}
 	if info := c.Info(); info.ID != "id" || *info.UID != 7 || info.RepoPath != WorkspaceDir {
@@ -185,6 +190,7 @@ func TestContainer(t *testing.T) {
 // Base describes a bind-mount engine and answers for its block through
 // its decoder.
 func TestBase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := Base{Engine: Engine{Name: "acme", Title: "Acme"}, Version: "1", TTY: true,
 		Attributes: []sdk.Attribute{{Name: "own", Type: cty.String}},

@@ -72,6 +72,7 @@ func must(t *testing.T, err error) {
 }
 
 func TestConfigureDiagnostics(t *testing.T) {
+	t.Parallel()
 	p := New()
 	good := cfgOf(map[string]cty.Value{
 		"env":     cty.MapVal(map[string]cty.Value{"A": cty.StringVal("1")}),
@@ -117,6 +118,7 @@ func TestConfigureDiagnostics(t *testing.T) {
 // with "Can't mkdir" when the agent starts. Paths that exist, lie under
 // /tmp, ~/, the worktree or another writable mount are accepted.
 func TestConfigureMountTargetThatCannotBeCreated(t *testing.T) {
+	t.Parallel()
 	missing := "/sanddune-test-missing-" + randomHex() + "/data"
 	mounts := func(ms ...[2]string) sdk.Config {
 		var vs []cty.Value
@@ -147,6 +149,7 @@ func TestConfigureMountTargetThatCannotBeCreated(t *testing.T) {
 }
 
 func TestExecEnvironment(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	// The block's env reaches commands the way the host passes it: Describe
 	// gives it, the host layers it into CreateRequest.Env.
@@ -173,6 +176,7 @@ func TestExecEnvironment(t *testing.T) {
 // The host root is read-only; the worktree, home and a per-sandbox /tmp
 // (kept across execs, private from the host's) are writable.
 func TestFilesystemView(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	hostTmp, err := os.CreateTemp("", "sanddune-host-visible-")
 	must(t, err)
@@ -203,6 +207,7 @@ echo w > in-worktree && echo t > /tmp/persist && echo h > "$HOME/h" && echo ok`,
 }
 
 func TestHide(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	secretDir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(secretDir, "key"), []byte("secret\n"), 0o600))
@@ -229,6 +234,7 @@ func TestHide(t *testing.T) {
 // network = "none" blocks a connection to a host loopback listener that
 // the default network reaches.
 func TestNetworkNoneBlocksConnections(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
@@ -278,6 +284,7 @@ func markedProcesses(marker string) []string {
 // Cancellation, timeouts and Close leave no process of the command on the
 // host, including a detached grandchild and one that ignores SIGTERM.
 func TestKillLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	sb, _ := create(t, cfgOf(nil), nil)
 	for _, mode := range []string{"cancel", "timeout", "close"} {
@@ -344,6 +351,7 @@ func TestKillLeavesNoProcess(t *testing.T) {
 // A commit in a real worktree lands on its branch when the git metadata is
 // mounted, and fails when it is not (the host repo is read-only).
 func TestGitCommitInWorktree(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	// Outside /tmp, so that the repo is visible (read-only) through the host root.
 	base, err := os.MkdirTemp("/var/tmp", "sanddune-git-")
@@ -369,6 +377,7 @@ func TestGitCommitInWorktree(t *testing.T) {
 }
 
 func TestCopyConfinement(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	sb, req := create(t, cfgOf(nil), nil)
 	src := filepath.Join(t.TempDir(), "f")
@@ -402,6 +411,7 @@ func TestCopyConfinement(t *testing.T) {
 }
 
 func TestResources(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	sb, req := create(t, cfgOf(nil), nil)
 	p := New().(*Provider)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	sandboxtest.Run(t, New(), sandboxtest.Options{})
 }

@@ -58,6 +58,7 @@ func checkNoFailures(t *testing.T, n int, failed []string) {
 // process, and that process's exit, late under load, then SIGKILLed the
 // command (exit 137 in about 1 Exec in 1,000).
 func TestExecHasNoParentDeathSignal(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("setpriv (util-linux) is not installed: cannot read the parent-death signal")
@@ -154,6 +155,7 @@ func churnHostMounts(t *testing.T) {
 // Create (dockerd stopped and removed its socket) breaks no Exec, and one
 // that appears after Create (dockerd started) is hidden.
 func TestHideFollowsTheHost(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	// Sandbox /tmp is private anyway: use /var/tmp so that the paths are visible unless hidden.
 	base, err := os.MkdirTemp("/var/tmp", "sanddune-hide-")
@@ -212,6 +214,7 @@ exec %[3]q "$@"
 // that ran is never retried, whatever it printed; a setup failure that
 // persists is reported after setupAttempts tries.
 func TestExecRetriesFailedSetupFake(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	t.Run("transient", func(t *testing.T) {
 		sb, _ := create(t, cfgOf(nil), nil)
@@ -247,6 +250,7 @@ const helperPluginEnv = "SANDDUNE_BWRAP_TEST_PLUGIN"
 // dies, its keeper dies and takes the whole PID namespace with it,
 // detached processes included.
 func TestPluginDeathKillsExecs(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	marker := "SANDDUNE_TEST_MARK=" + randomHex()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPluginProcess$")
@@ -320,6 +324,7 @@ func TestHelperPluginProcess(t *testing.T) {
 // on most systems: the docker socket is in the default list twice) is
 // hidden once.
 func TestMountArgsHideEachPathOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "run", "docker.sock")
 	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {

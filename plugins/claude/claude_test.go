@@ -14,6 +14,7 @@ import (
 const session = "3f6c2a9e-8d41-4b7e-9a53-1c0e7d2b6f48"
 
 func TestBuildCommandGolden(t *testing.T) {
+	t.Parallel()
 	opus := map[string]cty.Value{"model": cty.StringVal("opus"), "effort": cty.StringVal("max")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print default model", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
@@ -33,10 +34,12 @@ func TestBuildCommandGolden(t *testing.T) {
 }
 
 func TestBuildCommandErrors(t *testing.T) {
+	t.Parallel()
 	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
+	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "defaults"},
 		{Name: "opus max", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-opus-4-8"), "effort": cty.StringVal("max")}},
@@ -48,6 +51,7 @@ func TestConfigure(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}},
@@ -69,6 +73,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestRewriteSession(t *testing.T) {
+	t.Parallel()
 	in := `{"type":"user","cwd":"/home/agent/workspace","sessionId":"s","message":{"role":"user","content":"hi"}}` + "\n" +
 		`{"type":"assistant","cwd":"/home/agent/workspace/src","message":{"content":[]}}` + "\n" +
 		`{"type":"summary","summary":"no cwd"}` + "\n" +
@@ -85,6 +90,7 @@ func TestRewriteSession(t *testing.T) {
 // TestRewriteRealSession rewrites a session written by Claude Code 2.1.197
 // itself (in /tmp) and back.
 func TestRewriteRealSession(t *testing.T) {
+	t.Parallel()
 	data := agentkittest.ReadFile(t, "testdata/session-2.1.197.jsonl")
 	got := string(agentkittest.RewriteRoundTrip(t, New(), data, "/tmp", "/home/me/my repo_v1.2"))
 	if n := strings.Count(got, `"cwd":"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"cwd":"/tmp"`) {

@@ -15,6 +15,7 @@ import (
 const session = "019e8c41-7a2b-7d13-9c55-6f0e2b8a4d17"
 
 func TestBuildCommandGolden(t *testing.T) {
+	t.Parallel()
 	full := map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print default model", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
@@ -33,10 +34,12 @@ func TestBuildCommandGolden(t *testing.T) {
 }
 
 func TestBuildCommandErrors(t *testing.T) {
+	t.Parallel()
 	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
+	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "defaults"},
 		{Name: "xhigh", Attrs: map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}},
@@ -47,6 +50,7 @@ func TestConfigure(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	d := agentkittest.Describe(t, New(), nil)
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
@@ -63,6 +67,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestRewriteSession(t *testing.T) {
+	t.Parallel()
 	// The real rollout shape: cwd sits in session_meta.payload and
 	// turn_context.payload.
 	in := strings.Join([]string{
@@ -82,6 +87,7 @@ func TestRewriteSession(t *testing.T) {
 // TestRewriteRealRollout rewrites a rollout written by Codex 0.169.0 itself
 // (in /tmp/agcompat/ws) and back.
 func TestRewriteRealRollout(t *testing.T) {
+	t.Parallel()
 	const sandbox, host = "/tmp/agcompat/ws", "/srv/My Repo_v1.2"
 	got := agentkittest.RewriteRoundTrip(t, New(), agentkittest.ReadFile(t, "testdata/rollout-0.169.0.jsonl"), sandbox, host)
 	n := 0

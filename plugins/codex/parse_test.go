@@ -123,9 +123,11 @@ func parseCases(t *testing.T) []agenttest.Case {
 }
 
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	agenttest.Replay(t, New(), cty.NilVal, parseCases(t)...)
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	agenttest.Run(t, New(), cty.NilVal)
 }

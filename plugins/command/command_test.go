@@ -30,6 +30,7 @@ func config(argv []string, env map[string]string) sdk.Config {
 }
 
 func TestSchema(t *testing.T) {
+	t.Parallel()
 	s, err := New().ConfigSchema(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +42,7 @@ func TestSchema(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := New()
 	if ds, err := p.Configure(ctx, config([]string{"sh", "-c", "echo hi"}, map[string]string{"A_1": "x"})); err != nil || len(ds) != 0 {
@@ -59,6 +61,7 @@ func TestConfigure(t *testing.T) {
 }
 
 func TestBuildCommand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := config([]string{"my-agent", "--print"}, map[string]string{"K": "v"})
 	c, err := New().BuildCommand(ctx, sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Prompt: "do it\n", Iteration: 1})
@@ -86,6 +89,7 @@ func TestBuildCommand(t *testing.T) {
 }
 
 func TestParseStreamOneTextEventPerLine(t *testing.T) {
+	t.Parallel()
 	lines := make(chan []byte, 4)
 	for _, l := range []string{"hello", "", `{"type":"result"}`, "\xff\xfe"} {
 		lines <- []byte(l)
@@ -107,6 +111,7 @@ func TestParseStreamOneTextEventPerLine(t *testing.T) {
 }
 
 func TestDescribeAndRewriteSession(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, err := New().Describe(ctx, config([]string{"x"}, nil))
 	if err != nil || d.Sessions != nil || len(d.RequiredEnv) != 0 || d.Resume {

@@ -16,10 +16,12 @@ var cfg = cty.ObjectVal(map[string]cty.Value{
 })
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	agenttest.Run(t, command.New(), cfg)
 }
 
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	agenttest.Replay(t, command.New(), cfg,
 		agenttest.Case{
 			Name:  "plain lines",

@@ -9,6 +9,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	sandboxtest.Run(t, New(), sandboxtest.Options{
 		Config: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(testImage())}),

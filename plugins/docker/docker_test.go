@@ -93,6 +93,7 @@ func create(t *testing.T, cfg sdk.Config, mod func(*sdk.CreateRequest)) (*sandbo
 }
 
 func TestConfigureDiagnostics(t *testing.T) {
+	t.Parallel()
 	p := New().(*Provider)
 	attrs := containerkittest.GoodAttrs()
 	attrs["groups"] = cty.ListVal([]cty.Value{cty.StringVal("docker"), cty.StringVal("999")})
@@ -118,6 +119,7 @@ func TestExec(t *testing.T) { containerkittest.Exec(t, suite) }
 // container runs as (the host user, or container_uid), and the home
 // directory to the container user; sudo is root.
 func TestWorktreeFilesOwnedByHostUser(t *testing.T) {
+	t.Parallel()
 	t.Run("host-uid", func(t *testing.T) { containerkittest.Ownership(t, suite, nil, 1000, 1001) })
 	t.Run("container-uid", func(t *testing.T) {
 		containerkittest.Ownership(t, suite, map[string]cty.Value{"container_uid": cty.NumberIntVal(1234), "container_gid": cty.NumberIntVal(1235)}, 1234, 1235)
@@ -127,6 +129,7 @@ func TestWorktreeFilesOwnedByHostUser(t *testing.T) {
 // selinux_label relabels every bind (z: shared; Z: private, but the shared
 // git metadata stays shared), through docker's Binds strings.
 func TestSELinuxLabelRelabelsBinds(t *testing.T) {
+	t.Parallel()
 	cli := requireDocker(t)
 	w := kittest.NewWorktree(t, t.TempDir())
 	for _, label := range []string{"z", "Z"} {
@@ -156,6 +159,7 @@ func TestSELinuxLabelRelabelsBinds(t *testing.T) {
 }
 
 func TestResourceLimitsReachContainer(t *testing.T) {
+	t.Parallel()
 	cli := requireDocker(t)
 	sb := containerkittest.ResourceLimits(t, suite)
 	in, err := cli.ContainerInspect(context.Background(), sb.Info().ID)
@@ -218,6 +222,7 @@ func TestPreflight(t *testing.T) {
 // build-image builds .sanddune/Dockerfile with the host UID/GID, under
 // the repo's default image name; a UID mismatch suggests container_uid.
 func TestBuildImageCommand(t *testing.T) {
+	t.Parallel()
 	containerkittest.BuildImage(t, suite, containerkittest.BuildImageCase{
 		File: "Dockerfile", Progress: "Step", Mismatch: "container_uid = 4321", DefaultName: true,
 	})
@@ -226,6 +231,7 @@ func TestBuildImageCommand(t *testing.T) {
 // A container removed or stopped from outside mid-exec is reported as the
 // sandbox gone, not as the command's exit code 137.
 func TestExecInContainerRemovedFromOutside(t *testing.T) {
+	t.Parallel()
 	cli := requireDocker(t)
 	for _, how := range []string{"remove", "kill"} {
 		t.Run(how, func(t *testing.T) {

@@ -33,9 +33,8 @@ type fakeCluster struct {
 	client *fake.Clientset
 	srv    *httptest.Server
 
-	mu    sync.Mutex
-	execs [][]string // argv of every exec
-	hold  bool       // pods stay Pending
+	mu   sync.Mutex
+	hold bool // pods stay Pending
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -76,12 +75,6 @@ func (f *fakeCluster) provider() *Provider {
 	})
 }
 
-func (f *fakeCluster) execCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.execs)
-}
-
 // serveExec serves GET /api/v1/namespaces/NS/pods/POD/exec over the v5
 // channel protocol: channel 0 stdin, 1 stdout, 2 stderr, 3 the status
 // (a metav1.Status; a non-zero exit is reason NonZeroExitCode with an
@@ -100,9 +93,6 @@ func (f *fakeCluster) serveExec(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	argv := q["command"]
-	f.mu.Lock()
-	f.execs = append(f.execs, argv)
-	f.mu.Unlock()
 
 	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
 		"v5.channel.k8s.io": {Binary: true, Channels: []wsstream.ChannelType{

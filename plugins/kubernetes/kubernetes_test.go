@@ -29,6 +29,7 @@ import (
 // channel, streaming, timeouts and cancellation (the kill exec), copies
 // as tar over exec, close and recover.
 func TestConformanceFakeCluster(t *testing.T) {
+	t.Parallel()
 	f := newFakeCluster(t)
 	sandboxtest.Run(t, f.provider(), sandboxtest.Options{Config: fakeConfig(t, nil),
 		SkipNetworkNone: "the fake cluster runs commands on this machine: no CNI enforces the NetworkPolicy (make e2e-k8s checks a real one)"})
@@ -48,6 +49,7 @@ func createReq(cfg cty.Value, run string) sdk.CreateRequest {
 }
 
 func TestPodSpecFakeCluster(t *testing.T) {
+	t.Parallel()
 	f := newFakeCluster(t)
 	p := f.provider()
 	ctx := context.Background()
@@ -127,6 +129,7 @@ func TestPodSpecFakeCluster(t *testing.T) {
 // A pod that cannot start fails Create with the cluster's reason and is
 // deleted; one that starts later is waited for through the watch.
 func TestStartFakeCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -181,6 +184,7 @@ func TestStartFakeCluster(t *testing.T) {
 // queue (through the plugin protocol, as the host shows them); a cancelled
 // wait leaves the queue.
 func TestMaxConcurrentQueuesFakeCluster(t *testing.T) {
+	t.Parallel()
 	f := newFakeCluster(t)
 	p := plugintest.Sandbox(t, f.provider())
 	ctx := context.Background()
@@ -245,6 +249,7 @@ func TestMaxConcurrentQueuesFakeCluster(t *testing.T) {
 }
 
 func TestPreflightFakeCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFakeCluster(t)
 	p := f.provider()
@@ -287,6 +292,7 @@ func TestPreflightFakeCluster(t *testing.T) {
 // nodes (and that pulling is only tried when the pod starts), and whether
 // a network plugin enforces the NetworkPolicy of network = "none".
 func TestPreflightSaysWhatItCannotCheckFakeCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	preflight := func(f *fakeCluster, attrs map[string]cty.Value) string {
 		t.Helper()
@@ -333,6 +339,7 @@ func TestPreflightSaysWhatItCannotCheckFakeCluster(t *testing.T) {
 }
 
 func TestConfigDiagnostics(t *testing.T) {
+	t.Parallel()
 	for attr, v := range map[string]cty.Value{
 		"image_pull_policy": cty.StringVal("Sometimes"),
 		"cpu":               cty.StringVal("lots"),

@@ -8,5 +8,6 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	sandboxtest.Run(t, local.New(), sandboxtest.Options{})
 }

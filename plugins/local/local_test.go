@@ -34,6 +34,7 @@ func newTestSandbox(t *testing.T, env map[string]string) sdk.Sandbox {
 }
 
 func TestCreateLayout(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	info := sb.Info()
 	tmp, err := filepath.EvalSymlinks(os.TempDir())
@@ -56,6 +57,7 @@ func TestCreateLayout(t *testing.T) {
 }
 
 func TestExecArgvRunsWithoutShell(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"echo", "a; echo b", "$HOME"}})
 	if res.ExitCode != 0 || strings.Join(o.Stdout, "|") != "a; echo b $HOME" {
@@ -64,6 +66,7 @@ func TestExecArgvRunsWithoutShell(t *testing.T) {
 }
 
 func TestExecShellStreamsInOrder(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "echo one; echo two >&2; printf 'three\\nfour'; exit 3"})
 	if res.ExitCode != 3 || res.TimedOut {
@@ -92,6 +95,7 @@ func TestExecEnvLayers(t *testing.T) {
 }
 
 func TestExecUsesSandboxPATH(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	bin := filepath.Join(sb.Info().HomePath, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -111,6 +115,7 @@ func TestExecUsesSandboxPATH(t *testing.T) {
 }
 
 func TestExecCwd(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	info := sb.Info()
 	if err := os.MkdirAll(filepath.Join(info.RepoPath, "sub", "dir"), 0o755); err != nil {
@@ -131,6 +136,7 @@ func TestExecCwd(t *testing.T) {
 }
 
 func TestExecCwdEscapeRejected(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(sb.Info().RepoPath, "link")); err != nil {
@@ -146,6 +152,7 @@ func TestExecCwdEscapeRejected(t *testing.T) {
 }
 
 func TestExecStdin(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"cat"}, Stdin: []byte("hello\nworld")})
 	if strings.Join(o.Stdout, "|") != "hello|world" {
@@ -164,6 +171,7 @@ func TestExecStdin(t *testing.T) {
 }
 
 func TestExecLongLineInPieces(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	n := 2*sdk.MaxLineBytes + 10
 	_, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "head -c " + strconv.Itoa(n) + " /dev/zero | tr '\\0' a; echo; echo short"})
@@ -193,6 +201,7 @@ func equal[T comparable](a, b []T) bool {
 }
 
 func TestExecRejectsBadRequests(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	for name, req := range map[string]sdk.ExecRequest{
 		"sudo":  {Argv: []string{"true"}, Sudo: true},
@@ -209,6 +218,7 @@ func TestExecRejectsBadRequests(t *testing.T) {
 const treeScript = "sleep 100 & echo $!; sleep 100"
 
 func TestExecTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: treeScript, Timeout: 300 * time.Millisecond})
 	if !res.TimedOut || res.ExitCode == 0 {
@@ -218,6 +228,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestExecCancelKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -234,6 +245,7 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 }
 
 func TestExecBackgroundJobEndsWithCommand(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	// The background sleep holds stdout: Exec still returns when sh exits.
 	res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "sleep 100 & echo $!"})
@@ -244,6 +256,7 @@ func TestExecBackgroundJobEndsWithCommand(t *testing.T) {
 }
 
 func TestCloseKillsRunningCommand(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	pids := make(chan int, 1)
 	errs := make(chan error, 1)
@@ -277,6 +290,7 @@ func pidFrom(t *testing.T, o *kittest.Output) int {
 }
 
 func TestCopyInFilesAndDirectories(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	host := t.TempDir()
 	kittest.WriteFile(t, filepath.Join(host, "src", "run.sh"), "#!/bin/sh\n", 0o755)
@@ -315,6 +329,7 @@ func TestCopyInFilesAndDirectories(t *testing.T) {
 }
 
 func TestCopyTraversalRejected(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	host := t.TempDir()
 	kittest.WriteFile(t, filepath.Join(host, "f"), "x", 0o644)
@@ -331,6 +346,7 @@ func TestCopyTraversalRejected(t *testing.T) {
 }
 
 func TestCopySymlinkEscapeRejected(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	repo := sb.Info().RepoPath
 	host := t.TempDir()
@@ -382,6 +398,7 @@ func TestCopySymlinkEscapeRejected(t *testing.T) {
 }
 
 func TestCloseRemovesEverythingIdempotently(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	info := sb.Info()
 	// A read-only directory tree (like a Go module cache) does not stop removal.
@@ -408,6 +425,7 @@ func TestCloseRemovesEverythingIdempotently(t *testing.T) {
 }
 
 func TestResources(t *testing.T) {
+	t.Parallel()
 	sb := newTestSandbox(t, nil)
 	p := New().(*Provider)
 	ctx := context.Background()
@@ -439,6 +457,7 @@ func TestResources(t *testing.T) {
 }
 
 func TestPreflightAndInfo(t *testing.T) {
+	t.Parallel()
 	p := New()
 	ctx := context.Background()
 	if err := p.Preflight(ctx, sdk.PreflightRequest{}); err != nil {
@@ -465,6 +484,7 @@ func assertEmpty(t *testing.T, dir string) {
 
 // TestOverGRPC drives the provider through the real plugin protocol.
 func TestOverGRPC(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, New())
 	info, err := p.Info(ctx)
@@ -517,6 +537,7 @@ func TestOverGRPC(t *testing.T) {
 // (it was once an "Unsupported argument"), checks its keys, and
 // describes it to the host through gRPC as the sandbox env layer.
 func TestEnvAttribute(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := plugintest.Sandbox(t, New())
 	schema, err := p.ConfigSchema(ctx)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestBuildCommandGolden(t *testing.T) {
+	t.Parallel()
 	model := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}
 	full := map[string]cty.Value{"model": cty.StringVal("opencode/big-pickle"), "variant": cty.StringVal("high"), "agent": cty.StringVal("build")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
@@ -29,6 +30,7 @@ func TestBuildCommandGolden(t *testing.T) {
 }
 
 func TestBuildCommandRejectsResume(t *testing.T) {
+	t.Parallel()
 	model := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}
 	cfg := agentkittest.Config(t, New(), model)
 	for _, req := range []sdk.CommandRequest{
@@ -43,6 +45,7 @@ func TestBuildCommandRejectsResume(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
+	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "provider/model", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}},
 		{Name: "bare model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}, Want: []string{"model"}},
@@ -52,6 +55,7 @@ func TestConfigure(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	for model, want := range map[string][][]string{
 		"anthropic/claude-sonnet-4-6": {{"ANTHROPIC_API_KEY"}},
 		"openai/gpt-5.4":              {{"OPENAI_API_KEY"}},
@@ -72,6 +76,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestRewriteSessionIsIdentity(t *testing.T) {
+	t.Parallel()
 	in := []byte(`{"cwd":"/home/agent/workspace"}`)
 	if got := agentkittest.Rewrite(t, New(), in, "/home/agent/workspace", "/x"); string(got) != string(in) {
 		t.Errorf("got %s", got)
@@ -154,9 +159,11 @@ func parseCases(t *testing.T) []agenttest.Case {
 }
 
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	agenttest.Replay(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}), parseCases(t)...)
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	agenttest.Run(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}))
 }

@@ -15,6 +15,7 @@ import (
 const session = "019e8c52-3b4c-7e25-8d66-7a1f3c9b5e28"
 
 func TestBuildCommandGolden(t *testing.T) {
+	t.Parallel()
 	model := map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}
 	full := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-opus-4-7"), "thinking": cty.StringVal("xhigh")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
@@ -32,10 +33,12 @@ func TestBuildCommandGolden(t *testing.T) {
 }
 
 func TestBuildCommandErrors(t *testing.T) {
+	t.Parallel()
 	agentkittest.CheckBadRequests(t, New(), map[string]cty.Value{"model": cty.StringVal("m")})
 }
 
 func TestConfigure(t *testing.T) {
+	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}},
 		{Name: "thinking", Attrs: map[string]cty.Value{"model": cty.StringVal("m"), "thinking": cty.StringVal("minimal")}},
@@ -45,6 +48,7 @@ func TestConfigure(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	d := agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"}},
@@ -69,6 +73,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestRewriteSession(t *testing.T) {
+	t.Parallel()
 	in := strings.Join([]string{
 		`{"type":"session","version":3,"id":"` + session + `","timestamp":"2026-07-01T10:20:00.000Z","cwd":"/home/agent/workspace"}`,
 		`{"type":"model_change","id":"a1b2c3d4","parentId":null,"timestamp":"2026-07-01T10:20:00.001Z","provider":"anthropic","modelId":"claude-sonnet-4-6"}`,
@@ -182,9 +187,11 @@ func parseCases(t *testing.T) []agenttest.Case {
 }
 
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	agenttest.Replay(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}), parseCases(t)...)
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	agenttest.Run(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}))
 }

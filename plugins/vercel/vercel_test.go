@@ -83,6 +83,7 @@ func testClient(t *testing.T, srv *scripted) (*client, *[]time.Duration) {
 }
 
 func TestClientHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	srv := &scripted{statuses: []int{429, 429}, header: map[string]string{"Retry-After": "2"}}
 	c, waits := testClient(t, srv)
 	if _, _, err := c.list(context.Background(), "prj_1", namePrefix, ""); err != nil {
@@ -98,6 +99,7 @@ func TestClientHonoursRetryAfter(t *testing.T) {
 }
 
 func TestClientBacksOffOnServerErrorsThenGivesUp(t *testing.T) {
+	t.Parallel()
 	srv := &scripted{statuses: []int{500, 502, 503, 504, 500, 500}}
 	c, waits := testClient(t, srv)
 	err := c.stop(context.Background(), "se_1")
@@ -125,6 +127,7 @@ func TestClientBacksOffOnServerErrorsThenGivesUp(t *testing.T) {
 }
 
 func TestClientStartsACommandOnce(t *testing.T) {
+	t.Parallel()
 	srv := &scripted{statuses: []int{500}}
 	c, _ := testClient(t, srv)
 	if _, err := c.start(context.Background(), "se_1", cmdBody{Command: "true"}); err == nil || len(srv.seen) != 1 {
@@ -141,6 +144,7 @@ func TestClientStartsACommandOnce(t *testing.T) {
 }
 
 func TestClientDoesNotRetryClientErrorsOrLongRetryAfter(t *testing.T) {
+	t.Parallel()
 	srv := &scripted{statuses: []int{403}}
 	c, _ := testClient(t, srv)
 	if err := c.stop(context.Background(), "se_1"); err == nil || len(srv.seen) != 1 || !strings.Contains(err.Error(), "403 code_403") {
@@ -154,6 +158,7 @@ func TestClientDoesNotRetryClientErrorsOrLongRetryAfter(t *testing.T) {
 }
 
 func TestClientCancellation(t *testing.T) {
+	t.Parallel()
 	srv := &scripted{statuses: []int{503}}
 	c, _ := testClient(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -169,6 +174,7 @@ func jwt(payload string) string {
 }
 
 func TestCredentials(t *testing.T) {
+	t.Parallel()
 	oidc := jwt(`{"owner_id":"team_oidc","project_id":"prj_oidc"}`)
 	for name, tc := range map[string]struct {
 		env     map[string]string
@@ -200,6 +206,7 @@ func TestCredentials(t *testing.T) {
 }
 
 func TestPreflightNamesTheProblem(t *testing.T) {
+	t.Parallel()
 	p := &Provider{log: hclog.NewNullLogger(), getenv: func(k string) string { return map[string]string{envTeamID: "team"}[k] }}
 	err := p.Preflight(context.Background(), sdk.PreflightRequest{})
 	if err == nil || !strings.Contains(err.Error(), "VERCEL_TEAM_ID set but VERCEL_TOKEN and VERCEL_PROJECT_ID not") {
@@ -221,6 +228,7 @@ func TestPreflightNamesTheProblem(t *testing.T) {
 }
 
 func TestConfigDiagnostics(t *testing.T) {
+	t.Parallel()
 	for attr, v := range map[string]cty.Value{
 		"vcpus":            cty.NumberIntVal(3),
 		"timeout":          cty.StringVal("forever"),
@@ -250,6 +258,7 @@ func TestConfigDiagnostics(t *testing.T) {
 }
 
 func TestSandboxNames(t *testing.T) {
+	t.Parallel()
 	for run, prefix := range map[string]string{
 		"fix-issue/20260101-abc": "sanddune-fix-issue-20260101-abc-",
 		"Ünïcode run":            "sanddune-n-code-run-",
@@ -265,14 +274,18 @@ func TestSandboxNames(t *testing.T) {
 // late is retried, and the retry does not leave a second sandbox behind.
 func TestSlowCreateAgainstFakeAPIMakesOneSandbox(t *testing.T) {
 	srv := startFake(t)
-	srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCreate, Delay: 2 * time.Second})
+	hold, served := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release) // before srv.Close, which waits for the held request
+	srv.Inject(vercelfake.Fault{Route: vercelfake.RouteCreate, Hold: hold, Served: served})
 	p := &Provider{getenv: os.Getenv, log: hclog.NewNullLogger(), timeout: 500 * time.Millisecond}
 	ctx := context.Background()
 	sb, err := p.Create(ctx, sdk.CreateRequest{RunID: "slow", Labels: map[string]string{sdk.LabelRun: "slow"}})
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	time.Sleep(2 * time.Second) // the slow first create completes on the server
+	release() // the slow first create completes on the server
+	<-served
 	if got := srv.Sandboxes(); len(got) != 1 || got[0] != sb.Info().ID {
 		t.Errorf("sandboxes %v, want only %s", got, sb.Info().ID)
 	}

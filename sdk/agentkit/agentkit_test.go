@@ -10,6 +10,7 @@ import (
 )
 
 func TestEncodeClaudeCwd(t *testing.T) {
+	t.Parallel()
 	long := "/home/agent/" + strings.Repeat("very_long.dir name/", 12) + "repo"
 	for in, want := range map[string]string{
 		"/home/agent/workspace":  "-home-agent-workspace",
@@ -25,6 +26,7 @@ func TestEncodeClaudeCwd(t *testing.T) {
 }
 
 func TestEncodePiCwd(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"/home/agent/workspace": "--home-agent-workspace--",
 		"/tmp/my repo_v1.2":     "--tmp-my repo_v1.2--",
@@ -39,6 +41,7 @@ func TestEncodePiCwd(t *testing.T) {
 }
 
 func TestRewriteJSONLCwd(t *testing.T) {
+	t.Parallel()
 	in := strings.Join([]string{
 		`{"type":"user","cwd":"/home/agent/workspace","message":{"cwd":"/home/agent/workspace"}}`,
 		`{"cwd" : "/home/agent/workspace/src", "x":1}`,
@@ -92,6 +95,7 @@ func TestRewriteJSONLCwd(t *testing.T) {
 }
 
 func TestToolArg(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ tool, input, want string }{
 		{"Bash", `{"command":"npm test","description":"Run tests"}`, "npm test"},
 		{"bash", `{"command":"cat <<EOF\nhello\nEOF"}`, "cat <<EOF …"},
@@ -113,6 +117,7 @@ func TestToolArg(t *testing.T) {
 }
 
 func TestDecodeObject(t *testing.T) {
+	t.Parallel()
 	var v map[string]any
 	for _, bad := range []string{"", "text", `{"a":`, `[1]`, `"s"`, `{`} {
 		if DecodeObject([]byte(bad), &v) {
@@ -125,6 +130,7 @@ func TestDecodeObject(t *testing.T) {
 }
 
 func TestConfigAccessors(t *testing.T) {
+	t.Parallel()
 	cfg := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{
 		"model":            cty.StringVal("opus"),
 		"effort":           cty.NullVal(cty.String),

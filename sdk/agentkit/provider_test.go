@@ -12,6 +12,7 @@ import (
 )
 
 func TestBaseInfoAndSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := Base{
 		Name: "mycli", Version: "1.2.3", Description: "my CLI",
@@ -52,6 +53,7 @@ func TestBaseInfoAndSchema(t *testing.T) {
 }
 
 func TestBaseParseAndRewrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	parse := func(b Base, lines ...string) []sdk.Event {
 		ch := make(chan []byte, len(lines))
@@ -91,6 +93,7 @@ func (sessionParser) Parse(line []byte) []sdk.Event {
 func (sessionParser) Close() []sdk.Event { return nil }
 
 func TestCommon(t *testing.T) {
+	t.Parallel()
 	b := Base{Name: "mycli"}
 	cfg := func(attrs map[string]cty.Value) sdk.Config { return sdk.Config{Value: cty.ObjectVal(attrs)} }
 	c := b.Common(cfg(map[string]cty.Value{"model": cty.StringVal("m"), "env": cty.MapVal(map[string]cty.Value{"K": cty.StringVal("v")})}))
@@ -118,6 +121,7 @@ func TestCommon(t *testing.T) {
 }
 
 func TestResumeSession(t *testing.T) {
+	t.Parallel()
 	const id = "3f6c2a9e-8d41"
 	for _, c := range []struct {
 		name string

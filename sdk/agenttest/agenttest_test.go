@@ -14,10 +14,12 @@ import (
 )
 
 func TestFakeAgentRun(t *testing.T) {
+	t.Parallel()
 	agenttest.Run(t, fake.AgentProvider{}, cty.NilVal)
 }
 
 func TestFakeAgentReplay(t *testing.T) {
+	t.Parallel()
 	fixture := filepath.Join(t.TempDir(), "stream.jsonl")
 	content := `{"type":"session_id","session":"s1"}` + "\n" +
 		`{"type":"tool_call","tool":"Bash","arg":"ls"}` + "\n" +
@@ -43,6 +45,7 @@ func TestFakeAgentReplay(t *testing.T) {
 }
 
 func TestReadLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for content, want := range map[string][]string{
 		"":         nil,
@@ -63,6 +66,7 @@ func TestReadLines(t *testing.T) {
 }
 
 func TestFakeParse(t *testing.T) {
+	t.Parallel()
 	events := agenttest.Parse(t, fake.AgentProvider{}, cty.NilVal, []string{"a", `{"type":"error","text":"e"}`})
 	want := []sdk.Event{{Type: sdk.EventText, Text: "a"}, {Type: sdk.EventError, Text: "e"}}
 	if !slices.Equal(events, want) {

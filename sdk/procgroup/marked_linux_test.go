@@ -13,6 +13,7 @@ import (
 // process whose environment merely contains the entry's text (another
 // name, another value) lives.
 func TestKillMarkedKillsTheTreeAndNothingElse(t *testing.T) {
+	t.Parallel()
 	entry := "SANDDUNE_TEST_TREE=" + strconv.Itoa(os.Getpid())
 	start := func(env ...string) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", "env -i sleep 300 & exec sleep 300")

@@ -11,6 +11,7 @@ import (
 // background both die when their group is killed. The sleep holds the
 // stdout pipe, so the pipe reaches EOF only once it is dead too.
 func TestKillEndsTheWholeGroup(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("/bin/sh", "-c", "sleep 300 & echo started; wait")
 	cmd.SysProcAttr = Attr()
 	out, err := cmd.StdoutPipe()
@@ -37,6 +38,7 @@ func TestKillEndsTheWholeGroup(t *testing.T) {
 }
 
 func TestKillRefusesOurOwnGroup(t *testing.T) {
+	t.Parallel()
 	if Kill(0) == nil {
 		t.Fatal("Kill(0) would signal our own group; it must be refused")
 	}

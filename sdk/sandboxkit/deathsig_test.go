@@ -18,6 +18,7 @@ import (
 // when sanddune itself is killed), the command it ran is killed too rather
 // than running on as an orphan.
 func TestCommandDiesWithThePlugin(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "cmd.pid")
 	plugin := exec.Command(os.Args[0], "-test.run=^TestHelperRunnerProcess$")
 	plugin.Env = append(os.Environ(), "SANDBOXKIT_HELPER_PIDFILE="+pidFile)

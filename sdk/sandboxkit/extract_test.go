@@ -51,6 +51,7 @@ func tarOf(t *testing.T, entries ...entry) *bytes.Buffer {
 // (to an absolute path, or to .. from inside), are refused and nothing
 // lands outside.
 func TestExtractTarStaysInDestination(t *testing.T) {
+	t.Parallel()
 	for name, archive := range map[string][]entry{
 		"dot-dot":             {{name: "a", dir: true}, {name: "a/../../evil", body: "x"}},
 		"second top":          {{name: "a", dir: true}, {name: "b/evil", body: "x"}},
@@ -79,6 +80,7 @@ func TestExtractTarStaysInDestination(t *testing.T) {
 // directory included) and symlinks, and replaces a symlink at a file's
 // place instead of writing through it.
 func TestExtractTarReplacesTheTopEntry(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	dst := filepath.Join(t.TempDir(), "out")
 	if err := os.MkdirAll(dst, 0o755); err != nil {

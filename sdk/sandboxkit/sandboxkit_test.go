@@ -37,6 +37,7 @@ func symlink(t *testing.T, target, p string) {
 }
 
 func TestWithin(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		p, dir string
 		want   bool
@@ -53,6 +54,7 @@ func TestWithin(t *testing.T) {
 // TestSandboxPathKeepsRelativePathsInTheRepo: a
 // relative path, a cwd or a copy target, never leaves the repository.
 func TestSandboxPathKeepsRelativePathsInTheRepo(t *testing.T) {
+	t.Parallel()
 	for p, want := range map[string]string{
 		"":          "/w/repo",
 		".":         "/w/repo",
@@ -72,6 +74,7 @@ func TestSandboxPathKeepsRelativePathsInTheRepo(t *testing.T) {
 }
 
 func TestAreaDirConfines(t *testing.T) {
+	t.Parallel()
 	root, other := realTempDir(t), realTempDir(t)
 	testkit.WriteFile(t, filepath.Join(root, "d", "f"), "x", 0o644)
 	symlink(t, "d", filepath.Join(root, "inner"))
@@ -99,6 +102,7 @@ func TestAreaDirConfines(t *testing.T) {
 // CopyIn and CopyOut never pass through a symlink that leads out of the
 // area, at the target or on the way there.
 func TestAreaCopiesConfine(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root, other, host := realTempDir(t), realTempDir(t), t.TempDir()
 	testkit.WriteFile(t, filepath.Join(host, "f"), "new", 0o644)
@@ -137,6 +141,7 @@ func TestAreaCopiesConfine(t *testing.T) {
 }
 
 func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, area := realTempDir(t), realTempDir(t)
 	dst := filepath.Join(area, "a", "dst")
@@ -177,6 +182,7 @@ func TestCopyTreeKeepsModesAndSymlinks(t *testing.T) {
 // CopyIn replaces symlinks at the destination, even inside a directory it
 // merges into, and never writes through them.
 func TestCopyNeverWritesThroughSymlinks(t *testing.T) {
+	t.Parallel()
 	src, outside := t.TempDir(), t.TempDir()
 	testkit.WriteFile(t, filepath.Join(src, "tree", "sub", "f"), "new", 0o644)
 	testkit.WriteFile(t, filepath.Join(outside, "victim"), "old", 0o644)
@@ -204,6 +210,7 @@ func TestCopyNeverWritesThroughSymlinks(t *testing.T) {
 }
 
 func TestArgv(t *testing.T) {
+	t.Parallel()
 	if argv, err := Argv(sdk.ExecRequest{Shell: "echo hi"}, "sh"); err != nil || strings.Join(argv, " ") != "sh -c echo hi" {
 		t.Errorf("shell: %q %v", argv, err)
 	}
@@ -231,6 +238,7 @@ func shellCommand(script string) Command {
 }
 
 func TestRunStreamsAndExits(t *testing.T) {
+	t.Parallel()
 	var r Runner
 	var mu sync.Mutex
 	lines := map[sdk.Stream][]string{}
@@ -277,6 +285,7 @@ func pidOut(pids chan<- int, then func()) sdk.OutputFunc {
 }
 
 func TestRunTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	var r Runner
 	c := shellCommand(treeScript)
 	c.Timeout = 300 * time.Millisecond
@@ -289,6 +298,7 @@ func TestRunTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestRunCancelKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	var r Runner
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -304,6 +314,7 @@ func TestRunCancelKillsProcessGroup(t *testing.T) {
 }
 
 func TestRunBackgroundJobEndsUnlessLinger(t *testing.T) {
+	t.Parallel()
 	var r Runner
 	pids := make(chan int, 1)
 	if res, err := r.Run(context.Background(), shellCommand("sleep 100 & echo $!"), pidOut(pids, nil)); err != nil || res.ExitCode != 0 {
@@ -324,6 +335,7 @@ func TestRunBackgroundJobEndsUnlessLinger(t *testing.T) {
 }
 
 func TestRunnerCloseKillsRunningCommands(t *testing.T) {
+	t.Parallel()
 	var r Runner
 	pids := make(chan int, 1)
 	errs := make(chan error, 1)
@@ -389,6 +401,7 @@ func TestTempDirs(t *testing.T) {
 }
 
 func TestDecoder(t *testing.T) {
+	t.Parallel()
 	mb := MountBlock{SandboxPathRequired: true}
 	mount := func(host, sandbox string) cty.Value {
 		return cty.ObjectVal(map[string]cty.Value{"host_path": cty.StringVal(host), "sandbox_path": cty.StringVal(sandbox), "readonly": cty.True})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestExtractTarRejectsTraversal(t *testing.T) {
+	t.Parallel()
 	for _, names := range [][]string{{"a", "a/../../evil"}, {"a", "b/evil"}, {"../evil"}} {
 		var buf bytes.Buffer
 		writeTestTar(t, &buf, names)
@@ -33,6 +34,7 @@ func TestExtractTarRejectsTraversal(t *testing.T) {
 
 // WriteTar's archive extracts back to the same tree, symlinks as symlinks.
 func TestWriteTarRoundTrip(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
 	must(t, os.WriteFile(filepath.Join(src, "d", "f"), []byte("data"), 0o600))

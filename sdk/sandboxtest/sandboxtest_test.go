@@ -9,9 +9,11 @@ import (
 )
 
 func TestFakeIsolated(t *testing.T) {
+	t.Parallel()
 	sandboxtest.Run(t, &fake.SandboxProvider{Contract: sdk.ContractIsolated}, sandboxtest.Options{})
 }
 
 func TestFakeBindMount(t *testing.T) {
+	t.Parallel()
 	sandboxtest.Run(t, &fake.SandboxProvider{Contract: sdk.ContractBindMount}, sandboxtest.Options{})
 }

@@ -13,7 +13,7 @@
 // network; an allowlist is recorded but not enforced.
 //
 // Faults are injected with Inject: a status (429 with Retry-After, 5xx,
-// 422...) on a route, a delay (slow create), or a log stream dropped
+// 422...) on a route, a hold (slow create), or a log stream dropped
 // mid-command. Requests records what the server saw.
 //
 // Where the reference leaves a behaviour open, the fake picks one and says
@@ -79,8 +79,11 @@ type Fault struct {
 	Code   string
 	// RetryAfter is sent as the Retry-After header.
 	RetryAfter string
-	// Delay holds the request this long before serving it normally.
-	Delay time.Duration
+	// Hold, when set, holds the request until Hold is closed, then serves
+	// it normally (a slow create, answered after its client gave up);
+	// Served, when set, is closed once that request was answered (Times 1).
+	Hold   <-chan struct{}
+	Served chan<- struct{}
 	// DropAfterLines (RouteCmdLogs) cuts the connection after this many
 	// log lines, without ending the chunked body: the client sees a broken
 	// stream. Command, when set, narrows it to a command whose argv

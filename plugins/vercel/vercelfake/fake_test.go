@@ -44,6 +44,7 @@ func call(t *testing.T, s *Server, method, path, ctype, body string) (*http.Resp
 // TestFakeWireFormat checks the documented framing: auth, the /api prefix,
 // JSON content types, the wait:true NDJSON stream, and 410 after stop.
 func TestFakeWireFormat(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	const js = "application/json"
 	resp, body := call(t, s, "POST", "/api/v3/sandboxes?teamId=team", js, `{"projectId":"prj","persistent":false}`)

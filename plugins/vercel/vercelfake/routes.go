@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // route is a parsed request path.
@@ -72,9 +71,13 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 	w := &statusWriter{ResponseWriter: rw}
 	rt := parse(r.Method, r.URL.Path)
 	rec := Request{Method: r.Method, Route: rt.name, Path: r.URL.Path, TeamID: r.URL.Query().Get("teamId")}
+	var served chan<- struct{}
 	defer func() {
 		rec.Status = w.status
 		s.record(rec)
+		if served != nil {
+			close(served)
+		}
 	}()
 	w.Header().Set("X-Vercel-Id", newID("iad1::"))
 
@@ -90,9 +93,10 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f := s.fault(rt.name, nil, false); f != nil {
-		if f.Delay > 0 {
-			time.Sleep(f.Delay)
+		if f.Hold != nil {
+			<-f.Hold
 		}
+		served = f.Served
 		if f.Status != 0 {
 			if f.RetryAfter != "" {
 				w.Header().Set("Retry-After", f.RetryAfter)

@@ -85,6 +85,7 @@ func run(t *testing.T, f func(tb testing.TB)) []string {
 }
 
 func TestConfig(t *testing.T) {
+	t.Parallel()
 	cfg := Config(t, newEcho(), map[string]cty.Value{"model": cty.StringVal("m")})
 	want := cty.ObjectVal(map[string]cty.Value{
 		"model":  cty.StringVal("m"),
@@ -100,6 +101,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestCheckCommands(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "commands.golden")
 	cases := []CommandCase{
 		{Name: "print", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
@@ -135,6 +137,7 @@ func TestCheckCommands(t *testing.T) {
 }
 
 func TestCheckers(t *testing.T) {
+	t.Parallel()
 	p := newEcho()
 	CheckConfigure(t, p, []ConfigureCase{
 		{Name: "defaults"},

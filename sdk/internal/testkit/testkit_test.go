@@ -9,6 +9,7 @@ import (
 )
 
 func TestConfig(t *testing.T) {
+	t.Parallel()
 	s := sdk.Schema{
 		Attributes: []sdk.Attribute{
 			{Name: "image", Type: cty.String, Required: true},
