@@ -22,6 +22,7 @@ type oldAgent struct {
 }
 
 func (a oldAgent) Describe(context.Context, *pluginpb.ConfigRequest) (*pluginpb.AgentDescription, error) {
+	//lint:ignore SA1019 an old plugin sets the deprecated field: what the host must still read
 	return &pluginpb.AgentDescription{Sessions: &pluginpb.SessionStorage{PathPattern: "{home}/{cwd_encoded}/{session_id}", EncodeCwd: a.encoding}}, nil
 }
 
