@@ -200,7 +200,7 @@ agent "sess" "s" {}
 `
 
 // TestFakeSudoHookReportedOnce: a sudo hook on a sandbox without sudo is
-// one error, at the hooks block.
+// one error, at its sudo attribute.
 func TestFakeSudoHookReportedOnce(t *testing.T) {
 	t.Parallel()
 	path := repoWith(t, blocks+`run "r" {
@@ -222,9 +222,38 @@ func TestFakeSudoHookReportedOnce(t *testing.T) {
 		t.Fatal("a sudo hook on a sandbox without sudo was accepted")
 	}
 	d := only(t, p.Diagnostics, "sudo")
-	at(t, d, 9, 3)
+	at(t, d, 13, 19)
 	if len(p.Diagnostics.Errors()) != 1 {
 		t.Fatalf("want one error, got:\n%v", p.Diagnostics)
+	}
+}
+
+// TestFakeRunProblemsInOnePass: a value that cannot be read (a duration)
+// does not hide the run's other problems; each is reported once, at its
+// attribute, also in a session step and in a for_each instance.
+func TestFakeRunProblemsInOnePass(t *testing.T) {
+	t.Parallel()
+	path := repoWith(t, blocks+`run "r" {
+  sandbox           = sandbox.box.dev
+  agent             = agent.cli.a
+  prompt_file       = "missing.md"
+  idle_timeout      = "soon"
+  env               = { "A=B" = "x" }
+  completion_signal = [""]
+  max_iterations    = 0
+}
+`)
+	p, err := plan(t, path, newPlugins(), Selection{Strict: true})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	at(t, only(t, p.Diagnostics, "Invalid prompt"), 8, 23)
+	at(t, only(t, p.Diagnostics, "Invalid duration"), 9, 23)
+	at(t, only(t, p.Diagnostics, "Invalid env"), 10, 23)
+	at(t, only(t, p.Diagnostics, "Empty completion signal"), 11, 23)
+	at(t, only(t, p.Diagnostics, "Invalid max_iterations"), 12, 23)
+	if n := len(p.Diagnostics.Errors()); n != 5 {
+		t.Fatalf("%d errors, want 5:\n%v", n, p.Diagnostics)
 	}
 }
 
@@ -397,7 +426,7 @@ func TestFakeRunChecks(t *testing.T) {
   agent = agent.sess.s
   resume_session = "abc"`, "Session not found", 9},
 		{"env name", "box", `prompt = "x"
-  env = { "A=B" = "x" }`, "Invalid env name", 9},
+  env = { "A=B" = "x" }`, "Invalid env", 9},
 		{"run name", "box", `prompt = "x"
   name = "../evil"`, "Invalid run name", 9},
 		// What validate accepts, run can start: the runtime's limits.

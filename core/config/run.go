@@ -32,6 +32,7 @@ type RunBlock struct {
 	DeclRange  hcl.Range
 	LabelRange hcl.Range
 	attrs      hcl.Attributes
+	hooks      map[string]hcl.Range
 	body       hcl.Body
 }
 
@@ -168,10 +169,13 @@ func (r *RunBlock) Name() string {
 
 // AttrRange returns the range of a run attribute path (e.g.
 // "resume_session", "branch_strategy.type", "prompt_args.KEY", "hooks",
-// "logging"),
+// "hooks.sandbox.on_sandbox_ready[0].sudo", "logging"),
 // or the block's range when the attribute is not set. It lets the planner
 // attach its diagnostics to the right place.
 func (r *RunBlock) AttrRange(path string) hcl.Range {
+	if rng, ok := r.hooks[path]; ok {
+		return rng
+	}
 	return rangeIn(r.attrs, r.Body.Output, path, r.DeclRange, map[string]*hcl.Range{
 		"name": &r.LabelRange, "hooks": hooksRange(r.Body.Hooks), "logging": loggingRange(r.Body.Logging), "timeouts": timeoutsRange(r.Body.Timeouts),
 	})
@@ -193,6 +197,36 @@ func attrRange(attrs hcl.Attributes, path string, decl hcl.Range, blocks map[str
 		return a.Expr.Range()
 	}
 	return exprRange(a.Expr, strings.Split(rest, "."))
+}
+
+// hookRanges are the ranges of the hooks of a run or session body
+// ("hooks.sandbox.on_sandbox_ready[0]") and of their attributes
+// ("hooks.sandbox.on_sandbox_ready[0].sudo"), as hooks.Set.All names them.
+func hookRanges(body hcl.Body) map[string]hcl.Range {
+	out := map[string]hcl.Range{}
+	blocks := func(b hcl.Body, types ...string) hcl.Blocks {
+		schema := &hcl.BodySchema{}
+		for _, t := range types {
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: t})
+		}
+		content, _, _ := b.PartialContent(schema)
+		return content.Blocks
+	}
+	for _, hb := range blocks(body, "hooks") {
+		for _, where := range blocks(hb.Body, "host", "sandbox") {
+			n := map[string]int{}
+			for _, h := range blocks(where.Body, "on_worktree_ready", "on_sandbox_ready") {
+				path := fmt.Sprintf("hooks.%s.%s[%d]", where.Type, h.Type, n[h.Type])
+				n[h.Type]++
+				out[path] = h.DefRange
+				attrs, _ := h.Body.JustAttributes()
+				for name, a := range attrs {
+					out[path+"."+name] = a.Expr.Range()
+				}
+			}
+		}
+	}
+	return out
 }
 
 func hooksRange(b *HooksBlock) *hcl.Range {
@@ -234,6 +268,7 @@ func (f *File) decodeRuns(blocks []*hcl.Block, labels map[string]hcl.Range) ([]*
 		r := &RunBlock{Label: label, DeclRange: b.DefRange, LabelRange: b.LabelRanges[0], body: b.Body}
 		content, _, _ := b.Body.PartialContent(runSchema)
 		r.attrs = content.Attributes
+		r.hooks = hookRanges(b.Body)
 		out = append(out, r)
 	}
 	return out, diags

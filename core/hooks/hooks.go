@@ -42,6 +42,28 @@ type Set struct {
 	SandboxOnSandboxReady []Hook // inside the sandbox
 }
 
+// PathHook is a hook with its path in a run block
+// ("hooks.sandbox.on_sandbox_ready[0]").
+type PathHook struct {
+	Path string
+	Hook
+}
+
+// All lists the hooks with their paths, in the order of Set's fields.
+func (s Set) All() []PathHook {
+	var out []PathHook
+	for _, l := range []struct {
+		path string
+		hs   []Hook
+	}{{"hooks.host.on_worktree_ready", s.HostOnWorktreeReady}, {"hooks.host.on_sandbox_ready", s.HostOnSandboxReady},
+		{"hooks.sandbox.on_sandbox_ready", s.SandboxOnSandboxReady}} {
+		for i, h := range l.hs {
+			out = append(out, PathHook{Path: fmt.Sprintf("%s[%d]", l.path, i), Hook: h})
+		}
+	}
+	return out
+}
+
 // Where a hook runs.
 const (
 	Host    = "host"

@@ -43,12 +43,8 @@ func (bp *blockPlanner) instance(body config.RunBody, each *config.Each) (*Plann
 	addr := "run." + r.Label
 	o, ds := OptionsOf(bp.f, &r, bp.base)
 	o.MergeArgs = r.Pipeline.MergeBranches != nil
-	var spec *execute.Spec
-	if !ds.HasErrors() {
-		var more Diagnostics
-		spec, more = bp.p.run(addr, o, bp.caps, bp.sbDesc, bp.desc)
-		ds = append(ds, more...)
-	}
+	spec, more := bp.p.run(addr, o, bp.caps, bp.sbDesc, bp.desc)
+	ds = append(ds, more...)
 	if spec != nil && !ds.HasErrors() {
 		ds = append(ds, bp.mergeBranches(&r, spec, each)...)
 	}

@@ -112,48 +112,65 @@ type planner struct {
 
 var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// run checks one run and works out everything Execute needs. Each check
-// of a run lives here, once.
+// run checks one run and works out everything Execute needs, in one
+// pass: each check of a run lives here, once, and none stops the others,
+// so that every problem of the run is reported together.
 func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
-	var diags Diagnostics
-	fail := func(attr, summary string, err error) {
-		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
+	c := &runCheck{p: p, block: block, o: o, caps: caps, sbDesc: sbDesc, desc: desc}
+	c.defaults()
+	c.values()
+	c.prompt()
+	c.repository()
+	if !c.diags.HasErrors() {
+		c.ask()
 	}
+	if c.diags.HasErrors() {
+		return nil, c.diags
+	}
+	return c.s, c.diags
+}
+
+// runCheck is one run being checked: its options, what its providers
+// said, the spec it becomes and the problems found.
+type runCheck struct {
+	p      *planner
+	block  string
+	o      Options
+	caps   sdk.SandboxCapabilities
+	sbDesc sdk.SandboxDescription
+	desc   sdk.AgentDescription
+
+	s     *execute.Spec
+	src   prompt.Source
+	diags Diagnostics
+}
+
+func (c *runCheck) fail(attr, summary string, err error) {
+	c.diags = append(c.diags, Diagnostic{Severity: Error, Block: c.block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
+}
+
+// defaults makes the spec: the options' values, the defaults of those
+// unset.
+func (c *runCheck) defaults() {
+	o := c.o
 	s := &execute.Spec{
-		Name: o.Name, Sandbox: o.Sandbox, SandboxAddr: o.SandboxAddr, SandboxCfg: o.SandboxCfg, Caps: caps,
-		Agent: o.Agent, AgentAddr: o.AgentAddr, AgentCfg: o.AgentCfg, Desc: desc,
-		CaptureSessions: session.CaptureEnabled(desc),
-		Hooks:           o.Hooks, MaxIterations: o.MaxIterations, Signals: o.CompletionSignals,
+		Name: o.Name, Sandbox: o.Sandbox, SandboxAddr: o.SandboxAddr, SandboxCfg: o.SandboxCfg, Caps: c.caps, RestartSandbox: o.RestartSandbox,
+		Agent: o.Agent, AgentAddr: o.AgentAddr, AgentCfg: o.AgentCfg, Desc: c.desc,
+		CaptureSessions: session.CaptureEnabled(c.desc),
+		MaxIterations:   o.MaxIterations, Signals: o.CompletionSignals,
 		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
-		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession,
+		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession, Timeouts: o.Timeouts.WithDefaults(),
 		LogMode: o.LogMode, LogPath: absPath(o.BaseDir, o.LogPath), Terminal: o.Terminal,
 		Logger: o.Logger, Version: o.Version,
 	}
-	s.RestartSandbox = o.RestartSandbox
 	if o.NoSandbox {
 		s.Sandbox, s.RestartSandbox = nil, nil
 	}
-	s.Timeouts = o.Timeouts.WithDefaults()
-	for _, t := range []struct {
-		attr string
-		d    time.Duration
-	}{{"worktree", o.Timeouts.Worktree}, {"create_sandbox", o.Timeouts.CreateSandbox}, {"hooks", o.Timeouts.Hooks},
-		{"sync_in", o.Timeouts.SyncIn}, {"sync_out", o.Timeouts.SyncOut}, {"merge", o.Timeouts.Merge}, {"copy", o.Timeouts.Copy}} {
-		if t.d < 0 {
-			fail("timeouts."+t.attr, "Invalid duration", fmt.Errorf("timeouts.%s must be positive", t.attr))
-		}
-	}
-	s.Hooks = s.Hooks.WithTimeout(s.Timeouts.Hooks)
+	s.Hooks = o.Hooks.WithTimeout(s.Timeouts.Hooks)
 	if o.Interactive != nil {
 		ia := *o.Interactive
 		s.Interactive = &ia
 	}
-	interactive := o.Interactive != nil
-	diags = append(diags, CheckBoundary(Boundary{
-		Block: block, SandboxAddr: o.SandboxAddr, AgentAddr: o.AgentAddr, Caps: caps, Desc: desc,
-		NoSandbox: o.NoSandbox, Interactive: interactive, AllowUnconfined: o.AllowUnconfined,
-		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
-	})...)
 	if s.Name == "" {
 		s.Name = "run"
 	}
@@ -177,132 +194,163 @@ func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 	if s.CompletionTimeout == 0 {
 		s.CompletionTimeout = DefaultCompletionTimeout
 	}
+	c.s = s
+}
 
+// values checks the values that need neither the prompt nor the
+// repository. A value written in HCL that is not a positive duration or
+// iteration count was refused when it was read (Values) and reaches this
+// as unset: the checks here are those of values set in Go.
+func (c *runCheck) values() {
+	o, s := c.o, c.s
+	for _, t := range []struct {
+		attr string
+		d    time.Duration
+	}{{"idle_timeout", o.IdleTimeout}, {"completion_timeout", o.CompletionTimeout},
+		{"timeouts.worktree", o.Timeouts.Worktree}, {"timeouts.create_sandbox", o.Timeouts.CreateSandbox}, {"timeouts.hooks", o.Timeouts.Hooks},
+		{"timeouts.sync_in", o.Timeouts.SyncIn}, {"timeouts.sync_out", o.Timeouts.SyncOut}, {"timeouts.merge", o.Timeouts.Merge}, {"timeouts.copy", o.Timeouts.Copy}} {
+		if t.d < 0 {
+			c.fail(t.attr, "Invalid duration", fmt.Errorf("%s must be positive", t.attr))
+		}
+	}
+	c.diags = append(c.diags, CheckBoundary(Boundary{
+		Block: c.block, SandboxAddr: o.SandboxAddr, AgentAddr: o.AgentAddr, Caps: c.caps, Desc: c.desc,
+		NoSandbox: o.NoSandbox, Interactive: o.Interactive != nil, AllowUnconfined: o.AllowUnconfined,
+		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
+	})...)
 	if !runNameRE.MatchString(s.Name) || strings.Contains(s.Name, "..") || strings.HasSuffix(s.Name, ".lock") {
-		fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
+		c.fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
 	} else if err := runlog.CheckRunName(s.Name); err != nil {
-		fail("name", "Run name too long", err)
+		c.fail("name", "Run name too long", err)
 	}
 	if s.MaxIterations < 0 {
-		fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
-	}
-	if s.IdleTimeout < 0 {
-		fail("idle_timeout", "Invalid duration", errors.New("idle_timeout must be positive"))
-	}
-	if s.CompletionTimeout < 0 {
-		fail("completion_timeout", "Invalid duration", errors.New("completion_timeout must be positive"))
+		c.fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
 	}
 	if slices.Contains(s.Signals, "") {
-		fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
+		c.fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
 	}
 	if o.Prompt != "" && strings.TrimSpace(o.Prompt) == "" {
-		fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
+		c.fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
 	}
-	for k := range o.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			fail("env", "Invalid env name", fmt.Errorf("%q is not a valid environment variable name", k))
-		}
-	}
-	for _, h := range o.Hooks.SandboxOnSandboxReady {
-		if h.Sudo && !caps.Sudo {
-			fail("hooks", "Sandbox cannot run hooks with sudo", fmt.Errorf("a sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", o.SandboxAddr))
-			break
-		}
-	}
-	for _, hs := range [][]hooks.Hook{o.Hooks.HostOnWorktreeReady, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady} {
-		for _, h := range hs {
-			if strings.TrimSpace(h.Command) == "" {
-				fail("hooks", "Empty hook command", errors.New("a hook needs a command"))
-			}
-		}
-	}
-	for _, c := range o.CopyToWorktree {
-		clean, err := worktree.CheckRelPath(c)
+	c.hooks()
+	for _, p := range o.CopyToWorktree {
+		clean, err := worktree.CheckRelPath(p)
 		if err != nil {
-			fail("copy_to_worktree", "Invalid copy_to_worktree path", err)
+			c.fail("copy_to_worktree", "Invalid copy_to_worktree path", err)
 			continue
 		}
 		s.CopyPaths = append(s.CopyPaths, clean)
 	}
 	switch {
 	case o.ForkSession && o.ResumeSession == "":
-		fail("fork_session", "fork_session needs resume_session", errors.New("fork_session forks the session named by resume_session; set resume_session too"))
+		c.fail("fork_session", "fork_session needs resume_session", errors.New("fork_session forks the session named by resume_session; set resume_session too"))
 	case o.ResumeSession != "" && s.MaxIterations > 1:
-		fail("resume_session", "resume_session needs max_iterations = 1",
+		c.fail("resume_session", "resume_session needs max_iterations = 1",
 			fmt.Errorf("a resumed session continues one conversation, so the run can have only one iteration; max_iterations is %d", s.MaxIterations))
 	case o.ResumeSession != "":
-		if err := session.CheckResume(desc, o.ForkSession); err != nil {
-			fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.AgentAddr, err))
+		if err := session.CheckResume(c.desc, o.ForkSession); err != nil {
+			c.fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.AgentAddr, err))
 		}
 	}
-	promptAttr := "prompt"
-	if o.PromptFile != "" {
-		promptAttr = "prompt_file"
+}
+
+// hooks checks each hook at its own attributes (hooks.Set.Path).
+func (c *runCheck) hooks() {
+	for _, h := range c.o.Hooks.All() {
+		if strings.TrimSpace(h.Command) == "" {
+			c.fail(h.Path+".command", "Empty hook command", errors.New("a hook needs a command"))
+		}
+		if h.Sudo && !c.caps.Sudo {
+			c.fail(h.Path+".sudo", "Sandbox cannot run hooks with sudo", fmt.Errorf("this sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", c.o.SandboxAddr))
+		}
 	}
-	src := prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.MergeArgs}
-	if interactive && o.Ask != nil {
-		// Checked here without asking; asked once everything else holds.
-		src.Ask = func(string) (string, error) { return "", nil }
+}
+
+// promptAttr is the attribute the prompt comes from.
+func (c *runCheck) promptAttr() string {
+	if c.o.PromptFile != "" {
+		return "prompt_file"
 	}
-	tpl, err := prompt.Load(src)
+	return "prompt"
+}
+
+// prompt loads the prompt (an interactive session's missing arguments
+// are asked for once every check holds: ask) and checks the structured
+// output it asks for.
+func (c *runCheck) prompt() {
+	o := c.o
+	c.src = prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.MergeArgs}
+	if o.Interactive != nil && o.Ask != nil {
+		c.src.Ask = func(string) (string, error) { return "", nil }
+	}
+	tpl, err := prompt.Load(c.src)
 	if err != nil {
-		fail(promptAttr, "Invalid prompt", err)
+		c.fail(c.promptAttr(), "Invalid prompt", err)
 	}
-	s.Prompt = tpl
+	c.s.Prompt = tpl
 	if o.Output != nil {
 		out := *o.Output
-		diags = append(diags, CheckOutput(OutputCheck{Block: block, Spec: &out, MaxIterations: s.MaxIterations,
-			Prompt: tpl, PromptAttr: promptAttr, Interactive: interactive})...)
-		s.Output = &out
+		c.diags = append(c.diags, CheckOutput(OutputCheck{Block: c.block, Spec: &out, MaxIterations: c.s.MaxIterations,
+			Prompt: tpl, PromptAttr: c.promptAttr(), Interactive: o.Interactive != nil})...)
+		c.s.Output = &out
 	}
+}
 
+// repository resolves what depends on the run's repository: the branch
+// strategy, the session to resume and the env layers. Without a
+// repository the strategy and the env are checked all the same.
+func (c *runCheck) repository() {
+	o, s := c.o, c.s
 	repoDir := absPath(o.BaseDir, o.Repo)
 	if repoDir == "" {
 		repoDir = "."
 	}
-	rs := p.repos.Open(p.ctx, repoDir)
+	rs := c.p.repos.Open(c.p.ctx, repoDir)
+	var err error
 	if rs.Repo == nil {
 		d := rs.Err
-		d.Block = block
-		// What does not depend on the repository is checked all the same.
-		if err := worktree.CheckStrategy(o.BranchStrategy, caps.Contract, len(s.CopyPaths) > 0); err != nil {
-			fail(strategyAttr(err), "Invalid branch strategy", err)
+		d.Block = c.block
+		c.diags = append(c.diags, d)
+		if err := worktree.CheckStrategy(o.BranchStrategy, c.caps.Contract, len(s.CopyPaths) > 0); err != nil {
+			c.fail(strategyAttr(err), "Invalid branch strategy", err)
 		}
-		return nil, append(diags, d)
-	}
-	s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
-	if s.Strategy, err = worktree.Resolve(o.BranchStrategy, caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
-		fail(strategyAttr(err), "Invalid branch strategy", err)
-	}
-	if o.ResumeSession != "" && desc.Sessions != nil {
-		if _, err := session.FindHost(*desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
-			fail("resume_session", "Session not found", err)
+	} else {
+		s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
+		if s.Strategy, err = worktree.Resolve(o.BranchStrategy, c.caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
+			c.fail(strategyAttr(err), "Invalid branch strategy", err)
+		}
+		if o.ResumeSession != "" && c.desc.Sessions != nil {
+			if _, err := session.FindHost(*c.desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
+				c.fail("resume_session", "Session not found", err)
+			}
 		}
 	}
 	if s.Env, err = env.Resolve(env.Layers{
-		DotEnv: rs.DotEnv, Agent: desc.Env, Sandbox: sbDesc.Env, Run: o.Env, Required: desc.RequiredEnv,
+		DotEnv: rs.DotEnv, Agent: c.desc.Env, Sandbox: c.sbDesc.Env, Run: o.Env, Required: c.desc.RequiredEnv,
 	}); err != nil {
-		fail("env", "Invalid env", err)
+		c.fail("env", "Invalid env", err)
 	}
-	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, desc.RequiredEnv, o.ShowEnv))
-	if p.redact != nil {
-		p.redact(s.Redact)
+	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, c.desc.RequiredEnv, o.ShowEnv))
+	if c.p.redact != nil {
+		c.p.redact(s.Redact)
 	}
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	if src.Ask != nil {
-		src.Ask = o.Ask
-		if s.Prompt, err = prompt.Load(src); err != nil {
-			fail(promptAttr, "Invalid prompt", err)
-			return nil, diags
+}
+
+// ask loads an interactive session's prompt again, asking for the
+// arguments it lacks, and warns of the arguments the prompt does not use.
+func (c *runCheck) ask() {
+	if c.src.Ask != nil {
+		c.src.Ask = c.o.Ask
+		tpl, err := prompt.Load(c.src)
+		if err != nil {
+			c.fail(c.promptAttr(), "Invalid prompt", err)
+			return
 		}
-		tpl = s.Prompt
+		c.s.Prompt = tpl
 	}
-	for _, w := range tpl.Warnings {
-		diags = append(diags, Diagnostic{Severity: Warning, Block: block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
+	for _, w := range c.s.Prompt.Warnings {
+		c.diags = append(c.diags, Diagnostic{Severity: Warning, Block: c.block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
 	}
-	return s, diags
 }
 
 // strategyAttr is the attribute a branch strategy's error is at.
@@ -348,7 +396,9 @@ func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]strin
 }
 
 // OptionsOf converts a decoded run block into Options; defaults and checks
-// are planner.run's. base holds what the caller sets for every run.
+// are planner.run's. base holds what the caller sets for every run. A
+// value it cannot read is reported in its diagnostics and left unset, so
+// that planner.run checks the rest of the run without reporting it again.
 func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagnostics) {
 	b := r.Body
 	v := &Values{Block: "run." + r.Label}
@@ -368,11 +418,10 @@ func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagn
 	o.ForkSession = b.ForkSession != nil && *b.ForkSession
 	o.NoSandbox = r.NoSandbox
 	o.AllowUnconfined = b.AllowUnconfined != nil && *b.AllowUnconfined
-	if b.MaxIterations != nil {
-		if o.MaxIterations = *b.MaxIterations; o.MaxIterations < 1 {
-			v.Diags = append(v.Diags, Diagnostic{Severity: Error, Block: v.Block, Attribute: "max_iterations", Summary: "Invalid max_iterations",
-				Detail: fmt.Sprintf("max_iterations must be at least 1, got %d.", o.MaxIterations)})
-		}
+	if n := b.MaxIterations; n != nil && *n < 1 { // read as unset: reported once, here
+		v.bad("max_iterations", "Invalid max_iterations", "max_iterations must be at least 1, got %d.", *n)
+	} else if n != nil {
+		o.MaxIterations = *n
 	}
 	o.IdleTimeout = v.Duration("idle_timeout", b.IdleTimeout)
 	o.CompletionTimeout = v.Duration("completion_timeout", b.CompletionTimeout)

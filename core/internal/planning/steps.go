@@ -100,12 +100,8 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 		ds = append(ds, CheckStepResume(StepResume{Block: block, Resume: b.Resume, First: i == 0,
 			MaxIterations: o.MaxIterations, Desc: ag.Desc, AgentAddr: st.Agent.Address, Plugin: st.Agent.Plugin, PreviousPlugin: previous})...)
 		previous = st.Agent.Plugin
-		var spec *execute.Spec
-		if !ds.HasErrors() {
-			var more Diagnostics
-			spec, more = p.run(block, o, sb.Caps, sb.Desc, ag.Desc)
-			ds = append(ds, more...)
-		}
+		spec, more := p.run(block, o, sb.Caps, sb.Desc, ag.Desc)
+		ds = append(ds, more...)
 		for _, d := range ds {
 			if stepAttrs[firstName(d.Attribute)] {
 				d.Attribute = "step." + st.Label + "." + d.Attribute

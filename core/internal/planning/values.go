@@ -16,7 +16,8 @@ import (
 
 // Values gives the values of a run block written in HCL their Go types:
 // durations, branch_strategy, completion_signal, hooks and logging. The
-// problems it finds are in Diags.
+// problems it finds are in Diags; a value it cannot read is left unset
+// (its default), so that it is reported once, here.
 type Values struct {
 	Block string // the run block's address
 	Diags Diagnostics
@@ -26,7 +27,9 @@ func (v *Values) bad(attr, summary, format string, args ...any) {
 	v.Diags = append(v.Diags, Diagnostic{Severity: Error, Block: v.Block, Attribute: attr, Summary: summary, Detail: fmt.Sprintf(format, args...)})
 }
 
-// Duration parses a duration attribute; absent is 0.
+// Duration parses a duration attribute; absent is 0. Text that is not a
+// positive duration is reported here and read as absent, so that no later
+// check reports it again.
 func (v *Values) Duration(attr string, s *string) time.Duration {
 	if s == nil {
 		return 0
@@ -34,6 +37,7 @@ func (v *Values) Duration(attr string, s *string) time.Duration {
 	d, err := time.ParseDuration(*s)
 	if err != nil || d <= 0 {
 		v.bad(attr, "Invalid duration", `%s must be a positive duration such as "90s", "10m" or "1h30m", got %q.`, attr, *s)
+		return 0
 	}
 	return d
 }
@@ -49,6 +53,7 @@ func (v *Values) Signals(val cty.Value) []string {
 	var out []string
 	if l, err := convert.Convert(val, cty.List(cty.String)); err != nil || l.LengthInt() == 0 || gocty.FromCtyValue(l, &out) != nil {
 		v.bad("completion_signal", "Invalid completion_signal", "completion_signal must be a string or a non-empty list of strings.")
+		return nil
 	}
 	return out
 }
@@ -67,6 +72,7 @@ func (v *Values) Strategy(val cty.Value) worktree.Strategy {
 		v.bad("branch_strategy", "Invalid branch_strategy", `branch_strategy is a type ("head", "merge-to-head", "branch") or an object { type, branch, base_branch }.`)
 		return s
 	}
+	n := len(v.Diags)
 	for it := val.ElementIterator(); it.Next(); {
 		k, e := it.Element()
 		key := k.AsString()
@@ -93,29 +99,34 @@ func (v *Values) Strategy(val cty.Value) worktree.Strategy {
 	if s.Type == "" {
 		v.bad("branch_strategy", "Missing branch strategy type", `branch_strategy needs type = "head", "merge-to-head" or "branch".`)
 	}
+	if len(v.Diags) > n {
+		return worktree.Strategy{}
+	}
 	return s
 }
 
-// Hooks reads the hooks block.
+// Hooks reads the hooks block; a timeout that is not a duration is
+// reported at the hook's (hooks.Set.All names the paths).
 func (v *Values) Hooks(h *config.HooksBlock) hooks.Set {
 	var set hooks.Set
 	if h == nil {
 		return set
 	}
-	hook := func(command string, timeout *string, sudo *bool) hooks.Hook {
-		return hooks.Hook{Command: command, Timeout: v.Duration("hooks", timeout), Sudo: sudo != nil && *sudo}
+	read := func(path string, i int, command string, timeout *string, sudo *bool) hooks.Hook {
+		attr := fmt.Sprintf("%s[%d].timeout", path, i)
+		return hooks.Hook{Command: command, Timeout: v.Duration(attr, timeout), Sudo: sudo != nil && *sudo}
 	}
 	if h.Host != nil {
-		for _, x := range h.Host.OnWorktreeReady {
-			set.HostOnWorktreeReady = append(set.HostOnWorktreeReady, hook(x.Command, x.Timeout, nil))
+		for i, x := range h.Host.OnWorktreeReady {
+			set.HostOnWorktreeReady = append(set.HostOnWorktreeReady, read("hooks.host.on_worktree_ready", i, x.Command, x.Timeout, nil))
 		}
-		for _, x := range h.Host.OnSandboxReady {
-			set.HostOnSandboxReady = append(set.HostOnSandboxReady, hook(x.Command, x.Timeout, nil))
+		for i, x := range h.Host.OnSandboxReady {
+			set.HostOnSandboxReady = append(set.HostOnSandboxReady, read("hooks.host.on_sandbox_ready", i, x.Command, x.Timeout, nil))
 		}
 	}
 	if h.Sandbox != nil {
-		for _, x := range h.Sandbox.OnSandboxReady {
-			set.SandboxOnSandboxReady = append(set.SandboxOnSandboxReady, hook(x.Command, x.Timeout, x.Sudo))
+		for i, x := range h.Sandbox.OnSandboxReady {
+			set.SandboxOnSandboxReady = append(set.SandboxOnSandboxReady, read("hooks.sandbox.on_sandbox_ready", i, x.Command, x.Timeout, x.Sudo))
 		}
 	}
 	return set
