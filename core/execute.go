@@ -5,11 +5,12 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
 	"github.com/missingstudio/sanddune/core/output"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -103,7 +104,7 @@ func specView(s *execute.Spec) *PlannedRun {
 // Outcome is how one run (or session, or step) went: its result (also of
 // a failed run, once setup began) and its error, a *RunError. Its JSON is
 // the result's with "error".
-type Outcome = execute.Outcome
+type Outcome = run.Outcome
 
 // Execute runs a plan's runs and returns their outcomes in plan order:
 // each run once the runs it depends on have succeeded (a run whose

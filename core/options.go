@@ -6,10 +6,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/missingstudio/sanddune/core/hooks"
-	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/output"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -153,12 +152,12 @@ const (
 )
 
 // Timeouts bound a run's lifecycle steps.
-type Timeouts = execute.Timeouts
+type Timeouts = run.Timeouts
 
 // DefaultTimeouts are the timeouts of a run that sets none: worktree 2m,
 // create_sandbox 5m, hooks 60s (each), sync_in 5m, sync_out 5m, merge 2m,
 // copy 10m.
-var DefaultTimeouts = execute.DefaultTimeouts
+var DefaultTimeouts = run.DefaultTimeouts
 
 // OutputSpec asks a run for structured output: Tag, and Type
 // (OutputString, or OutputJSON validated against Schema, a JSON Schema
@@ -172,10 +171,10 @@ const (
 )
 
 // Hooks run around sandbox creation.
-type Hooks = hooks.Set
+type Hooks = run.Hooks
 
 // Hook is one shell command (shell by design); a zero Timeout is 60s.
-type Hook = hooks.Hook
+type Hook = run.Hook
 
 // LogMode is where progress goes.
 type LogMode = runlog.Mode
@@ -214,8 +213,8 @@ type SandboxProgress struct {
 
 // Defaults of RunOptions.
 const (
-	DefaultMaxIterations     = planning.DefaultMaxIterations     // 1
-	DefaultCompletionSignal  = planning.DefaultCompletionSignal  // "<promise>COMPLETE</promise>"
-	DefaultIdleTimeout       = planning.DefaultIdleTimeout       // 10m
-	DefaultCompletionTimeout = planning.DefaultCompletionTimeout // 60s
+	DefaultMaxIterations     = run.DefaultMaxIterations     // 1
+	DefaultCompletionSignal  = run.DefaultCompletionSignal  // "<promise>COMPLETE</promise>"
+	DefaultIdleTimeout       = run.DefaultIdleTimeout       // 10m
+	DefaultCompletionTimeout = run.DefaultCompletionTimeout // 60s
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/pluginhost"
 	"github.com/missingstudio/sanddune/sdk"
 )

@@ -201,7 +201,7 @@ func attrRange(attrs hcl.Attributes, path string, decl hcl.Range, blocks map[str
 
 // hookRanges are the ranges of the hooks of a run or session body
 // ("hooks.sandbox.on_sandbox_ready[0]") and of their attributes
-// ("hooks.sandbox.on_sandbox_ready[0].sudo"), as hooks.Set.All names them.
+// ("hooks.sandbox.on_sandbox_ready[0].sudo"), as run.Hooks.All names them.
 func hookRanges(body hcl.Body) map[string]hcl.Range {
 	out := map[string]hcl.Range{}
 	blocks := func(b hcl.Body, types ...string) hcl.Blocks {

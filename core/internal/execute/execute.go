@@ -20,11 +20,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/missingstudio/sanddune/core/gitsync"
-	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/internal/gitsync"
+	"github.com/missingstudio/sanddune/core/internal/hooks"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
+	"github.com/missingstudio/sanddune/core/internal/redact"
 	"github.com/missingstudio/sanddune/core/output"
-	"github.com/missingstudio/sanddune/core/prompt"
-	"github.com/missingstudio/sanddune/core/redact"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -66,7 +67,7 @@ type Spec struct {
 	// result's stdout and the error.
 	Redact    *redact.Redactor
 	CopyPaths []string
-	Hooks     hooks.Set
+	Hooks     run.Hooks
 
 	MaxIterations int
 	Signals       []string
@@ -77,8 +78,8 @@ type Spec struct {
 	ExpressionTimeout time.Duration
 	ResumeSession     string
 	ForkSession       bool
-	// Timeouts bound the lifecycle steps (defaults applied).
-	Timeouts Timeouts
+	// run.Timeouts bound the lifecycle steps (defaults applied).
+	Timeouts run.Timeouts
 	// MergeBranches are merged into the run's branch on the host before
 	// its sandbox starts (merge.go); OnMergeConflict says what a conflict
 	// does.
@@ -101,15 +102,15 @@ type Spec struct {
 }
 
 // Run asks the sandbox provider for its preflight, then runs. On failure
-// it returns a *RunError and, once setup began, a partial result as well.
+// it returns a *run.Error and, once setup began, a partial result as well.
 // Secret values (Spec.Redact) are hidden in both.
-func Run(ctx context.Context, s *Spec) (*Result, error) {
-	res, err := run(ctx, s)
+func Run(ctx context.Context, s *Spec) (*run.Result, error) {
+	res, err := runSpec(ctx, s)
 	return redacted(s.Redact, res, err)
 }
 
 // redacted hides rd's secret values in res (its steps' too) and err.
-func redacted(rd *redact.Redactor, res *Result, err error) (*Result, error) {
+func redacted(rd *redact.Redactor, res *run.Result, err error) (*run.Result, error) {
 	if res != nil {
 		res.Stdout = rd.String(res.Stdout)
 		for i := range res.Steps {
@@ -123,7 +124,7 @@ func redacted(rd *redact.Redactor, res *Result, err error) (*Result, error) {
 	return res, rd.Error(err)
 }
 
-func run(ctx context.Context, s *Spec) (*Result, error) {
+func runSpec(ctx context.Context, s *Spec) (*run.Result, error) {
 	r, err := start(ctx, s)
 	if err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func start(ctx context.Context, s *Spec) (*runner, error) {
 	}
 	r.log = r.log.Named(r.name)
 	if ctx.Err() != nil {
-		return nil, &RunError{Run: r.name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
+		return nil, &run.Error{Run: r.name, Phase: run.PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
 	}
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ type runner struct {
 	progress *runlog.Log
 	ws       *worktree.Workspace
 	sb       sdk.Sandbox
-	res      *Result
+	res      *run.Result
 	syncedIn bool
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
 	// cleans up through it relaunched (collect), and says so in cleanup.
@@ -204,20 +205,20 @@ func (r *runner) preflight(ctx context.Context) error {
 		Config: r.SandboxCfg, HostRepoPath: r.Repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}); err != nil {
 		if ctx.Err() != nil {
-			return &RunError{Run: r.name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
+			return &run.Error{Run: r.name, Phase: run.PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
 		}
-		return &RunError{Run: r.name, Phase: PhasePreflight, Plugin: r.SandboxAddr, Err: err,
+		return &run.Error{Run: r.name, Phase: run.PhasePreflight, Plugin: r.SandboxAddr, Err: err,
 			Hint: "fix what the sandbox provider reports above, then run again"}
 	}
 	return nil
 }
 
-// fail builds the RunError of a failed step, marking cancellations.
-func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration int, err error, hint string) *RunError {
+// fail builds the run.Error of a failed step, marking cancellations.
+func (r *runner) fail(ctx context.Context, phase run.Phase, plugin string, iteration int, err error, hint string) *run.Error {
 	if plugin == r.SandboxAddr && pluginDied(err) {
 		r.sandboxDied, hint = true, r.crashHint()
 	}
-	e := &RunError{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
+	e := &run.Error{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
 	if ctx.Err() != nil {
 		e.Cancelled, e.Err, e.Hint = true, context.Cause(ctx), ""
 		if !errors.Is(err, context.Cause(ctx)) {
@@ -266,11 +267,11 @@ func (r *runner) openLog(ctx context.Context) error {
 
 // run does the setup, then body (a run's, or a session's steps), then
 // the teardown.
-func (r *runner) run(ctx context.Context, body func(context.Context) *RunError) (_ *Result, err error) {
+func (r *runner) run(ctx context.Context, body func(context.Context) *run.Error) (_ *run.Result, err error) {
 	if err := r.begin(ctx); err != nil {
 		return nil, err
 	}
-	var runErr *RunError
+	var runErr *run.Error
 	defer func() { err = r.finish(ctx, runErr) }()
 	if runErr = r.setupWorktree(ctx); runErr != nil {
 		return r.res, runErr
@@ -286,11 +287,11 @@ func (r *runner) run(ctx context.Context, body func(context.Context) *RunError) 
 }
 
 // begin opens the run's log and result.
-func (r *runner) begin(ctx context.Context) *RunError {
+func (r *runner) begin(ctx context.Context) *run.Error {
 	r.stamp = worktree.Stamp(r.start)
-	r.res = &Result{Name: r.name}
+	r.res = &run.Result{Name: r.name}
 	if err := r.openLog(ctx); err != nil {
-		return &RunError{Run: r.name, Phase: PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
+		return &run.Error{Run: r.name, Phase: run.PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
 	}
 	r.res.LogFile = r.progress.Path()
 	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
@@ -305,7 +306,7 @@ func (r *runner) begin(ctx context.Context) *RunError {
 
 // finish tears down what is left, writes the summary and closes the log;
 // runErr is the failure so far. It returns the run's error, if any.
-func (r *runner) finish(ctx context.Context, runErr *RunError) error {
+func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	if e := r.teardown(ctx, runErr); runErr == nil {
 		runErr = e
 	}
@@ -326,7 +327,7 @@ func (r *runner) finish(ctx context.Context, runErr *RunError) error {
 	}
 	runErr.Branch, runErr.Commits = r.res.Branch, r.res.Commits
 	runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
-	if oe, ok := runErr.Err.(*OutputError); ok {
+	if oe, ok := runErr.Err.(*run.OutputError); ok {
 		oe.Branch, oe.Commits, oe.PreservedWorktree = r.res.Branch, r.res.Commits, r.res.PreservedWorktreePath
 	}
 	if r.cleanup != nil {
@@ -341,9 +342,9 @@ func (r *runner) finish(ctx context.Context, runErr *RunError) error {
 
 // body is one run's work in a prepared worktree and sandbox: the
 // iterations, or an interactive session.
-func (r *runner) body(ctx context.Context) *RunError {
+func (r *runner) body(ctx context.Context) *run.Error {
 	if err := r.prepareResume(ctx); err != nil {
-		return r.fail(ctx, PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
+		return r.fail(ctx, run.PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
 	}
 	if r.Interactive != nil {
 		return r.session(ctx)
@@ -353,7 +354,7 @@ func (r *runner) body(ctx context.Context) *RunError {
 
 // setupWorktree prepares the workspace: branch, worktree, copies, host
 // on_worktree_ready hooks.
-func (r *runner) setupWorktree(ctx context.Context) *RunError {
+func (r *runner) setupWorktree(ctx context.Context) *run.Error {
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
 	var ws *worktree.Workspace
 	err := within(ctx, "worktree", r.Timeouts.Worktree, func(ctx context.Context) (err error) {
@@ -367,7 +368,7 @@ func (r *runner) setupWorktree(ctx context.Context) *RunError {
 		if errors.As(err, &le) {
 			hint = "wait for that run to finish, or use another branch"
 		}
-		return r.fail(ctx, PhaseWorktree, "", 0, err, hint)
+		return r.fail(ctx, run.PhaseWorktree, "", 0, err, hint)
 	}
 	r.ws = ws
 	r.res.Branch = ws.Branch
@@ -395,21 +396,21 @@ func (r *runner) setupWorktree(ctx context.Context) *RunError {
 		})
 		ph.Done(err)
 		if err != nil {
-			return r.fail(ctx, PhaseCopy, "", 0, err, "check the copy_to_worktree paths")
+			return r.fail(ctx, run.PhaseCopy, "", 0, err, "check the copy_to_worktree paths")
 		}
 		r.skipped(skipped)
 	}
 	if err := r.hookPhase("Running host on_worktree_ready hooks", len(r.Hooks.HostOnWorktreeReady), func() error {
 		return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnWorktreeReady, r.hookOutput)
 	}); err != nil {
-		return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+		return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
 	return nil
 }
 
 // setupSandbox creates the sandbox in the prepared workspace, syncs the
 // code in (isolated) and runs the on_sandbox_ready hooks.
-func (r *runner) setupSandbox(ctx context.Context) *RunError {
+func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	ws := r.ws
 	hostDir := r.hostDir()
 	r.snapshotRefs(ctx)
@@ -417,7 +418,7 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
 			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
 		}); err != nil {
-			return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+			return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
 		}
 		return nil
 	}
@@ -443,7 +444,7 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 	})
 	ph.Done(err)
 	if err != nil {
-		return r.fail(ctx, PhaseSandbox, r.SandboxAddr, 0, err, "")
+		return r.fail(ctx, run.PhaseSandbox, r.SandboxAddr, 0, err, "")
 	}
 	r.sb = sb
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
@@ -453,12 +454,12 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 		err := within(ctx, "sync_in", r.Timeouts.SyncIn, func(ctx context.Context) error { return gitsync.SyncIn(ctx, sb, r.syncSpec()) })
 		ph.Done(err)
 		if err != nil {
-			return r.fail(ctx, PhaseSyncIn, r.SandboxAddr, 0, err, "")
+			return r.fail(ctx, run.PhaseSyncIn, r.SandboxAddr, 0, err, "")
 		}
 		r.syncedIn = true
 		if len(r.CopyPaths) > 0 {
 			if err := r.copyIntoSandbox(ctx); err != nil {
-				return r.fail(ctx, PhaseCopy, r.SandboxAddr, 0, err, "check the copy_to_worktree paths")
+				return r.fail(ctx, run.PhaseCopy, r.SandboxAddr, 0, err, "check the copy_to_worktree paths")
 			}
 		}
 	}
@@ -472,7 +473,7 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 		if errors.As(err, &he) && he.Where == hooks.Sandbox {
 			plugin = r.SandboxAddr
 		}
-		return r.fail(ctx, PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
+		return r.fail(ctx, run.PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
 	return nil
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/redact"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
-	"github.com/missingstudio/sanddune/core/redact"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -177,7 +177,7 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 	for _, r := range f.Runs {
 		wanted := len(selected) == 0 || selected[r.Label]
 		addr := "run." + r.Label
-		ds := FromHCL(addr, r.Diags)
+		ds := config.FromHCL(addr, r.Diags)
 		if other, dup := names[r.Name()]; dup {
 			ds = append(ds, Diagnostic{Severity: Error, Block: addr, Attribute: "name", Summary: "Duplicate run name",
 				Detail: fmt.Sprintf("run %q is already named %q; run names must be unique (they name branches, worktrees and logs).", other, r.Name())})
@@ -211,7 +211,7 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 				n.Expand = bp.expand(&expandMu)
 			}
 		}
-		ds.locate(addr, r.AttrRange)
+		locate(ds, addr, r.AttrRange)
 		diags = append(diags, demote(ds, wanted)...)
 		if !wanted || ds.HasErrors() || runs == nil {
 			continue
@@ -256,7 +256,7 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 				Detail: fmt.Sprintf("%q is already the name of run %q; run and session names must be unique (they name branches, worktrees and logs).", ss.Name(), other)})
 		}
 		names[ss.Name()] = ss.Label
-		ds.locate("session."+ss.Label, ss.AttrRange)
+		locate(ds, "session."+ss.Label, ss.AttrRange)
 		diags = append(diags, demote(ds, wanted)...)
 		if wanted && pr != nil && !ds.HasErrors() {
 			plan.Runs = append(plan.Runs, pr)
@@ -265,7 +265,7 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 	}
 	plan.Parallel = schedule.Parallelism(req.Parallel, plan.Nodes)
 	diags = append(diags, checkParallel(f, graph, plan)...)
-	diags = diags.Once() // a repository's problem, not each run's
+	diags = once(diags) // a repository's problem, not each run's
 	plan.Diagnostics = diags
 	if diags.HasErrors() {
 		plan.Runs, plan.Nodes = nil, nil

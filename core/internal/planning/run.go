@@ -14,24 +14,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/env"
-	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
+	"github.com/missingstudio/sanddune/core/internal/redact"
+	"github.com/missingstudio/sanddune/core/internal/session"
 	"github.com/missingstudio/sanddune/core/output"
-	"github.com/missingstudio/sanddune/core/prompt"
-	"github.com/missingstudio/sanddune/core/redact"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
-	"github.com/missingstudio/sanddune/core/session"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
-)
-
-// The defaults of a run that sets none.
-const (
-	DefaultMaxIterations     = 1
-	DefaultCompletionSignal  = "<promise>COMPLETE</promise>"
-	DefaultIdleTimeout       = 10 * time.Minute
-	DefaultCompletionTimeout = 60 * time.Second
 )
 
 // Options is one run before its defaults and checks: core.RunOptions, or
@@ -65,10 +57,10 @@ type Options struct {
 	CopyToWorktree    []string
 	Env               map[string]string
 	ShowEnv           []string
-	Hooks             hooks.Set
+	Hooks             run.Hooks
 	Output            *output.Spec
-	Timeouts          execute.Timeouts
-	execute.ResumeOptions
+	Timeouts          run.Timeouts
+	run.ResumeOptions
 
 	LogMode  runlog.Mode
 	LogPath  string
@@ -183,16 +175,16 @@ func (c *runCheck) defaults() {
 		s.OnSandboxProgress = func(p sdk.Progress) { o.OnSandboxProgress(name, p) }
 	}
 	if s.MaxIterations == 0 {
-		s.MaxIterations = DefaultMaxIterations
+		s.MaxIterations = run.DefaultMaxIterations
 	}
 	if len(s.Signals) == 0 {
-		s.Signals = []string{DefaultCompletionSignal}
+		s.Signals = []string{run.DefaultCompletionSignal}
 	}
 	if s.IdleTimeout == 0 {
-		s.IdleTimeout = DefaultIdleTimeout
+		s.IdleTimeout = run.DefaultIdleTimeout
 	}
 	if s.CompletionTimeout == 0 {
-		s.CompletionTimeout = DefaultCompletionTimeout
+		s.CompletionTimeout = run.DefaultCompletionTimeout
 	}
 	c.s = s
 }
@@ -254,7 +246,7 @@ func (c *runCheck) values() {
 	}
 }
 
-// hooks checks each hook at its own attributes (hooks.Set.Path).
+// hooks checks each hook at its own attributes (run.Hooks.Path).
 func (c *runCheck) hooks() {
 	for _, h := range c.o.Hooks.All() {
 		if strings.TrimSpace(h.Command) == "" {
@@ -430,7 +422,7 @@ func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagn
 	o.Hooks = v.Hooks(b.Hooks)
 	o.Output = v.Output(b.Output)
 	if t := b.Timeouts; t != nil {
-		o.Timeouts = execute.Timeouts{
+		o.Timeouts = run.Timeouts{
 			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),
 			Hooks: v.Duration("timeouts.hooks", t.Hooks), SyncIn: v.Duration("timeouts.sync_in", t.SyncIn),
 			SyncOut: v.Duration("timeouts.sync_out", t.SyncOut), Merge: v.Duration("timeouts.merge", t.Merge),
@@ -447,16 +439,16 @@ func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagn
 }
 
 // PlanRun plans one run built in Go (core.PlanRun), whose providers the
-// caller configured. A failure is a *execute.RunError.
+// caller configured. A failure is a *run.Error.
 func PlanRun(ctx context.Context, o Options) (*Plan, error) {
 	if o.Name == "" {
 		o.Name = "run"
 	}
 	fail := func(ds Diagnostics) (*Plan, error) {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: ds.Errors()}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: ds.Errors()}
 	}
 	if ctx.Err() != nil {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
 	}
 	if (o.Sandbox == nil && !o.NoSandbox) || o.Agent == nil {
 		return fail(Diagnostics{{Severity: Error, Block: "run." + o.Name, Summary: "A run needs a sandbox provider and an agent provider"}})
@@ -470,7 +462,7 @@ func PlanRun(ctx context.Context, o Options) (*Plan, error) {
 	}
 	desc, err := o.Agent.Describe(ctx, o.AgentCfg)
 	if err != nil {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.AgentAddr, Err: err}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.AgentAddr, Err: err}
 	}
 	p := &planner{ctx: ctx, repos: Repos{}}
 	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, desc)
@@ -492,7 +484,7 @@ func PlanEnv(ctx context.Context, o Options) (*execute.Spec, error) {
 	p := &planner{ctx: ctx, repos: Repos{}}
 	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, sdk.AgentDescription{})
 	if ds.HasErrors() {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: ds.Errors()}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: ds.Errors()}
 	}
 	return spec, nil
 }
@@ -505,15 +497,15 @@ func describeSandbox(ctx context.Context, o Options) (sdk.SandboxCapabilities, s
 	}
 	info, err := o.Sandbox.Info(ctx)
 	if err != nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
 	}
 	if info.Sandbox == nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig,
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig,
 			Err: Diagnostics{{Severity: Error, Block: o.SandboxAddr, Summary: "The plugin declares no sandbox capabilities"}}}
 	}
 	desc, err := o.Sandbox.Describe(ctx, o.SandboxCfg)
 	if err != nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
 	}
 	return *info.Sandbox, desc, nil
 }

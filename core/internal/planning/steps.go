@@ -7,7 +7,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
-	"github.com/missingstudio/sanddune/core/session"
+	"github.com/missingstudio/sanddune/core/internal/session"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -68,7 +68,7 @@ var stepAttrs = map[string]bool{
 func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map[*config.ProviderBlock]*Sandbox,
 	agents map[*config.ProviderBlock]*Agent, base Options) (*Planned, Diagnostics) {
 	block := "session." + ss.Label
-	diags := FromHCL(block, ss.Diags)
+	diags := config.FromHCL(block, ss.Diags)
 	sb, sbOK := sandboxes[ss.Sandbox]
 	if diags.HasErrors() || !sbOK {
 		return nil, diags

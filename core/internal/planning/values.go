@@ -9,7 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty/gocty"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
@@ -106,15 +106,15 @@ func (v *Values) Strategy(val cty.Value) worktree.Strategy {
 }
 
 // Hooks reads the hooks block; a timeout that is not a duration is
-// reported at the hook's (hooks.Set.All names the paths).
-func (v *Values) Hooks(h *config.HooksBlock) hooks.Set {
-	var set hooks.Set
+// reported at the hook's (run.Hooks.All names the paths).
+func (v *Values) Hooks(h *config.HooksBlock) run.Hooks {
+	var set run.Hooks
 	if h == nil {
 		return set
 	}
-	read := func(path string, i int, command string, timeout *string, sudo *bool) hooks.Hook {
+	read := func(path string, i int, command string, timeout *string, sudo *bool) run.Hook {
 		attr := fmt.Sprintf("%s[%d].timeout", path, i)
-		return hooks.Hook{Command: command, Timeout: v.Duration(attr, timeout), Sudo: sudo != nil && *sudo}
+		return run.Hook{Command: command, Timeout: v.Duration(attr, timeout), Sudo: sudo != nil && *sudo}
 	}
 	if h.Host != nil {
 		for i, x := range h.Host.OnWorktreeReady {

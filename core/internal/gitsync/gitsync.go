@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/missingstudio/sanddune/core/tempdir"
+	"github.com/missingstudio/sanddune/core/internal/tempdir"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
