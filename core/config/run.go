@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -330,20 +330,9 @@ func (r *RunBlock) reference(attr *hcl.Attribute, kind sdk.Kind, blocks []*Provi
 		known = append(known, p.Address)
 	}
 	detail := fmt.Sprintf("No %s block %q is declared in this file.", kind, addr)
-	if s := Suggest(addr, known); s != "" {
+	if s := suggest.Closest(addr, known); s != "" {
 		detail += fmt.Sprintf(" Did you mean %s?", s)
 	}
 	r.Diags = append(r.Diags, errorDiag(attr.Expr.Range(), fmt.Sprintf("Reference to undeclared %s", kind), "%s", detail))
 	return nil
-}
-
-// Suggest returns the option closest to given, or "" when none is close.
-func Suggest(given string, options []string) string {
-	best, bestDist := "", 3
-	for _, o := range options {
-		if dist := levenshtein.Distance(given, o, nil); dist < bestDist {
-			best, bestDist = o, dist
-		}
-	}
-	return best
 }

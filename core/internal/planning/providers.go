@@ -8,6 +8,7 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -137,7 +138,7 @@ func pluginDiag(b *config.ProviderBlock, err error) Diagnostic {
 	var nf *pluginhost.NotFoundError
 	if errors.As(err, &nf) {
 		didYouMean := ""
-		if s := config.Suggest(b.Plugin, nf.KnownPlugins()); s != "" {
+		if s := suggest.Closest(b.Plugin, nf.KnownPlugins()); s != "" {
 			didYouMean = fmt.Sprintf("Did you mean %q? ", s)
 		}
 		d.Summary = fmt.Sprintf("Unknown %s plugin %q", b.Kind, b.Plugin)

@@ -11,6 +11,7 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
@@ -90,7 +91,7 @@ func (v *Values) Strategy(val cty.Value) worktree.Strategy {
 			s.BaseBranch = str
 		default:
 			detail := fmt.Sprintf("branch_strategy has no key %q; it takes type, branch and base_branch.", key)
-			if sug := config.Suggest(key, []string{"type", "branch", "base_branch"}); sug != "" {
+			if sug := suggest.Closest(key, []string{"type", "branch", "base_branch"}); sug != "" {
 				detail += fmt.Sprintf(" Did you mean %q?", sug)
 			}
 			v.bad("branch_strategy", "Unsupported branch_strategy key", "%s", detail)
