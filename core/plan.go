@@ -96,7 +96,7 @@ type RunPlan struct {
 // always returns a plan (so that its Diagnostics can be shown); the error,
 // a Diagnostics, lists the errors.
 func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
-	p, err := planning.PlanFile(ctx, planning.Request{File: cfg.File, Plugins: cfg.Plugins, Base: cfg.Run.options(sel.Interactive),
+	p, err := planning.PlanFile(ctx, planning.Request{File: cfg.File, Plugins: cfg.Plugins, Base: sel.Interactive.options(cfg.Run),
 		Parallel: cfg.Parallel, Runs: sel.Runs, Strict: sel.Strict})
 	return runPlan(p), err
 }
@@ -110,7 +110,7 @@ func PlanRun(ctx context.Context, o RunOptions) (*RunPlan, error) {
 // planRun plans one run built in Go, as an interactive session when ia is
 // set.
 func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error) {
-	p, err := planning.PlanRun(ctx, o.options(ia))
+	p, err := planning.PlanRun(ctx, ia.options(o))
 	if err != nil {
 		return nil, err
 	}

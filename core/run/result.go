@@ -1,7 +1,8 @@
-// Package run holds the types a run is described and reported with: its
-// timeouts and hooks (what package core's RunOptions and a run block
-// set), its result and outcome, and its errors. Package core's API and
-// its internal engine share them.
+// Package run holds the types a run is described and reported with: one
+// description of a run (Options: core.RunOptions, and what a run block is
+// read into) with its timeouts, hooks and defaults, its result and
+// outcome, and its errors. Package core's API and its internal engine
+// share them.
 package run
 
 import (

@@ -11,68 +11,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/prompt"
 	"github.com/missingstudio/sanddune/core/internal/redact"
 	"github.com/missingstudio/sanddune/core/internal/session"
-	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// Options is one run before its defaults and checks: core.RunOptions, or
-// a run block's values (OptionsOf). Zero values take the defaults.
+// Options is one run before its defaults and checks: core.RunOptions
+// (run.Options), from Go or read from a run block (OptionsOf), and what
+// the planner adds. Zero values take the defaults.
 type Options struct {
-	Name, Repo, BaseDir string
-
-	SandboxAddr string
-	Sandbox     sdk.SandboxProvider
-	SandboxCfg  sdk.Config
-	// RestartSandbox resolves the sandbox provider again (core.SandboxRef).
-	RestartSandbox func(context.Context) (sdk.SandboxProvider, error)
-	AgentAddr      string
-	Agent          sdk.AgentProvider
-	AgentCfg       sdk.Config
-	// NoSandbox is sandbox = "none" (an interactive session on the host).
-	NoSandbox       bool
-	AllowUnconfined bool
-
-	Prompt, PromptFile string
-	PromptArgs         map[string]string
+	run.Options
 	// MergeArgs makes BRANCHES and CONFLICTS prompt built-ins (a run block
 	// with merge_branches).
 	MergeArgs bool
-
-	BranchStrategy    worktree.Strategy
-	MaxIterations     int
-	CompletionSignals []string
-	IdleTimeout       time.Duration
-	CompletionTimeout time.Duration
-	CopyToWorktree    []string
-	Env               map[string]string
-	ShowEnv           []string
-	Hooks             run.Hooks
-	Output            *output.Spec
-	Timeouts          run.Timeouts
-	run.ResumeOptions
-
-	LogMode  runlog.Mode
-	LogPath  string
-	Terminal *runlog.Terminal
-	// OnEvent and OnSandboxProgress, when set, see the run's agent events
-	// and its sandbox provider's progress reports.
-	OnEvent           func(run string, iteration int, e sdk.Event)
-	OnSandboxProgress func(run string, p sdk.Progress)
-	ExpressionTimeout time.Duration
-	Logger            hclog.Logger
-	Version           string
-
 	// Interactive, when set, makes the run an interactive session; Ask
 	// then supplies the prompt arguments it lacks (nil leaves them an
 	// error).
@@ -83,14 +41,14 @@ type Options struct {
 // useSandbox and useAgent make configured blocks o's providers; a nil
 // sandbox is none (the host).
 func (o *Options) useSandbox(addr string, sb *Sandbox) {
-	o.SandboxAddr, o.Sandbox, o.SandboxCfg, o.RestartSandbox = addr, nil, sdk.Config{}, nil
+	o.Sandbox = run.SandboxRef{Address: addr}
 	if sb != nil {
-		o.Sandbox, o.SandboxCfg, o.RestartSandbox = sb.Provider, sb.Config, sb.Restart
+		o.Sandbox.Provider, o.Sandbox.Config, o.Sandbox.Restart = sb.Provider, sb.Config, sb.Restart
 	}
 }
 
 func (o *Options) useAgent(b *config.ProviderBlock, ag *Agent) {
-	o.AgentAddr, o.Agent, o.AgentCfg = b.Address, ag.Provider, ag.Config
+	o.Agent = run.AgentRef{Address: b.Address, Plugin: b.Plugin, Provider: ag.Provider, Config: ag.Config}
 }
 
 // planner checks runs; the runs of one repository share its state.
@@ -146,13 +104,13 @@ func (c *runCheck) fail(attr, summary string, err error) {
 func (c *runCheck) defaults() {
 	o := c.o
 	s := &execute.Spec{
-		Name: o.Name, Sandbox: o.Sandbox, SandboxAddr: o.SandboxAddr, SandboxCfg: o.SandboxCfg, Caps: c.caps, RestartSandbox: o.RestartSandbox,
-		Agent: o.Agent, AgentAddr: o.AgentAddr, AgentCfg: o.AgentCfg, Desc: c.desc,
+		Name: o.Name, Sandbox: o.Sandbox.Provider, SandboxAddr: o.Sandbox.Address, SandboxCfg: o.Sandbox.Config, Caps: c.caps, RestartSandbox: o.Sandbox.Restart,
+		Agent: o.Agent.Provider, AgentAddr: o.Agent.Address, AgentCfg: o.Agent.Config, Desc: c.desc,
 		CaptureSessions: session.CaptureEnabled(c.desc),
 		MaxIterations:   o.MaxIterations, Signals: o.CompletionSignals,
 		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
 		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession, Timeouts: o.Timeouts.WithDefaults(),
-		LogMode: o.LogMode, LogPath: absPath(o.BaseDir, o.LogPath), Terminal: o.Terminal,
+		LogMode: o.Logging.Mode, LogPath: absPath(o.BaseDir, o.Logging.Path), Terminal: o.Logging.Terminal,
 		Logger: o.Logger, Version: o.Version,
 	}
 	if o.NoSandbox {
@@ -166,13 +124,13 @@ func (c *runCheck) defaults() {
 	if s.Name == "" {
 		s.Name = "run"
 	}
-	if o.OnEvent != nil {
+	if on := o.OnEvent; on != nil {
 		name := s.Name
-		s.OnEvent = func(n int, e sdk.Event) { o.OnEvent(name, n, e) }
+		s.OnEvent = func(n int, e sdk.Event) { on(run.AgentEvent{Run: name, Iteration: n, Time: time.Now(), Event: e}) }
 	}
-	if o.OnSandboxProgress != nil {
+	if on := o.OnSandboxProgress; on != nil {
 		name := s.Name
-		s.OnSandboxProgress = func(p sdk.Progress) { o.OnSandboxProgress(name, p) }
+		s.OnSandboxProgress = func(p sdk.Progress) { on(run.SandboxProgress{Run: name, Time: time.Now(), Progress: p}) }
 	}
 	if s.MaxIterations == 0 {
 		s.MaxIterations = run.DefaultMaxIterations
@@ -206,7 +164,7 @@ func (c *runCheck) values() {
 		}
 	}
 	c.diags = append(c.diags, CheckBoundary(Boundary{
-		Block: c.block, SandboxAddr: o.SandboxAddr, AgentAddr: o.AgentAddr, Caps: c.caps, Desc: c.desc,
+		Block: c.block, SandboxAddr: o.Sandbox.Address, AgentAddr: o.Agent.Address, Caps: c.caps, Desc: c.desc,
 		NoSandbox: o.NoSandbox, Interactive: o.Interactive != nil, AllowUnconfined: o.AllowUnconfined,
 		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
 	})...)
@@ -241,7 +199,7 @@ func (c *runCheck) values() {
 			fmt.Errorf("a resumed session continues one conversation, so the run can have only one iteration; max_iterations is %d", s.MaxIterations))
 	case o.ResumeSession != "":
 		if err := session.CheckResume(c.desc, o.ForkSession); err != nil {
-			c.fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.AgentAddr, err))
+			c.fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.Agent.Address, err))
 		}
 	}
 }
@@ -253,7 +211,7 @@ func (c *runCheck) hooks() {
 			c.fail(h.Path+".command", "Empty hook command", errors.New("a hook needs a command"))
 		}
 		if h.Sudo && !c.caps.Sudo {
-			c.fail(h.Path+".sudo", "Sandbox cannot run hooks with sudo", fmt.Errorf("this sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", c.o.SandboxAddr))
+			c.fail(h.Path+".sudo", "Sandbox cannot run hooks with sudo", fmt.Errorf("this sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", c.o.Sandbox.Address))
 		}
 	}
 }
@@ -430,10 +388,10 @@ func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagn
 		}
 	}
 	if b.Logging != nil {
-		o.LogMode, o.LogPath = v.Logging(b.Logging)
+		o.Logging.Mode, o.Logging.Path = v.Logging(b.Logging)
 	}
-	if base.LogMode != "" { // run --log
-		o.LogMode = base.LogMode
+	if base.Logging.Mode != "" { // run --log
+		o.Logging.Mode = base.Logging.Mode
 	}
 	return o, v.Diags
 }
@@ -450,7 +408,7 @@ func PlanRun(ctx context.Context, o Options) (*Plan, error) {
 	if ctx.Err() != nil {
 		return nil, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
 	}
-	if (o.Sandbox == nil && !o.NoSandbox) || o.Agent == nil {
+	if (o.Sandbox.Provider == nil && !o.NoSandbox) || o.Agent.Provider == nil {
 		return fail(Diagnostics{{Severity: Error, Block: "run." + o.Name, Summary: "A run needs a sandbox provider and an agent provider"}})
 	}
 	if o.NoSandbox {
@@ -460,9 +418,9 @@ func PlanRun(ctx context.Context, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	desc, err := o.Agent.Describe(ctx, o.AgentCfg)
+	desc, err := o.Agent.Provider.Describe(ctx, o.Agent.Config)
 	if err != nil {
-		return nil, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.AgentAddr, Err: err}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.Agent.Address, Err: err}
 	}
 	p := &planner{ctx: ctx, repos: Repos{}}
 	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, desc)
@@ -492,20 +450,20 @@ func PlanEnv(ctx context.Context, o Options) (*execute.Spec, error) {
 // describeSandbox asks a sandbox provider the caller configured for its
 // capabilities and its description; none is the host's.
 func describeSandbox(ctx context.Context, o Options) (sdk.SandboxCapabilities, sdk.SandboxDescription, error) {
-	if o.Sandbox == nil {
+	if o.Sandbox.Provider == nil {
 		return NoSandboxCaps, sdk.SandboxDescription{}, nil
 	}
-	info, err := o.Sandbox.Info(ctx)
+	info, err := o.Sandbox.Provider.Info(ctx)
 	if err != nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
 	}
 	if info.Sandbox == nil {
 		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig,
-			Err: Diagnostics{{Severity: Error, Block: o.SandboxAddr, Summary: "The plugin declares no sandbox capabilities"}}}
+			Err: Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}}}
 	}
-	desc, err := o.Sandbox.Describe(ctx, o.SandboxCfg)
+	desc, err := o.Sandbox.Provider.Describe(ctx, o.Sandbox.Config)
 	if err != nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
 	}
 	return *info.Sandbox, desc, nil
 }
