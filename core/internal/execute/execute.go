@@ -451,7 +451,9 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 
 	if r.Caps.Contract == sdk.ContractIsolated {
 		ph := r.progress.Phase("Syncing the repository into the sandbox")
-		err := within(ctx, "sync_in", r.Timeouts.SyncIn, func(ctx context.Context) error { return gitsync.SyncIn(ctx, sb, r.syncSpec()) })
+		in := r.syncSpec()
+		in.AuthorName, in.AuthorEmail = r.Repo.Identity(ctx) // as a bind mount's sandboxEnv
+		err := within(ctx, "sync_in", r.Timeouts.SyncIn, func(ctx context.Context) error { return gitsync.SyncIn(ctx, sb, in) })
 		ph.Done(err)
 		if err != nil {
 			return r.fail(ctx, run.PhaseSyncIn, r.SandboxAddr, 0, err, "")
