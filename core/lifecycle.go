@@ -196,7 +196,7 @@ func (w *Worktree) run(ctx context.Context, o RunOptions, ia *Attachment) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	return w.l.Run(ctx, p.Runs[0].spec)
+	return w.l.Run(ctx, p.planned[0].Spec)
 }
 
 // Close removes the sandbox (after syncing an isolated one's commits

@@ -90,6 +90,7 @@ type RunPlan struct {
 	Diagnostics Diagnostics
 	parallel    int
 	nodes       []*planning.Node
+	planned     []*planning.Planned // Runs' plans
 }
 
 // Plan checks the runs of a config file and plans the selected ones. It
@@ -118,9 +119,9 @@ func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error
 }
 
 func runPlan(p *planning.Plan) *RunPlan {
-	rp := &RunPlan{Diagnostics: p.Diagnostics, parallel: p.Parallel, nodes: p.Nodes}
+	rp := &RunPlan{Diagnostics: p.Diagnostics, parallel: p.Parallel, nodes: p.Nodes, planned: p.Runs}
 	for _, pr := range p.Runs {
-		rp.Runs = append(rp.Runs, plannedRun(pr))
+		rp.Runs = append(rp.Runs, planning.View(pr))
 	}
 	return rp
 }

@@ -519,7 +519,7 @@ run "plain" {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(path)
-	full, plain := p.Runs[0].spec, p.Runs[1].spec
+	full, plain := p.planned[0].Spec, p.planned[1].Spec
 	if full.Name != "fix-42" || full.Prompt.File != filepath.Join(dir, "prompts/p.md") || full.MaxIterations != 5 ||
 		!reflect.DeepEqual(full.Signals, []string{"A", "B"}) || full.IdleTimeout != 90*time.Minute || full.CompletionTimeout != 90*time.Second ||
 		!reflect.DeepEqual(full.CopyPaths, []string{"config/.env"}) || full.Env["LOG_LEVEL"] != "debug" ||
