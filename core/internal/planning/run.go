@@ -21,6 +21,7 @@ import (
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Options is one run before its defaults and checks: core.RunOptions
@@ -352,34 +353,36 @@ func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]strin
 func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagnostics) {
 	b := r.Body
 	v := &Values{Block: "run." + r.Label}
-	str := func(s *string) string {
-		if s == nil {
-			return ""
-		}
-		return *s
-	}
 	o := base
-	o.Name, o.BaseDir = r.Name(), f.Dir
-	if o.Repo == "" {
-		o.Repo = str(b.Repo)
-	}
-	o.Prompt, o.PromptFile, o.PromptArgs = str(b.Prompt), str(b.PromptFile), b.PromptArgs
-	o.CopyToWorktree, o.Env, o.ShowEnv, o.ResumeSession = b.CopyToWorktree, b.Env, b.ShowEnv, str(b.ResumeSession)
+	o.Name, o.BaseDir, o.NoSandbox = r.Name(), f.Dir, r.NoSandbox
+	v.workspace(&o, b.Repo, b.BranchStrategy, b.CopyToWorktree, b.Env, b.AllowUnconfined, b.Hooks, b.Logging, b.Timeouts)
+	v.loop(&o, b.Prompt, b.PromptFile, b.PromptArgs, b.MaxIterations, b.CompletionSignal, b.IdleTimeout, b.CompletionTimeout, b.Output)
+	o.ShowEnv, o.ResumeSession = b.ShowEnv, str(b.ResumeSession)
 	o.ForkSession = b.ForkSession != nil && *b.ForkSession
-	o.NoSandbox = r.NoSandbox
-	o.AllowUnconfined = b.AllowUnconfined != nil && *b.AllowUnconfined
-	if n := b.MaxIterations; n != nil && *n < 1 { // read as unset: reported once, here
-		v.bad("max_iterations", "Invalid max_iterations", "max_iterations must be at least 1, got %d.", *n)
-	} else if n != nil {
-		o.MaxIterations = *n
+	return o, v.Diags
+}
+
+func str(s *string) string {
+	if s == nil {
+		return ""
 	}
-	o.IdleTimeout = v.Duration("idle_timeout", b.IdleTimeout)
-	o.CompletionTimeout = v.Duration("completion_timeout", b.CompletionTimeout)
-	o.CompletionSignals = v.Signals(b.CompletionSignal)
-	o.BranchStrategy = v.Strategy(b.BranchStrategy)
-	o.Hooks = v.Hooks(b.Hooks)
-	o.Output = v.Output(b.Output)
-	if t := b.Timeouts; t != nil {
+	return *s
+}
+
+// workspace reads what a run block and a session say about the
+// repository, the worktree, the env, the hooks, the log and the
+// timeouts into o. The repo and the log mode that o has (from the
+// command line) win.
+func (v *Values) workspace(o *Options, repo *string, strategy cty.Value, copyPaths []string, env map[string]string, allowUnconfined *bool,
+	h *config.HooksBlock, l *config.LoggingBlock, t *config.TimeoutsBlock) {
+	if o.Repo == "" {
+		o.Repo = str(repo)
+	}
+	o.BranchStrategy = v.Strategy(strategy)
+	o.CopyToWorktree, o.Env = copyPaths, env
+	o.AllowUnconfined = allowUnconfined != nil && *allowUnconfined
+	o.Hooks = v.Hooks(h)
+	if t != nil {
 		o.Timeouts = run.Timeouts{
 			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),
 			Hooks: v.Duration("timeouts.hooks", t.Hooks), SyncIn: v.Duration("timeouts.sync_in", t.SyncIn),
@@ -387,13 +390,29 @@ func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagn
 			Copy: v.Duration("timeouts.copy", t.Copy),
 		}
 	}
-	if b.Logging != nil {
-		o.Logging.Mode, o.Logging.Path = v.Logging(b.Logging)
+	if l != nil {
+		mode, path := v.Logging(l)
+		o.Logging.Path = path
+		if o.Logging.Mode == "" { // else run --log
+			o.Logging.Mode = mode
+		}
 	}
-	if base.Logging.Mode != "" { // run --log
-		o.Logging.Mode = base.Logging.Mode
+}
+
+// loop reads what a run block and a session's step say about the prompt
+// and the agent's loop into o.
+func (v *Values) loop(o *Options, prompt, promptFile *string, args map[string]string, maxIterations *int, signal cty.Value,
+	idle, completion *string, out *config.OutputBlock) {
+	o.Prompt, o.PromptFile, o.PromptArgs = str(prompt), str(promptFile), args
+	if n := maxIterations; n != nil && *n < 1 { // read as unset: reported once, here
+		v.bad("max_iterations", "Invalid max_iterations", "max_iterations must be at least 1, got %d.", *n)
+	} else if n != nil {
+		o.MaxIterations = *n
 	}
-	return o, v.Diags
+	o.IdleTimeout = v.Duration("idle_timeout", idle)
+	o.CompletionTimeout = v.Duration("completion_timeout", completion)
+	o.CompletionSignals = v.Signals(signal)
+	o.Output = v.Output(out)
 }
 
 // PlanRun plans one run built in Go (core.PlanRun), whose providers the
