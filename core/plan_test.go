@@ -440,6 +440,10 @@ func TestFakeRunChecks(t *testing.T) {
   branch_strategy = { type = "branch", branch = "` + strings.Repeat("b", 300) + `" }`, "branch", 9},
 		{"branch with a space", "box", `prompt = "x"
   branch_strategy = { type = "branch", branch = "a b" }`, "branch", 9},
+		{"bad timeout", "box", `prompt = "x"
+  timeouts { create_sandbox = "soon" }`, "Invalid duration", 9},
+		{"unknown timeout", "box", `prompt = "x"
+  timeouts { create_sandbx = "1m" }`, "Unsupported timeout", 9},
 		{"logging type", "box", `prompt = "x"
   logging { type = "syslog" }`, "Invalid logging type", 9},
 		{"logging path", "box", `prompt = "x"
@@ -507,6 +511,9 @@ func TestFakeRunDefaultsAndValues(t *testing.T) {
   logging {
     path = "logs/r.log"
   }
+  timeouts {
+    merge = "3m"
+  }
 }
 run "plain" {
   sandbox = sandbox.box.dev
@@ -525,7 +532,8 @@ run "plain" {
 		!reflect.DeepEqual(full.CopyPaths, []string{"config/.env"}) || full.Env["LOG_LEVEL"] != "debug" ||
 		full.Strategy.Type != StrategyBranch || full.Strategy.Branch != "agent/fix-42" || full.Strategy.BaseBranch != "main" ||
 		len(full.Hooks.HostOnWorktreeReady) != 1 || full.Hooks.SandboxOnSandboxReady[0].Timeout != 5*time.Minute ||
-		full.LogMode != LogFile || full.LogPath != filepath.Join(dir, "logs/r.log") {
+		full.LogMode != LogFile || full.LogPath != filepath.Join(dir, "logs/r.log") ||
+		full.Timeouts.Merge != 3*time.Minute || full.Timeouts.CreateSandbox != DefaultTimeouts.CreateSandbox {
 		t.Fatalf("full run planned as %+v", full)
 	}
 	if plain.MaxIterations != 1 || !reflect.DeepEqual(plain.Signals, []string{DefaultCompletionSignal}) ||

@@ -32,7 +32,7 @@ type RunBlock struct {
 	DeclRange  hcl.Range
 	LabelRange hcl.Range
 	attrs      hcl.Attributes
-	hooks      map[string]hcl.Range
+	nested     map[string]hcl.Range
 	body       hcl.Body
 }
 
@@ -109,16 +109,11 @@ func rangeIn(attrs hcl.Attributes, out *OutputBlock, path string, decl hcl.Range
 }
 
 // TimeoutsBlock is `timeouts { create_sandbox = "5m" ... }`: durations of
-// the lifecycle steps.
+// the lifecycle steps, by name (core.Plan checks the names against
+// run.Timeouts).
 type TimeoutsBlock struct {
-	Worktree      *string   `hcl:"worktree,optional"`
-	CreateSandbox *string   `hcl:"create_sandbox,optional"`
-	Hooks         *string   `hcl:"hooks,optional"`
-	SyncIn        *string   `hcl:"sync_in,optional"`
-	SyncOut       *string   `hcl:"sync_out,optional"`
-	Merge         *string   `hcl:"merge,optional"`
-	Copy          *string   `hcl:"copy,optional"`
-	DeclRange     hcl.Range `hcl:",def_range"`
+	Durations map[string]string `hcl:",remain"`
+	DeclRange hcl.Range         `hcl:",def_range"`
 }
 
 // HooksBlock is `hooks { host { ... } sandbox { ... } }`.
@@ -173,7 +168,7 @@ func (r *RunBlock) Name() string {
 // or the block's range when the attribute is not set. It lets the planner
 // attach its diagnostics to the right place.
 func (r *RunBlock) AttrRange(path string) hcl.Range {
-	if rng, ok := r.hooks[path]; ok {
+	if rng, ok := r.nested[path]; ok {
 		return rng
 	}
 	return rangeIn(r.attrs, r.Body.Output, path, r.DeclRange, map[string]*hcl.Range{
@@ -199,10 +194,12 @@ func attrRange(attrs hcl.Attributes, path string, decl hcl.Range, blocks map[str
 	return exprRange(a.Expr, strings.Split(rest, "."))
 }
 
-// hookRanges are the ranges of the hooks of a run or session body
-// ("hooks.sandbox.on_sandbox_ready[0]") and of their attributes
-// ("hooks.sandbox.on_sandbox_ready[0].sudo"), as run.Hooks.All names them.
-func hookRanges(body hcl.Body) map[string]hcl.Range {
+// nestedRanges are the ranges in the nested blocks of a run or session
+// body: of the hooks ("hooks.sandbox.on_sandbox_ready[0]", as
+// run.Hooks.All names them), of their attributes
+// ("hooks.sandbox.on_sandbox_ready[0].sudo") and of the timeouts
+// ("timeouts.create_sandbox").
+func nestedRanges(body hcl.Body) map[string]hcl.Range {
 	out := map[string]hcl.Range{}
 	blocks := func(b hcl.Body, types ...string) hcl.Blocks {
 		schema := &hcl.BodySchema{}
@@ -211,6 +208,12 @@ func hookRanges(body hcl.Body) map[string]hcl.Range {
 		}
 		content, _, _ := b.PartialContent(schema)
 		return content.Blocks
+	}
+	for _, tb := range blocks(body, "timeouts") {
+		attrs, _ := tb.Body.JustAttributes()
+		for name, a := range attrs {
+			out["timeouts."+name] = a.Expr.Range()
+		}
 	}
 	for _, hb := range blocks(body, "hooks") {
 		for _, where := range blocks(hb.Body, "host", "sandbox") {
@@ -236,9 +239,8 @@ func hooksRange(b *HooksBlock) *hcl.Range {
 	return &b.DeclRange
 }
 
-// timeoutsRange is the range of the timeouts block; of its attribute
-// "timeouts.<name>" the planner asks by its full path (attrRange falls
-// back to the block when the path is not an attribute).
+// timeoutsRange is the range of the timeouts block (its attributes are
+// in nestedRanges).
 func timeoutsRange(b *TimeoutsBlock) *hcl.Range {
 	if b == nil {
 		return nil
@@ -268,7 +270,7 @@ func (f *File) decodeRuns(blocks []*hcl.Block, labels map[string]hcl.Range) ([]*
 		r := &RunBlock{Label: label, DeclRange: b.DefRange, LabelRange: b.LabelRanges[0], body: b.Body}
 		content, _, _ := b.Body.PartialContent(runSchema)
 		r.attrs = content.Attributes
-		r.hooks = hookRanges(b.Body)
+		r.nested = nestedRanges(b.Body)
 		out = append(out, r)
 	}
 	return out, diags

@@ -36,12 +36,26 @@ type Timeouts struct {
 	Copy time.Duration
 }
 
+// TimeoutStep is one of Timeouts: the name of its attribute in a
+// timeouts block and the duration.
+type TimeoutStep struct {
+	Name     string
+	Duration *time.Duration
+}
+
+// Steps lists t's timeouts, in the order of its fields.
+func (t *Timeouts) Steps() []TimeoutStep {
+	return []TimeoutStep{{"worktree", &t.Worktree}, {"create_sandbox", &t.CreateSandbox}, {"hooks", &t.Hooks},
+		{"sync_in", &t.SyncIn}, {"sync_out", &t.SyncOut}, {"merge", &t.Merge}, {"copy", &t.Copy}}
+}
+
 // MarshalJSON writes each timeout as a duration string ("5m0s").
 func (t Timeouts) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]string{
-		"worktree": t.Worktree.String(), "create_sandbox": t.CreateSandbox.String(), "hooks": t.Hooks.String(),
-		"sync_in": t.SyncIn.String(), "sync_out": t.SyncOut.String(), "merge": t.Merge.String(), "copy": t.Copy.String(),
-	})
+	m := map[string]string{}
+	for _, st := range t.Steps() {
+		m[st.Name] = st.Duration.String()
+	}
+	return json.Marshal(m)
 }
 
 // DefaultTimeouts are the lifecycle timeouts of a run that sets none.
@@ -54,12 +68,10 @@ var DefaultTimeouts = Timeouts{
 // WithDefaults returns t with its zero values set to the defaults.
 func (t Timeouts) WithDefaults() Timeouts {
 	d := DefaultTimeouts
-	for _, p := range []struct{ v, def *time.Duration }{
-		{&t.Worktree, &d.Worktree}, {&t.CreateSandbox, &d.CreateSandbox},
-		{&t.Hooks, &d.Hooks}, {&t.SyncIn, &d.SyncIn}, {&t.SyncOut, &d.SyncOut}, {&t.Merge, &d.Merge}, {&t.Copy, &d.Copy},
-	} {
-		if *p.v == 0 {
-			*p.v = *p.def
+	defaults := d.Steps()
+	for i, st := range t.Steps() {
+		if *st.Duration == 0 {
+			*st.Duration = *defaults[i].Duration
 		}
 	}
 	return t

@@ -154,14 +154,13 @@ func (c *runCheck) defaults() {
 // as unset: the checks here are those of values set in Go.
 func (c *runCheck) values() {
 	o, s := c.o, c.s
-	for _, t := range []struct {
-		attr string
-		d    time.Duration
-	}{{"idle_timeout", o.IdleTimeout}, {"completion_timeout", o.CompletionTimeout},
-		{"timeouts.worktree", o.Timeouts.Worktree}, {"timeouts.create_sandbox", o.Timeouts.CreateSandbox}, {"timeouts.hooks", o.Timeouts.Hooks},
-		{"timeouts.sync_in", o.Timeouts.SyncIn}, {"timeouts.sync_out", o.Timeouts.SyncOut}, {"timeouts.merge", o.Timeouts.Merge}, {"timeouts.copy", o.Timeouts.Copy}} {
-		if t.d < 0 {
-			c.fail(t.attr, "Invalid duration", fmt.Errorf("%s must be positive", t.attr))
+	durations := []run.TimeoutStep{{Name: "idle_timeout", Duration: &o.IdleTimeout}, {Name: "completion_timeout", Duration: &o.CompletionTimeout}}
+	for _, st := range o.Timeouts.Steps() {
+		durations = append(durations, run.TimeoutStep{Name: "timeouts." + st.Name, Duration: st.Duration})
+	}
+	for _, d := range durations {
+		if *d.Duration < 0 {
+			c.fail(d.Name, "Invalid duration", fmt.Errorf("%s must be positive", d.Name))
 		}
 	}
 	c.diags = append(c.diags, CheckBoundary(Boundary{
@@ -383,12 +382,7 @@ func (v *Values) workspace(o *Options, repo *string, strategy cty.Value, copyPat
 	o.AllowUnconfined = allowUnconfined != nil && *allowUnconfined
 	o.Hooks = v.Hooks(h)
 	if t != nil {
-		o.Timeouts = run.Timeouts{
-			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),
-			Hooks: v.Duration("timeouts.hooks", t.Hooks), SyncIn: v.Duration("timeouts.sync_in", t.SyncIn),
-			SyncOut: v.Duration("timeouts.sync_out", t.SyncOut), Merge: v.Duration("timeouts.merge", t.Merge),
-			Copy: v.Duration("timeouts.copy", t.Copy),
-		}
+		o.Timeouts = v.Timeouts(t)
 	}
 	if l != nil {
 		mode, path := v.Logging(l)

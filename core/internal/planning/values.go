@@ -2,6 +2,9 @@ package planning
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -41,6 +44,30 @@ func (v *Values) Duration(attr string, s *string) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// Timeouts reads the timeouts block: a duration for each step it names.
+func (v *Values) Timeouts(b *config.TimeoutsBlock) run.Timeouts {
+	var t run.Timeouts
+	steps := t.Steps()
+	var names []string
+	for _, st := range steps {
+		names = append(names, st.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.Durations)) {
+		d := b.Durations[name]
+		i := slices.Index(names, name)
+		if i < 0 {
+			detail := fmt.Sprintf("timeouts has no step %q; it takes %s.", name, strings.Join(names, ", "))
+			if sug := suggest.Closest(name, names); sug != "" {
+				detail += fmt.Sprintf(" Did you mean %q?", sug)
+			}
+			v.bad("timeouts."+name, "Unsupported timeout", "%s", detail)
+			continue
+		}
+		*steps[i].Duration = v.Duration("timeouts."+name, &d)
+	}
+	return t
 }
 
 // Signals reads completion_signal: a string or a non-empty list of them.
