@@ -528,15 +528,15 @@ run "plain" {
 	dir := filepath.Dir(path)
 	full, plain := p.planned[0].Spec, p.planned[1].Spec
 	if full.Name != "fix-42" || full.Prompt.File != filepath.Join(dir, "prompts/p.md") || full.MaxIterations != 5 ||
-		!reflect.DeepEqual(full.Signals, []string{"A", "B"}) || full.IdleTimeout != 90*time.Minute || full.CompletionTimeout != 90*time.Second ||
+		!reflect.DeepEqual(full.CompletionSignals, []string{"A", "B"}) || full.IdleTimeout != 90*time.Minute || full.CompletionTimeout != 90*time.Second ||
 		!reflect.DeepEqual(full.CopyPaths, []string{"config/.env"}) || full.Env["LOG_LEVEL"] != "debug" ||
 		full.Strategy.Type != StrategyBranch || full.Strategy.Branch != "agent/fix-42" || full.Strategy.BaseBranch != "main" ||
 		len(full.Hooks.HostOnWorktreeReady) != 1 || full.Hooks.SandboxOnSandboxReady[0].Timeout != 5*time.Minute ||
-		full.LogMode != LogFile || full.LogPath != filepath.Join(dir, "logs/r.log") ||
+		full.Logging.Mode != LogFile || full.Logging.Path != filepath.Join(dir, "logs/r.log") ||
 		full.Timeouts.Merge != 3*time.Minute || full.Timeouts.CreateSandbox != DefaultTimeouts.CreateSandbox {
 		t.Fatalf("full run planned as %+v", full)
 	}
-	if plain.MaxIterations != 1 || !reflect.DeepEqual(plain.Signals, []string{DefaultCompletionSignal}) ||
+	if plain.MaxIterations != 1 || !reflect.DeepEqual(plain.CompletionSignals, []string{DefaultCompletionSignal}) ||
 		plain.IdleTimeout != DefaultIdleTimeout || plain.CompletionTimeout != DefaultCompletionTimeout ||
 		plain.Strategy.Type != StrategyHead || plain.Strategy.TargetBranch != "main" {
 		t.Fatalf("defaults not applied: %+v", plain)

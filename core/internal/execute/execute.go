@@ -24,7 +24,6 @@ import (
 	"github.com/missingstudio/sanddune/core/internal/hooks"
 	"github.com/missingstudio/sanddune/core/internal/prompt"
 	"github.com/missingstudio/sanddune/core/internal/redact"
-	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
@@ -38,48 +37,31 @@ const (
 	probeTimeout    = 10 * time.Second
 )
 
-// Spec is a planned run: every value checked and resolved.
+// Spec is a planned run: its description (run.Options) with the
+// defaults applied and every value checked and resolved, and what the
+// plan worked out. In the description, Env is the resolved env, Hooks
+// have their timeouts, Output is compiled and Logging.Path is absolute
+// ("" = .sanddune/logs/<run>-<stamp>.log); a Sandbox without a Provider
+// is none (an interactive session on the host).
 type Spec struct {
-	Name       string
+	run.Options
+	// Repo (the repository) and Prompt (the template) are Options'
+	// resolved.
 	Repo       *worktree.Repo
+	Prompt     *prompt.Template
 	HostBranch string // "" when detached
 	Strategy   worktree.Plan
 
-	// Sandbox is nil for no sandbox (an interactive session on the host).
-	Sandbox     sdk.SandboxProvider
-	SandboxAddr string
-	SandboxCfg  sdk.Config
-	Caps        sdk.SandboxCapabilities
-	// RestartSandbox relaunches the sandbox provider's plugin after it
-	// died, so the teardown can clean up through it; nil when it cannot.
-	RestartSandbox func(context.Context) (sdk.SandboxProvider, error)
-
-	Agent     sdk.AgentProvider
-	AgentAddr string
-	AgentCfg  sdk.Config
-	Desc      sdk.AgentDescription
+	Caps sdk.SandboxCapabilities
+	Desc sdk.AgentDescription
 	// CaptureSessions copies each iteration's session to the host.
 	CaptureSessions bool
 
-	Prompt *prompt.Template
-	Env    map[string]string
 	// Redact hides secret values (the env's) in the log, the events, the
 	// result's stdout and the error.
 	Redact    *redact.Redactor
 	CopyPaths []string
-	Hooks     run.Hooks
 
-	MaxIterations int
-	Signals       []string
-	// Output, compiled, is read from the agent's final text; nil for none.
-	Output            *output.Spec
-	IdleTimeout       time.Duration
-	CompletionTimeout time.Duration
-	ExpressionTimeout time.Duration
-	ResumeSession     string
-	ForkSession       bool
-	// run.Timeouts bound the lifecycle steps (defaults applied).
-	Timeouts run.Timeouts
 	// MergeBranches are merged into the run's branch on the host before
 	// its sandbox starts (merge.go); OnMergeConflict says what a conflict
 	// does.
@@ -88,17 +70,6 @@ type Spec struct {
 	// Interactive makes the run an interactive session instead of the
 	// iterations; nil for an unattended run.
 	Interactive *Interactive
-
-	LogMode  runlog.Mode
-	LogPath  string // absolute; "" = .sanddune/logs/<run>-<stamp>.log
-	Terminal *runlog.Terminal
-	// OnEvent sees every agent event; panics are recovered.
-	OnEvent func(iteration int, e sdk.Event)
-	// OnSandboxProgress sees every progress report of the sandbox provider
-	// while it creates the sandbox; panics are recovered.
-	OnSandboxProgress func(p sdk.Progress)
-	Logger            hclog.Logger
-	Version           string
 }
 
 // Run asks the sandbox provider for its preflight, then runs. On failure
@@ -183,8 +154,8 @@ func Preflight(ctx context.Context, specs []*Spec) []error {
 	asked := map[[2]string]bool{}
 	var errs []error
 	for _, s := range specs {
-		key := [2]string{s.SandboxAddr, s.Repo.Root}
-		if s.Sandbox == nil || asked[key] {
+		key := [2]string{s.Sandbox.Address, s.Repo.Root}
+		if s.Sandbox.Provider == nil || asked[key] {
 			continue
 		}
 		asked[key] = true
@@ -198,16 +169,16 @@ func Preflight(ctx context.Context, specs []*Spec) []error {
 // preflight asks the sandbox provider whether it can create a sandbox
 // here and now.
 func (r *runner) preflight(ctx context.Context) error {
-	if r.Sandbox == nil {
+	if r.Sandbox.Provider == nil {
 		return nil
 	}
-	if err := r.Sandbox.Preflight(ctx, sdk.PreflightRequest{
-		Config: r.SandboxCfg, HostRepoPath: r.Repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
+	if err := r.Sandbox.Provider.Preflight(ctx, sdk.PreflightRequest{
+		Config: r.Sandbox.Config, HostRepoPath: r.Repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}); err != nil {
 		if ctx.Err() != nil {
 			return &run.Error{Run: r.name, Phase: run.PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
 		}
-		return &run.Error{Run: r.name, Phase: run.PhasePreflight, Plugin: r.SandboxAddr, Err: err,
+		return &run.Error{Run: r.name, Phase: run.PhasePreflight, Plugin: r.Sandbox.Address, Err: err,
 			Hint: "fix what the sandbox provider reports above, then run again"}
 	}
 	return nil
@@ -215,7 +186,7 @@ func (r *runner) preflight(ctx context.Context) error {
 
 // fail builds the run.Error of a failed step, marking cancellations.
 func (r *runner) fail(ctx context.Context, phase run.Phase, plugin string, iteration int, err error, hint string) *run.Error {
-	if plugin == r.SandboxAddr && pluginDied(err) {
+	if plugin == r.Sandbox.Address && pluginDied(err) {
 		r.sandboxDied, hint = true, r.crashHint()
 	}
 	e := &run.Error{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
@@ -248,15 +219,15 @@ func (r *runner) rerunHint() string {
 }
 
 func (r *runner) openLog(ctx context.Context) error {
-	path := r.LogPath
-	if r.LogMode != runlog.Stdout && path == "" {
+	path := r.Logging.Path
+	if r.Logging.Mode != runlog.Stdout && path == "" {
 		dir := r.Repo.StateDir("logs")
 		if err := sandboxkit.EnsureIgnoredDir(dir); err != nil {
 			return err
 		}
 		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")
 	}
-	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.LogMode, Path: path, Terminal: r.Terminal,
+	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.Logging.Mode, Path: path, Terminal: r.Logging.Terminal,
 		Cancelled: func() bool { return ctx.Err() != nil }, Redact: r.Redact.String})
 	if err != nil {
 		return err
@@ -295,7 +266,7 @@ func (r *runner) begin(ctx context.Context) *run.Error {
 	}
 	r.res.LogFile = r.progress.Path()
 	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
-		r.name, r.AgentAddr, r.SandboxAddr, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
+		r.name, r.Agent.Address, r.Sandbox.Address, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
 	if r.Prompt != nil {
 		for _, w := range r.Prompt.Warnings {
 			r.progress.Warn("%s", w)
@@ -344,7 +315,7 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 // iterations, or an interactive session.
 func (r *runner) body(ctx context.Context) *run.Error {
 	if err := r.prepareResume(ctx); err != nil {
-		return r.fail(ctx, run.PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
+		return r.fail(ctx, run.PhaseAgent, r.Agent.Address, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
 	}
 	if r.Interactive != nil {
 		return r.session(ctx)
@@ -414,7 +385,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	ws := r.ws
 	hostDir := r.hostDir()
 	r.snapshotRefs(ctx)
-	if r.Sandbox == nil {
+	if r.Sandbox.Provider == nil {
 		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
 			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
 		}); err != nil {
@@ -424,7 +395,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	}
 	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
-		Config: r.SandboxCfg, RunID: r.runID(), RunName: r.name,
+		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
 		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
 		HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}
@@ -439,12 +410,12 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 			pause(p.Waiting)
 			r.sandboxProgress(p)
 		}
-		sb, err = r.Sandbox.Create(ctx, req)
+		sb, err = r.Sandbox.Provider.Create(ctx, req)
 		return err
 	})
 	ph.Done(err)
 	if err != nil {
-		return r.fail(ctx, run.PhaseSandbox, r.SandboxAddr, 0, err, "")
+		return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 0, err, "")
 	}
 	r.sb = sb
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
@@ -456,12 +427,12 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 		err := within(ctx, "sync_in", r.Timeouts.SyncIn, func(ctx context.Context) error { return gitsync.SyncIn(ctx, sb, in) })
 		ph.Done(err)
 		if err != nil {
-			return r.fail(ctx, run.PhaseSyncIn, r.SandboxAddr, 0, err, "")
+			return r.fail(ctx, run.PhaseSyncIn, r.Sandbox.Address, 0, err, "")
 		}
 		r.syncedIn = true
 		if len(r.CopyPaths) > 0 {
 			if err := r.copyIntoSandbox(ctx); err != nil {
-				return r.fail(ctx, run.PhaseCopy, r.SandboxAddr, 0, err, "check the copy_to_worktree paths")
+				return r.fail(ctx, run.PhaseCopy, r.Sandbox.Address, 0, err, "check the copy_to_worktree paths")
 			}
 		}
 	}
@@ -473,7 +444,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 		plugin := ""
 		var he *hooks.Error
 		if errors.As(err, &he) && he.Where == hooks.Sandbox {
-			plugin = r.SandboxAddr
+			plugin = r.Sandbox.Address
 		}
 		return r.fail(ctx, run.PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
@@ -493,7 +464,7 @@ func (r *runner) sandboxProgress(p sdk.Progress) {
 			r.log.Warn("sandbox progress observer panicked; report dropped", "panic", v)
 		}
 	}()
-	r.OnSandboxProgress(p)
+	r.OnSandboxProgress(run.SandboxProgress{Run: r.Name, Time: time.Now(), Progress: p})
 }
 
 // hostDir is where the run's files are on the host.
@@ -583,7 +554,7 @@ func (r *runner) syncBase() string {
 
 func (r *runner) labels() map[string]string {
 	l := map[string]string{
-		sdk.LabelSandbox: r.SandboxAddr,
+		sdk.LabelSandbox: r.Sandbox.Address,
 		sdk.LabelPID:     fmt.Sprint(os.Getpid()),
 		sdk.LabelRunName: r.name,
 		sdk.LabelRepo:    r.Repo.Root,

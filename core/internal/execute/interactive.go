@@ -35,14 +35,14 @@ func (r *runner) session(ctx context.Context) *run.Error {
 	}
 	text, err := r.renderPrompt(ctx, p)
 	if err != nil {
-		return r.fail(ctx, run.PhasePrompt, r.SandboxAddr, 1, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
+		return r.fail(ctx, run.PhasePrompt, r.Sandbox.Address, 1, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
 	}
 	asRoot := os.Geteuid() == 0
 	if r.sb != nil {
 		asRoot = r.runsAsRoot(ctx)
 	}
-	cmd, err := r.Agent.BuildCommand(ctx, sdk.CommandRequest{
-		Config: r.AgentCfg, Mode: sdk.ModeInteractive, Prompt: text, Iteration: 1,
+	cmd, err := r.Agent.Provider.BuildCommand(ctx, sdk.CommandRequest{
+		Config: r.Agent.Config, Mode: sdk.ModeInteractive, Prompt: text, Iteration: 1,
 		ResumeSessionID: r.ResumeSession, ForkSession: r.ForkSession,
 		SkipPermissions: r.Caps.Confines, RunsAsRoot: asRoot,
 	})
@@ -50,7 +50,7 @@ func (r *runner) session(ctx context.Context) *run.Error {
 		err = errors.New("the agent plugin returned a command with both or neither of argv and shell")
 	}
 	if err != nil {
-		return r.fail(ctx, run.PhaseAgent, r.AgentAddr, 1, fmt.Errorf("building the agent's interactive command: %w", err), "")
+		return r.fail(ctx, run.PhaseAgent, r.Agent.Address, 1, fmt.Errorf("building the agent's interactive command: %w", err), "")
 	}
 	req := sdk.ExecRequest{Argv: cmd.Argv, Shell: cmd.Shell, Env: map[string]string{}}
 	var tty sdk.TTYSandbox
@@ -76,7 +76,7 @@ func (r *runner) session(ctx context.Context) *run.Error {
 		maps.Copy(req.Env, r.Env)
 		var ok bool
 		if tty, ok = r.sb.(sdk.TTYSandbox); !ok {
-			return r.fail(ctx, run.PhaseSandbox, r.SandboxAddr, 1, errors.New("the sandbox declares the TTY capability but cannot run a terminal session"), "")
+			return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 1, errors.New("the sandbox declares the TTY capability but cannot run a terminal session"), "")
 		}
 	}
 	for k, v := range cmd.Env {
@@ -85,14 +85,14 @@ func (r *runner) session(ctx context.Context) *run.Error {
 	if r.Interactive.Term != "" {
 		req.Env["TERM"] = r.Interactive.Term
 	}
-	r.progress.Info("interactive session: agent %s in %s", r.AgentAddr, r.SandboxAddr)
+	r.progress.Info("interactive session: agent %s in %s", r.Agent.Address, r.Sandbox.Address)
 	res, err := r.Interactive.Attach(ctx, tty, req)
 	r.res.Iterations = append(r.res.Iterations, run.Iteration{})
 	switch {
 	case err != nil:
-		return r.fail(ctx, run.PhaseAgent, r.SandboxAddr, 1, fmt.Errorf("the interactive session failed: %w", err), "check the sandbox plugin's log")
+		return r.fail(ctx, run.PhaseAgent, r.Sandbox.Address, 1, fmt.Errorf("the interactive session failed: %w", err), "check the sandbox plugin's log")
 	case res.ExitCode != 0:
-		return r.fail(ctx, run.PhaseAgent, r.AgentAddr, 1, &run.AgentExitError{ExitCode: res.ExitCode}, "the agent's TUI exited with an error; its commits are kept")
+		return r.fail(ctx, run.PhaseAgent, r.Agent.Address, 1, &run.AgentExitError{ExitCode: res.ExitCode}, "the agent's TUI exited with an error; its commits are kept")
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ var ErrClosed = errors.New("already closed")
 // on_worktree_ready hooks) and opens its log. s's sandbox is unused.
 func OpenWorktree(ctx context.Context, s *Spec) (*Lifecycle, error) {
 	c := *s
-	c.Sandbox = nil // no preflight: the sandboxes come later
+	c.Sandbox.Provider = nil // no preflight: the sandboxes come later
 	r, err := start(ctx, &c)
 	if err != nil {
 		return nil, err
@@ -62,8 +62,7 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 	}
 	r := l.r
 	c := *r.Spec
-	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps, c.Env = s.Sandbox, s.SandboxAddr, s.SandboxCfg, s.Caps, s.Env
-	c.RestartSandbox = s.RestartSandbox
+	c.Sandbox, c.Caps, c.Env = s.Sandbox, s.Caps, s.Env
 	c.Hooks.HostOnSandboxReady, c.Hooks.SandboxOnSandboxReady = s.Hooks.HostOnSandboxReady, s.Hooks.SandboxOnSandboxReady
 	r.Spec = &c
 	// Earlier steps may have moved the branch: an isolated sandbox starts
@@ -96,7 +95,7 @@ func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*run.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.r
-	onHost := s.Sandbox == nil && s.Interactive != nil // sandbox = "none"
+	onHost := s.Sandbox.Provider == nil && s.Interactive != nil // sandbox = "none"
 	switch {
 	case l.closed:
 		return nil, &run.Error{Run: s.Name, Phase: run.PhaseAgent, Err: ErrClosed}
@@ -109,13 +108,12 @@ func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*run.Result, error) {
 	defer func() { r.Spec, r.res = shared, session }()
 	c := *s
 	if !onHost {
-		c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps = shared.Sandbox, shared.SandboxAddr, shared.SandboxCfg, shared.Caps
-		c.RestartSandbox = shared.RestartSandbox
+		c.Sandbox, c.Caps = shared.Sandbox, shared.Caps
 	}
 	r.Spec, r.res = &c, &run.Result{Name: s.Name}
 	start := time.Now()
 	before := r.sandboxHead(ctx)
-	r.progress.Info("run %s: agent %s", s.Name, s.AgentAddr)
+	r.progress.Info("run %s: agent %s", s.Name, s.Agent.Address)
 	runErr := r.body(ctx)
 	res := r.res
 	res.Elapsed = time.Since(start)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/missingstudio/sanddune/core/internal/agentexec"
 	"github.com/missingstudio/sanddune/core/internal/gitsync"
@@ -23,8 +24,8 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 	}
 	p := r.Prompt.Fill(r.ws.Branch, target, r.mergeArgs())
 	ar := &agentexec.Runner{
-		Agent: r.Agent, Config: r.AgentCfg, Sandbox: r.sb,
-		Signals: r.Signals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
+		Agent: r.Agent.Provider, Config: r.Agent.Config, Sandbox: r.sb,
+		Signals: r.CompletionSignals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
 		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Env: r.Env, Log: r.progress, Observe: r.observe,
 	}
 	stdout := agentexec.NewRing(run.MaxStdoutBytes)
@@ -42,7 +43,7 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		r.progress.Info("iteration %d/%d", n, r.MaxIterations)
 		text, err := r.renderPrompt(ctx, p)
 		if err != nil {
-			return r.fail(ctx, run.PhasePrompt, r.SandboxAddr, n, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
+			return r.fail(ctx, run.PhasePrompt, r.Sandbox.Address, n, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
 		}
 		resume, fork := "", false
 		if n == 1 {
@@ -59,10 +60,10 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		stdout.WriteString(out.Output)
 		final = out.Output
 		if err != nil {
-			phase, plugin := run.PhaseAgent, r.AgentAddr
+			phase, plugin := run.PhaseAgent, r.Agent.Address
 			var sbErr *agentexec.SandboxExecError
 			if errors.As(err, &sbErr) {
-				phase, plugin = run.PhaseSandbox, r.SandboxAddr
+				phase, plugin = run.PhaseSandbox, r.Sandbox.Address
 			}
 			return r.fail(ctx, phase, plugin, n, err, agentHint(err))
 		}
@@ -101,7 +102,7 @@ func (r *runner) output(ctx context.Context, final string) *run.Error {
 			"run it again with resume_session = %q and a prompt asking to re-emit %s…</%s> (the cause above)",
 			e.SessionID, r.Output.OpenTag(), oe.Tag)
 	}
-	return r.fail(ctx, run.PhaseOutput, r.AgentAddr, len(r.res.Iterations), e, hint)
+	return r.fail(ctx, run.PhaseOutput, r.Agent.Address, len(r.res.Iterations), e, hint)
 }
 
 func agentHint(err error) string {
@@ -146,7 +147,7 @@ func (r *runner) observe(n int, e sdk.Event) {
 		}
 	}()
 	e.Text, e.ToolArg = r.Redact.String(e.Text), r.Redact.String(e.ToolArg)
-	r.OnEvent(n, e)
+	r.OnEvent(run.AgentEvent{Run: r.Name, Iteration: n, Time: time.Now(), Event: e})
 }
 
 // teardown brings the work home and releases everything, whatever
@@ -225,11 +226,11 @@ func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool)
 	switch {
 	case errors.As(err, &rescue):
 		r.res.Branch, r.res.Commits = rescue.RescueBranch, rescue.Commits
-		return out, &run.Error{Run: r.name, Phase: run.PhaseSyncOut, Plugin: r.SandboxAddr, Err: err}, false
+		return out, &run.Error{Run: r.name, Phase: run.PhaseSyncOut, Plugin: r.Sandbox.Address, Err: err}, false
 	case err != nil:
 		info := sb.Info()
 		r.progress.Warn("sync-out failed; the sandbox %s is left in place so its work is not lost (repo at %s); remove it with sanddune gc once recovered", info.ID, info.RepoPath)
-		return out, &run.Error{Run: r.name, Phase: run.PhaseSyncOut, Plugin: r.SandboxAddr, Err: err,
+		return out, &run.Error{Run: r.name, Phase: run.PhaseSyncOut, Plugin: r.Sandbox.Address, Err: err,
 			Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)}, true
 	}
 	if len(out.Commits) > 0 {

@@ -55,11 +55,11 @@ func RunSession(ctx context.Context, name string, steps []Step) (*run.Result, er
 		for i, st := range steps {
 			r.Spec, r.res = st.Spec, &run.Result{Name: st.Label}
 			session.Steps = append(session.Steps, run.Outcome{Name: st.Label, Result: r.res})
-			r.progress.Info("step %d/%d: %s (agent %s)", i+1, len(steps), st.Label, st.Spec.AgentAddr)
+			r.progress.Info("step %d/%d: %s (agent %s)", i+1, len(steps), st.Label, st.Spec.Agent.Address)
 			start := time.Now()
 			var stepErr *run.Error
 			if st.ResumePrevious && previous == "" {
-				stepErr = r.fail(ctx, run.PhaseSession, r.AgentAddr, 1, fmt.Errorf("step %s resumes the previous step's agent session, but it reported none", st.Label),
+				stepErr = r.fail(ctx, run.PhaseSession, r.Agent.Address, 1, fmt.Errorf("step %s resumes the previous step's agent session, but it reported none", st.Label),
 					"the previous step's agent must report its session id (claude, codex, pi do)")
 			} else if st.ResumePrevious {
 				// The previous step's session is in the sandbox already.

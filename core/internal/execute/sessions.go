@@ -14,7 +14,7 @@ import (
 
 func (r *runner) sessionTransfer(id string) session.Transfer {
 	return session.Transfer{
-		Sandbox: r.sb, Agent: r.Agent, Config: r.AgentCfg, Storage: *r.Desc.Sessions,
+		Sandbox: r.sb, Agent: r.Agent.Provider, Config: r.Agent.Config, Storage: *r.Desc.Sessions,
 		SessionID: id, HostRepo: r.Repo.Root, Logger: r.log,
 	}
 }

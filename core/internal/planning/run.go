@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/env"
@@ -104,20 +103,10 @@ func (c *runCheck) fail(attr, summary string, err error) {
 // unset.
 func (c *runCheck) defaults() {
 	o := c.o
-	s := &execute.Spec{
-		Name: o.Name, Sandbox: o.Sandbox.Provider, SandboxAddr: o.Sandbox.Address, SandboxCfg: o.Sandbox.Config, Caps: c.caps, RestartSandbox: o.Sandbox.Restart,
-		Agent: o.Agent.Provider, AgentAddr: o.Agent.Address, AgentCfg: o.Agent.Config, Desc: c.desc,
-		CaptureSessions: session.CaptureEnabled(c.desc),
-		MaxIterations:   o.MaxIterations, Signals: o.CompletionSignals,
-		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
-		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession, Timeouts: o.Timeouts.WithDefaults(),
-		LogMode: o.Logging.Mode, LogPath: absPath(o.BaseDir, o.Logging.Path), Terminal: o.Logging.Terminal,
-		Logger: o.Logger, Version: o.Version,
-	}
+	s := &execute.Spec{Options: o.Options, Caps: c.caps, Desc: c.desc, CaptureSessions: session.CaptureEnabled(c.desc)}
 	if o.NoSandbox {
-		s.Sandbox, s.RestartSandbox = nil, nil
+		s.Sandbox.Provider, s.Sandbox.Restart = nil, nil
 	}
-	s.Hooks = o.Hooks.WithTimeout(s.Timeouts.Hooks)
 	if o.Interactive != nil {
 		ia := *o.Interactive
 		s.Interactive = &ia
@@ -125,19 +114,11 @@ func (c *runCheck) defaults() {
 	if s.Name == "" {
 		s.Name = "run"
 	}
-	if on := o.OnEvent; on != nil {
-		name := s.Name
-		s.OnEvent = func(n int, e sdk.Event) { on(run.AgentEvent{Run: name, Iteration: n, Time: time.Now(), Event: e}) }
-	}
-	if on := o.OnSandboxProgress; on != nil {
-		name := s.Name
-		s.OnSandboxProgress = func(p sdk.Progress) { on(run.SandboxProgress{Run: name, Time: time.Now(), Progress: p}) }
-	}
 	if s.MaxIterations == 0 {
 		s.MaxIterations = run.DefaultMaxIterations
 	}
-	if len(s.Signals) == 0 {
-		s.Signals = []string{run.DefaultCompletionSignal}
+	if len(s.CompletionSignals) == 0 {
+		s.CompletionSignals = []string{run.DefaultCompletionSignal}
 	}
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = run.DefaultIdleTimeout
@@ -145,6 +126,9 @@ func (c *runCheck) defaults() {
 	if s.CompletionTimeout == 0 {
 		s.CompletionTimeout = run.DefaultCompletionTimeout
 	}
+	s.Timeouts = o.Timeouts.WithDefaults()
+	s.Hooks = o.Hooks.WithTimeout(s.Timeouts.Hooks)
+	s.Logging.Path = absPath(o.BaseDir, o.Logging.Path)
 	c.s = s
 }
 
@@ -176,7 +160,7 @@ func (c *runCheck) values() {
 	if s.MaxIterations < 0 {
 		c.fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
 	}
-	if slices.Contains(s.Signals, "") {
+	if slices.Contains(s.CompletionSignals, "") {
 		c.fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
 	}
 	if o.Prompt != "" && strings.TrimSpace(o.Prompt) == "" {

@@ -25,9 +25,9 @@ func specView(s *execute.Spec) *run.PlannedRun {
 		out = &run.PlannedOutput{Tag: s.Output.Tag, Type: s.Output.Type, Schema: s.Output.Schema != ""}
 	}
 	return &run.PlannedRun{
-		Name: s.Name, Repo: s.Repo.Root, Sandbox: s.SandboxAddr, Contract: s.Caps.Contract, Agent: s.AgentAddr,
+		Name: s.Name, Repo: s.Repo.Root, Sandbox: s.Sandbox.Address, Contract: s.Caps.Contract, Agent: s.Agent.Address,
 		Strategy: s.Strategy, StrategyType: s.Strategy.Type, Branch: s.Strategy.Branch, TargetBranch: s.Strategy.TargetBranch,
-		PromptFile: s.Prompt.File, MaxIterations: s.MaxIterations, CompletionSignals: s.Signals,
+		PromptFile: s.Prompt.File, MaxIterations: s.MaxIterations, CompletionSignals: s.CompletionSignals,
 		IdleTimeout: s.IdleTimeout.String(), CompletionTimeout: s.CompletionTimeout.String(),
 		CopyToWorktree: s.CopyPaths, EnvKeys: env.Keys(s.Env),
 		Hooks:         len(s.Hooks.HostOnWorktreeReady) + len(s.Hooks.HostOnSandboxReady) + len(s.Hooks.SandboxOnSandboxReady),
