@@ -12,11 +12,13 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// Options is one run: a prompt, an agent and a sandbox turned into
-// commits on a branch. core.Plan builds it from a `run` block; library
-// users build it directly (core.PlanRun, core.Run). Zero values take the defaults. Relative paths resolve against BaseDir (the config
-// file's directory, or the process working directory when empty), except
-// CopyToWorktree, which resolves against the repo root.
+// Options is one run (core.RunOptions): a prompt, an agent and a sandbox
+// turned into commits on a branch. core.Plan reads it from a `run` block
+// (or a session's step); library users build it directly (core.PlanRun,
+// core.Run). Zero values take the defaults. Relative paths resolve
+// against BaseDir (the config file's directory, or the process working
+// directory when empty), except CopyToWorktree, which resolves against
+// the repo root.
 type Options struct {
 	// Name is the run's name: log prefix, worktree and temp-branch name.
 	Name string
