@@ -5,105 +5,22 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/missingstudio/sanddune/core/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
-	"github.com/missingstudio/sanddune/core/output"
-	"github.com/missingstudio/sanddune/core/worktree"
-	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/core/run"
 )
 
 // PlannedRun is one run of a plan, as `sanddune run --dry-run` shows it.
-type PlannedRun struct {
-	Name     string        `json:"name"`
-	Repo     string        `json:"repo"`
-	Sandbox  string        `json:"sandbox"`
-	Contract sdk.Contract  `json:"contract"`
-	Agent    string        `json:"agent"`
-	Strategy worktree.Plan `json:"-"`
-	// StrategyType, Branch and TargetBranch say where commits go: Branch
-	// is "" for merge-to-head, whose temporary branch is made at run time.
-	StrategyType      StrategyType `json:"branch_strategy"`
-	Branch            string       `json:"branch"`
-	TargetBranch      string       `json:"target_branch"`
-	PromptFile        string       `json:"prompt_file"`
-	MaxIterations     int          `json:"max_iterations"`
-	CompletionSignals []string     `json:"completion_signals"`
-	IdleTimeout       string       `json:"idle_timeout"`
-	CompletionTimeout string       `json:"completion_timeout"`
-	CopyToWorktree    []string     `json:"copy_to_worktree"`
-	// EnvKeys are the names of the env the sandbox gets (never values).
-	EnvKeys       []string `json:"env_keys"`
-	Hooks         int      `json:"hooks"`
-	ResumeSession string   `json:"resume_session"`
-	// Timeouts are the lifecycle timeouts, defaults applied.
-	Timeouts Timeouts `json:"timeouts"`
-	// Output is the structured output the run asks for, nil for none.
-	Output *PlannedOutput `json:"output"`
-	// Steps are a session's steps (each planned like a run), nil for a run.
-	Steps []*PlannedRun `json:"steps"`
-	// Block is the run block's label ("" for a run built in Go); Key the
-	// for_each key of an instance, "" otherwise.
-	Block string `json:"block"`
-	Key   string `json:"key"`
-	// DependsOn are the runs this one waits for (depends_on and the runs
-	// its attributes reference); Pipeline the pipeline block listing it.
-	DependsOn []string `json:"depends_on"`
-	Pipeline  string   `json:"pipeline"`
-	// ForEach is the for_each expression of a run whose instances are
-	// known at run time only.
-	ForEach string `json:"for_each"`
-	// AtRunTime says the run is planned again once the runs it depends on
-	// are done: values shown as "pending" come from their results.
-	AtRunTime bool `json:"planned_at_run_time"`
-	// MergeBranches are the branches merged into the run's branch before
-	// its agent starts.
-	MergeBranches []string `json:"merge_branches"`
+type PlannedRun = run.PlannedRun
 
-	spec *execute.Spec
-}
-
-// PlannedOutput is a run's structured output in the plan: its tag, its
-// type ("json" or "string") and whether a schema checks it.
-type PlannedOutput struct {
-	Tag    string      `json:"tag"`
-	Type   output.Type `json:"type"`
-	Schema bool        `json:"schema"`
-}
-
-// plannedRun shows a planned run, or session with its steps.
-func plannedRun(p *planning.Planned) *PlannedRun {
-	pr := specView(p.Spec)
-	pr.Name, pr.Block, pr.Key, pr.DependsOn, pr.Pipeline, pr.ForEach, pr.AtRunTime = p.Name, p.Block, p.Key, p.DependsOn, p.Pipeline, p.ForEach, p.AtRunTime
-	for _, st := range p.Steps {
-		s := specView(st.Spec)
-		s.Name = st.Label
-		pr.Steps = append(pr.Steps, s)
-	}
-	return pr
-}
-
-func specView(s *execute.Spec) *PlannedRun {
-	var out *PlannedOutput
-	if s.Output != nil {
-		out = &PlannedOutput{Tag: s.Output.Tag, Type: s.Output.Type, Schema: s.Output.Schema != ""}
-	}
-	return &PlannedRun{
-		Name: s.Name, Repo: s.Repo.Root, Sandbox: s.SandboxAddr, Contract: s.Caps.Contract, Agent: s.AgentAddr,
-		Strategy: s.Strategy, StrategyType: s.Strategy.Type, Branch: s.Strategy.Branch, TargetBranch: s.Strategy.TargetBranch,
-		PromptFile: s.Prompt.File, MaxIterations: s.MaxIterations, CompletionSignals: s.Signals,
-		IdleTimeout: s.IdleTimeout.String(), CompletionTimeout: s.CompletionTimeout.String(),
-		CopyToWorktree: s.CopyPaths, EnvKeys: env.Keys(s.Env),
-		Hooks:         len(s.Hooks.HostOnWorktreeReady) + len(s.Hooks.HostOnSandboxReady) + len(s.Hooks.SandboxOnSandboxReady),
-		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, Output: out, MergeBranches: s.MergeBranches, spec: s,
-	}
-}
+// PlannedOutput is a run's structured output in the plan.
+type PlannedOutput = run.PlannedOutput
 
 // Outcome is how one run (or session, or step) went: its result (also of
 // a failed run, once setup began) and its error, a *RunError. Its JSON is
 // the result's with "error".
-type Outcome = execute.Outcome
+type Outcome = run.Outcome
 
 // Execute runs a plan's runs and returns their outcomes in plan order:
 // each run once the runs it depends on have succeeded (a run whose
@@ -131,12 +48,12 @@ func Execute(ctx context.Context, p *RunPlan) []Outcome {
 // are *RunError.
 func Preflight(ctx context.Context, p *RunPlan) []error {
 	var specs []*execute.Spec
-	for _, pr := range p.Runs {
+	for _, pr := range p.planned {
 		if len(pr.Steps) == 0 {
-			specs = append(specs, pr.spec)
+			specs = append(specs, pr.Spec)
 		}
 		for _, st := range pr.Steps {
-			specs = append(specs, st.spec)
+			specs = append(specs, st.Spec)
 		}
 	}
 	return execute.Preflight(ctx, specs)

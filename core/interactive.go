@@ -52,10 +52,12 @@ func errNoAttach(run string) error {
 	return &RunError{Run: run, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: "run." + run, Summary: "InteractiveOptions.Attach is not set"}}}
 }
 
-// apply makes o an interactive session on a's terminal; nil leaves it
-// unattended.
-func (a *Attachment) apply(o *planning.Options) {
+// options is o as the planner takes it: an interactive session on a's
+// terminal, unattended when a is nil.
+func (a *Attachment) options(o RunOptions) planning.Options {
+	po := planning.Options{Options: o}
 	if a != nil {
-		o.Interactive, o.Ask = &execute.Interactive{Attach: a.Attach, Term: a.Term}, a.Ask
+		po.Interactive, po.Ask = &execute.Interactive{Attach: a.Attach, Term: a.Term}, a.Ask
 	}
+	return po
 }

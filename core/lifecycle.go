@@ -76,7 +76,7 @@ func CreateWorktree(ctx context.Context, o WorktreeOptions) (*Worktree, error) {
 			Summary: "A worktree needs a branch or merge-to-head strategy",
 			Detail:  `a worktree of its own is on a named branch (type "branch") or a temporary one merged at the end (type "merge-to-head"); "head" works in the host's working directory`}}}
 	}
-	spec, err := planning.PlanEnv(ctx, ro.options(nil))
+	spec, err := planning.PlanEnv(ctx, planning.Options{Options: ro})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (w *Worktree) Branch() string { return w.l.Branch() }
 func (w *Worktree) CreateSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 	ro := w.opts
 	ro.Sandbox, ro.Env, ro.Hooks.HostOnSandboxReady, ro.Hooks.SandboxOnSandboxReady = o.Sandbox, o.Env, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady
-	spec, err := planning.PlanEnv(ctx, ro.options(nil))
+	spec, err := planning.PlanEnv(ctx, planning.Options{Options: ro})
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (w *Worktree) run(ctx context.Context, o RunOptions, ia *Attachment) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	return w.l.Run(ctx, p.Runs[0].spec)
+	return w.l.Run(ctx, p.planned[0].Spec)
 }
 
 // Close removes the sandbox (after syncing an isolated one's commits

@@ -1,142 +1,32 @@
 package core
 
 import (
-	"context"
-	"time"
-
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/missingstudio/sanddune/core/hooks"
-	"github.com/missingstudio/sanddune/core/internal/execute"
-	"github.com/missingstudio/sanddune/core/internal/planning"
 	"github.com/missingstudio/sanddune/core/output"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 // RunOptions is one run: a prompt, an agent and a sandbox turned into
-// commits on a branch. Plan builds it from a `run` block; library users
-// build it directly (PlanRun, Run). Zero values take the defaults. Relative paths resolve against BaseDir (the config
-// file's directory, or the process working directory when empty), except
-// CopyToWorktree, which resolves against the repo root.
-type RunOptions struct {
-	// Name is the run's name: log prefix, worktree and temp-branch name.
-	Name string
-	// Repo is the host repository; empty means the git repo containing the
-	// working directory.
-	Repo    string
-	BaseDir string
+// commits on a branch (run.Options has its fields). Plan builds it from a
+// `run` block; library users build it directly (PlanRun, Run).
+type RunOptions = run.Options
 
-	Sandbox SandboxRef
-	Agent   AgentRef
-	// NoSandbox (sandbox = "none") runs an interactive session on the host,
-	// in the worktree, as the user: not a boundary. Only Interactive
-	// accepts it; Sandbox is then unused.
-	NoSandbox bool
-	// AllowUnconfined lets an unattended run of an agent that needs a
-	// boundary (a model agent) run in a sandbox that does not confine it
-	// (local).
-	AllowUnconfined bool
+// SandboxRef is a configured sandbox provider block.
+type SandboxRef = run.SandboxRef
 
-	// Exactly one of Prompt (passed literally) and PromptFile.
-	Prompt     string
-	PromptFile string
-	// PromptArgs fill {{KEY}} placeholders of a PromptFile.
-	PromptArgs map[string]string
+// AgentRef is a configured agent provider block.
+type AgentRef = run.AgentRef
 
-	BranchStrategy BranchStrategy
+// Logging configures a run's log.
+type Logging = run.Logging
 
-	MaxIterations     int           // default DefaultMaxIterations
-	CompletionSignals []string      // default [DefaultCompletionSignal]
-	IdleTimeout       time.Duration // default DefaultIdleTimeout
-	CompletionTimeout time.Duration // default DefaultCompletionTimeout
+// AgentEvent is an agent event as seen by observers (--events, OnEvent).
+type AgentEvent = run.AgentEvent
 
-	CopyToWorktree []string
-	Env            map[string]string
-	// ShowEnv names env keys whose values may appear in logs and output;
-	// every other value of the run's env is redacted there.
-	ShowEnv []string
-
-	Hooks Hooks
-	// Output asks for structured output (Result.Output): the payload of
-	// the last <Tag>…</Tag> in the agent's final text. It needs
-	// MaxIterations 1 and a prompt that contains the opening tag.
-	Output *OutputSpec
-	// Timeouts bound the lifecycle steps (worktree, sandbox creation,
-	// hooks without their own, sync, merge); zero values take
-	// DefaultTimeouts.
-	Timeouts Timeouts
-
-	// ResumeOptions: ResumeSession resumes an agent session on iteration
-	// 1 (MaxIterations must be 1); ForkSession forks it instead. A result
-	// gives them for its own session (Result.Resume).
-	ResumeOptions
-
-	Logging Logging
-
-	// OnEvent receives every agent event; panics are recovered.
-	OnEvent func(AgentEvent)
-	// OnSandboxProgress receives what the sandbox provider reports while
-	// it creates the sandbox (a queue the run waits in, say); panics are
-	// recovered. The run's log shows the reports too.
-	OnSandboxProgress func(SandboxProgress)
-
-	// ExpressionTimeout bounds each !`command` of a prompt file (default 30s).
-	ExpressionTimeout time.Duration
-	// Logger receives diagnostic logs (default: discarded). Env values are
-	// never logged.
-	Logger hclog.Logger
-	// Version is sanddune's version, set as a label on provider resources.
-	Version string
-}
-
-// options is o as the planner takes it; an interactive session when ia
-// is set.
-func (o RunOptions) options(ia *Attachment) planning.Options {
-	po := planning.Options{
-		Name: o.Name, Repo: o.Repo, BaseDir: o.BaseDir, NoSandbox: o.NoSandbox, AllowUnconfined: o.AllowUnconfined,
-		Prompt: o.Prompt, PromptFile: o.PromptFile, PromptArgs: o.PromptArgs, BranchStrategy: o.BranchStrategy,
-		MaxIterations: o.MaxIterations, CompletionSignals: o.CompletionSignals, IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout,
-		CopyToWorktree: o.CopyToWorktree, Env: o.Env, ShowEnv: o.ShowEnv, Hooks: o.Hooks, Output: o.Output, Timeouts: o.Timeouts,
-		ResumeOptions: o.ResumeOptions, LogMode: o.Logging.Mode, LogPath: o.Logging.Path, Terminal: o.Logging.Terminal,
-		ExpressionTimeout: o.ExpressionTimeout, Logger: o.Logger, Version: o.Version,
-	}
-	po.SandboxAddr, po.Sandbox, po.SandboxCfg, po.RestartSandbox = o.Sandbox.Address, o.Sandbox.Provider, o.Sandbox.Config, o.Sandbox.Restart
-	po.AgentAddr, po.Agent, po.AgentCfg = o.Agent.Address, o.Agent.Provider, o.Agent.Config
-	if on := o.OnEvent; on != nil {
-		po.OnEvent = func(run string, n int, e sdk.Event) {
-			on(AgentEvent{Run: run, Iteration: n, Time: time.Now(), Event: e})
-		}
-	}
-	if on := o.OnSandboxProgress; on != nil {
-		po.OnSandboxProgress = func(run string, p sdk.Progress) { on(SandboxProgress{Run: run, Time: time.Now(), Progress: p}) }
-	}
-	ia.apply(&po)
-	return po
-}
-
-// SandboxRef is a sandbox provider block: its address for messages (e.g.
-// "sandbox.docker.default"), the plugin (type label) and its decoded
-// config.
-type SandboxRef struct {
-	Address  string
-	Plugin   string
-	Provider sdk.SandboxProvider
-	Config   sdk.Config
-	// Restart returns the provider anew once its plugin died (relaunching
-	// it): a run then removes its sandbox through it, salvaging an
-	// isolated one's work first. Nil: the run's error names what is left.
-	Restart func(context.Context) (sdk.SandboxProvider, error)
-}
-
-// AgentRef is an agent provider block, like SandboxRef.
-type AgentRef struct {
-	Address  string
-	Plugin   string
-	Provider sdk.AgentProvider
-	Config   sdk.Config
-}
+// SandboxProgress is a sandbox provider's progress report as seen by
+// observers (--events, OnSandboxProgress).
+type SandboxProgress = run.SandboxProgress
 
 // BranchStrategy says where the agent's commits go. A zero Type means the
 // provider's default (head for bind-mount, merge-to-head for isolated).
@@ -153,12 +43,12 @@ const (
 )
 
 // Timeouts bound a run's lifecycle steps.
-type Timeouts = execute.Timeouts
+type Timeouts = run.Timeouts
 
 // DefaultTimeouts are the timeouts of a run that sets none: worktree 2m,
 // create_sandbox 5m, hooks 60s (each), sync_in 5m, sync_out 5m, merge 2m,
 // copy 10m.
-var DefaultTimeouts = execute.DefaultTimeouts
+var DefaultTimeouts = run.DefaultTimeouts
 
 // OutputSpec asks a run for structured output: Tag, and Type
 // (OutputString, or OutputJSON validated against Schema, a JSON Schema
@@ -172,10 +62,10 @@ const (
 )
 
 // Hooks run around sandbox creation.
-type Hooks = hooks.Set
+type Hooks = run.Hooks
 
 // Hook is one shell command (shell by design); a zero Timeout is 60s.
-type Hook = hooks.Hook
+type Hook = run.Hook
 
 // LogMode is where progress goes.
 type LogMode = runlog.Mode
@@ -186,36 +76,10 @@ const (
 	LogStdout = runlog.Stdout // live progress on the terminal
 )
 
-// Logging configures a run's log.
-type Logging struct {
-	Mode LogMode
-	Path string // file mode: override the log path
-	// Terminal shows stdout-mode progress and the file-mode hint; runs of
-	// one process should share one (default: a new one on os.Stdout and
-	// os.Stderr).
-	Terminal *runlog.Terminal
-}
-
-// AgentEvent is an agent event as seen by observers (--events, OnEvent).
-type AgentEvent struct {
-	Run       string
-	Iteration int
-	Time      time.Time
-	Event     sdk.Event
-}
-
-// SandboxProgress is a sandbox provider's progress report as seen by
-// observers (--events, OnSandboxProgress).
-type SandboxProgress struct {
-	Run  string
-	Time time.Time
-	sdk.Progress
-}
-
 // Defaults of RunOptions.
 const (
-	DefaultMaxIterations     = planning.DefaultMaxIterations     // 1
-	DefaultCompletionSignal  = planning.DefaultCompletionSignal  // "<promise>COMPLETE</promise>"
-	DefaultIdleTimeout       = planning.DefaultIdleTimeout       // 10m
-	DefaultCompletionTimeout = planning.DefaultCompletionTimeout // 60s
+	DefaultMaxIterations     = run.DefaultMaxIterations     // 1
+	DefaultCompletionSignal  = run.DefaultCompletionSignal  // "<promise>COMPLETE</promise>"
+	DefaultIdleTimeout       = run.DefaultIdleTimeout       // 10m
+	DefaultCompletionTimeout = run.DefaultCompletionTimeout // 60s
 )

@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"testing"
+
+	"github.com/missingstudio/sanddune/core/internal/execute"
 )
 
 const planSchemaJSON = `{"type": "object", "required": ["issues"], "properties": {"issues": {"type": "array"}}}`
@@ -124,17 +126,17 @@ session "s" {
 		t.Fatalf("%d runs planned", len(p.Runs))
 	}
 	for _, tc := range []struct {
-		run  *PlannedRun
+		run  *execute.Spec
 		text string
 		ok   bool
 	}{
-		{p.Runs[0], `<plan>{"issues": []}</plan>`, true},
-		{p.Runs[0], `<plan>{"issues": 1}</plan>`, false},
-		{p.Runs[1].Steps[0], `<summary> done </summary>`, true},
-		{p.Runs[1].Steps[1], `<ok>true</ok>`, true},
-		{p.Runs[1].Steps[1], `<ok>"yes"</ok>`, false},
+		{p.planned[0].Spec, `<plan>{"issues": []}</plan>`, true},
+		{p.planned[0].Spec, `<plan>{"issues": 1}</plan>`, false},
+		{p.planned[1].Steps[0].Spec, `<summary> done </summary>`, true},
+		{p.planned[1].Steps[1].Spec, `<ok>true</ok>`, true},
+		{p.planned[1].Steps[1].Spec, `<ok>"yes"</ok>`, false},
 	} {
-		out := tc.run.spec.Output
+		out := tc.run.Output
 		if out == nil {
 			t.Fatalf("%s: no output planned", tc.run.Name)
 		}

@@ -22,7 +22,7 @@ type GraphNode struct {
 func Graph(f *config.File) ([]GraphNode, Diagnostics) {
 	g, diags := planning.BuildGraph(f)
 	for _, r := range f.Runs {
-		diags = append(diags, planning.FromHCL("run."+r.Label, r.Pipeline.Diags)...)
+		diags = append(diags, config.FromHCL("run."+r.Label, r.Pipeline.Diags)...)
 	}
 	var out []GraphNode
 	for _, label := range g.Order {

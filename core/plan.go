@@ -14,7 +14,9 @@
 //
 // `sanddune validate` is Plan without Execute, `sanddune run --dry-run`
 // prints the plan. Library users call Run (PlanRun + Execute) with
-// RunOptions built in Go.
+// RunOptions built in Go. The types the API shares with the engine are
+// defined in public leaf packages and named here: a run's timeouts,
+// hooks, result and errors in core/run, diagnostics in core/config.
 package core
 
 import (
@@ -22,26 +24,31 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/planning"
+	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Plugins dispenses providers by plugin name: the plugin host
 // (*pluginhost.Host).
-type Plugins = planning.Plugins
+type Plugins interface {
+	Sandbox(ctx context.Context, plugin string) (sdk.SandboxProvider, pluginhost.Component, error)
+	Agent(ctx context.Context, plugin string) (sdk.AgentProvider, pluginhost.Component, error)
+}
 
 // Diagnostic is one problem Plan found, naming the block and the
 // attribute, and where it is in the config file when planned from one.
-type Diagnostic = planning.Diagnostic
+type Diagnostic = config.Diagnostic
 
 // Diagnostics are the problems Plan found; as an error, its errors.
-type Diagnostics = planning.Diagnostics
+type Diagnostics = config.Diagnostics
 
 // Severity says whether a diagnostic stops the plan.
-type Severity = planning.Severity
+type Severity = config.Severity
 
 // The severities.
 const (
-	Error   = planning.Error
-	Warning = planning.Warning
+	Error   = config.Error
+	Warning = config.Warning
 )
 
 // Config is what Plan plans from: a decoded config file, the plugins, and
@@ -83,13 +90,14 @@ type RunPlan struct {
 	Diagnostics Diagnostics
 	parallel    int
 	nodes       []*planning.Node
+	planned     []*planning.Planned // Runs' plans
 }
 
 // Plan checks the runs of a config file and plans the selected ones. It
 // always returns a plan (so that its Diagnostics can be shown); the error,
 // a Diagnostics, lists the errors.
 func Plan(ctx context.Context, cfg Config, sel Selection) (*RunPlan, error) {
-	p, err := planning.PlanFile(ctx, planning.Request{File: cfg.File, Plugins: cfg.Plugins, Base: cfg.Run.options(sel.Interactive),
+	p, err := planning.PlanFile(ctx, planning.Request{File: cfg.File, Plugins: cfg.Plugins, Base: sel.Interactive.options(cfg.Run),
 		Parallel: cfg.Parallel, Runs: sel.Runs, Strict: sel.Strict})
 	return runPlan(p), err
 }
@@ -103,7 +111,7 @@ func PlanRun(ctx context.Context, o RunOptions) (*RunPlan, error) {
 // planRun plans one run built in Go, as an interactive session when ia is
 // set.
 func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error) {
-	p, err := planning.PlanRun(ctx, o.options(ia))
+	p, err := planning.PlanRun(ctx, ia.options(o))
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +119,9 @@ func planRun(ctx context.Context, o RunOptions, ia *Attachment) (*RunPlan, error
 }
 
 func runPlan(p *planning.Plan) *RunPlan {
-	rp := &RunPlan{Diagnostics: p.Diagnostics, parallel: p.Parallel, nodes: p.Nodes}
+	rp := &RunPlan{Diagnostics: p.Diagnostics, parallel: p.Parallel, nodes: p.Nodes, planned: p.Runs}
 	for _, pr := range p.Runs {
-		rp.Runs = append(rp.Runs, plannedRun(pr))
+		rp.Runs = append(rp.Runs, planning.View(pr))
 	}
 	return rp
 }

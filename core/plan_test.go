@@ -16,7 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/pluginhost"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -200,7 +200,7 @@ agent "sess" "s" {}
 `
 
 // TestFakeSudoHookReportedOnce: a sudo hook on a sandbox without sudo is
-// one error, at the hooks block.
+// one error, at its sudo attribute.
 func TestFakeSudoHookReportedOnce(t *testing.T) {
 	t.Parallel()
 	path := repoWith(t, blocks+`run "r" {
@@ -222,9 +222,38 @@ func TestFakeSudoHookReportedOnce(t *testing.T) {
 		t.Fatal("a sudo hook on a sandbox without sudo was accepted")
 	}
 	d := only(t, p.Diagnostics, "sudo")
-	at(t, d, 9, 3)
+	at(t, d, 13, 19)
 	if len(p.Diagnostics.Errors()) != 1 {
 		t.Fatalf("want one error, got:\n%v", p.Diagnostics)
+	}
+}
+
+// TestFakeRunProblemsInOnePass: a value that cannot be read (a duration)
+// does not hide the run's other problems; each is reported once, at its
+// attribute, also in a session step and in a for_each instance.
+func TestFakeRunProblemsInOnePass(t *testing.T) {
+	t.Parallel()
+	path := repoWith(t, blocks+`run "r" {
+  sandbox           = sandbox.box.dev
+  agent             = agent.cli.a
+  prompt_file       = "missing.md"
+  idle_timeout      = "soon"
+  env               = { "A=B" = "x" }
+  completion_signal = [""]
+  max_iterations    = 0
+}
+`)
+	p, err := plan(t, path, newPlugins(), Selection{Strict: true})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	at(t, only(t, p.Diagnostics, "Invalid prompt"), 8, 23)
+	at(t, only(t, p.Diagnostics, "Invalid duration"), 9, 23)
+	at(t, only(t, p.Diagnostics, "Invalid env"), 10, 23)
+	at(t, only(t, p.Diagnostics, "Empty completion signal"), 11, 23)
+	at(t, only(t, p.Diagnostics, "Invalid max_iterations"), 12, 23)
+	if n := len(p.Diagnostics.Errors()); n != 5 {
+		t.Fatalf("%d errors, want 5:\n%v", n, p.Diagnostics)
 	}
 }
 
@@ -397,7 +426,7 @@ func TestFakeRunChecks(t *testing.T) {
   agent = agent.sess.s
   resume_session = "abc"`, "Session not found", 9},
 		{"env name", "box", `prompt = "x"
-  env = { "A=B" = "x" }`, "Invalid env name", 9},
+  env = { "A=B" = "x" }`, "Invalid env", 9},
 		{"run name", "box", `prompt = "x"
   name = "../evil"`, "Invalid run name", 9},
 		// What validate accepts, run can start: the runtime's limits.
@@ -411,6 +440,10 @@ func TestFakeRunChecks(t *testing.T) {
   branch_strategy = { type = "branch", branch = "` + strings.Repeat("b", 300) + `" }`, "branch", 9},
 		{"branch with a space", "box", `prompt = "x"
   branch_strategy = { type = "branch", branch = "a b" }`, "branch", 9},
+		{"bad timeout", "box", `prompt = "x"
+  timeouts { create_sandbox = "soon" }`, "Invalid duration", 9},
+		{"unknown timeout", "box", `prompt = "x"
+  timeouts { create_sandbx = "1m" }`, "Unsupported timeout", 9},
 		{"logging type", "box", `prompt = "x"
   logging { type = "syslog" }`, "Invalid logging type", 9},
 		{"logging path", "box", `prompt = "x"
@@ -478,6 +511,9 @@ func TestFakeRunDefaultsAndValues(t *testing.T) {
   logging {
     path = "logs/r.log"
   }
+  timeouts {
+    merge = "3m"
+  }
 }
 run "plain" {
   sandbox = sandbox.box.dev
@@ -490,16 +526,17 @@ run "plain" {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(path)
-	full, plain := p.Runs[0].spec, p.Runs[1].spec
+	full, plain := p.planned[0].Spec, p.planned[1].Spec
 	if full.Name != "fix-42" || full.Prompt.File != filepath.Join(dir, "prompts/p.md") || full.MaxIterations != 5 ||
-		!reflect.DeepEqual(full.Signals, []string{"A", "B"}) || full.IdleTimeout != 90*time.Minute || full.CompletionTimeout != 90*time.Second ||
+		!reflect.DeepEqual(full.CompletionSignals, []string{"A", "B"}) || full.IdleTimeout != 90*time.Minute || full.CompletionTimeout != 90*time.Second ||
 		!reflect.DeepEqual(full.CopyPaths, []string{"config/.env"}) || full.Env["LOG_LEVEL"] != "debug" ||
 		full.Strategy.Type != StrategyBranch || full.Strategy.Branch != "agent/fix-42" || full.Strategy.BaseBranch != "main" ||
 		len(full.Hooks.HostOnWorktreeReady) != 1 || full.Hooks.SandboxOnSandboxReady[0].Timeout != 5*time.Minute ||
-		full.LogMode != LogFile || full.LogPath != filepath.Join(dir, "logs/r.log") {
+		full.Logging.Mode != LogFile || full.Logging.Path != filepath.Join(dir, "logs/r.log") ||
+		full.Timeouts.Merge != 3*time.Minute || full.Timeouts.CreateSandbox != DefaultTimeouts.CreateSandbox {
 		t.Fatalf("full run planned as %+v", full)
 	}
-	if plain.MaxIterations != 1 || !reflect.DeepEqual(plain.Signals, []string{DefaultCompletionSignal}) ||
+	if plain.MaxIterations != 1 || !reflect.DeepEqual(plain.CompletionSignals, []string{DefaultCompletionSignal}) ||
 		plain.IdleTimeout != DefaultIdleTimeout || plain.CompletionTimeout != DefaultCompletionTimeout ||
 		plain.Strategy.Type != StrategyHead || plain.Strategy.TargetBranch != "main" {
 		t.Fatalf("defaults not applied: %+v", plain)

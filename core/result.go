@@ -1,21 +1,20 @@
 package core
 
 import (
-	"github.com/missingstudio/sanddune/core/internal/agentexec"
-	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/output"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
 // Result is what a run produced. Its JSON form is one entry of the
 // `sanddune run --json` document; absent values are null.
-type Result = execute.Result
+type Result = run.Result
 
 // ResumeOptions say which agent session a run continues.
-type ResumeOptions = execute.ResumeOptions
+type ResumeOptions = run.ResumeOptions
 
 // Iteration is one agent invocation.
-type Iteration = execute.Iteration
+type Iteration = run.Iteration
 
 // Commit is one commit of a run.
 type Commit = worktree.Commit
@@ -24,41 +23,41 @@ type Commit = worktree.Commit
 // one agent output line handed to the agent's parser (the rest of a longer
 // line is dropped, with a warning).
 const (
-	MaxStdoutBytes = execute.MaxStdoutBytes
-	MaxAgentLine   = agentexec.MaxAgentLine
+	MaxStdoutBytes = run.MaxStdoutBytes
+	MaxAgentLine   = run.MaxAgentLine
 )
 
 // RunError is a failed run. Its message names the run, the phase and the
 // plugin involved, where the work is, and what to do next.
-type RunError = execute.RunError
+type RunError = run.Error
 
 // Phase names the step of a run an error comes from.
-type Phase = execute.Phase
+type Phase = run.Phase
 
 // The phases of a run.
 const (
-	PhaseConfig    = execute.PhaseConfig
-	PhasePlan      = execute.PhasePlan
-	PhasePreflight = execute.PhasePreflight
-	PhaseWorktree  = execute.PhaseWorktree
-	PhaseCopy      = execute.PhaseCopy
-	PhaseHooks     = execute.PhaseHooks
-	PhaseSandbox   = execute.PhaseSandbox
-	PhaseSyncIn    = execute.PhaseSyncIn
-	PhasePrompt    = execute.PhasePrompt
-	PhaseSession   = execute.PhaseSession
-	PhaseAgent     = execute.PhaseAgent
-	PhaseOutput    = execute.PhaseOutput
-	PhaseSyncOut   = execute.PhaseSyncOut
-	PhaseMerge     = execute.PhaseMerge
-	PhaseCleanup   = execute.PhaseCleanup
+	PhaseConfig    = run.PhaseConfig
+	PhasePlan      = run.PhasePlan
+	PhasePreflight = run.PhasePreflight
+	PhaseWorktree  = run.PhaseWorktree
+	PhaseCopy      = run.PhaseCopy
+	PhaseHooks     = run.PhaseHooks
+	PhaseSandbox   = run.PhaseSandbox
+	PhaseSyncIn    = run.PhaseSyncIn
+	PhasePrompt    = run.PhasePrompt
+	PhaseSession   = run.PhaseSession
+	PhaseAgent     = run.PhaseAgent
+	PhaseOutput    = run.PhaseOutput
+	PhaseSyncOut   = run.PhaseSyncOut
+	PhaseMerge     = run.PhaseMerge
+	PhaseCleanup   = run.PhaseCleanup
 )
 
 // IdleTimeoutError is an agent that printed nothing for its idle timeout.
-type IdleTimeoutError = agentexec.IdleTimeoutError
+type IdleTimeoutError = run.IdleTimeoutError
 
 // AgentExitError is an agent process that exited non-zero.
-type AgentExitError = agentexec.ExitError
+type AgentExitError = run.AgentExitError
 
 // StructuredOutputError is a run whose structured output (RunOptions.Output)
 // is missing, not JSON, or does not match its schema: the tag, the raw
@@ -66,7 +65,7 @@ type AgentExitError = agentexec.ExitError
 // agent session to resume (RunOptions.ResumeSession = SessionID) with a
 // prompt asking for corrected output. The run's *RunError wraps it
 // (errors.As finds it).
-type StructuredOutputError = execute.OutputError
+type StructuredOutputError = run.OutputError
 
 // OutputCause says why structured output was refused: the JSON Pointer of
 // the offending value and the message.

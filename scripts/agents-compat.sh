@@ -16,7 +16,7 @@
 #      pi        checks flags against its --help, then appends --help (pi
 #                reports bad values and resolves --session/--fork first).
 #    Negative controls prove each method rejects a bad command line.
-# 4. Runs core/session's round trips against the real claude and pi.
+# 4. Runs core/internal/session's round trips against the real claude and pi.
 #
 # No credentials are passed and every API base URL points at a closed local
 # port, so no model is ever contacted. Needs go, node and npm.
@@ -251,6 +251,6 @@ node "$checker" "$bin" plugins/claude/testdata/commands.golden plugins/codex/tes
   plugins/opencode/testdata/commands.golden plugins/pi/testdata/commands.golden
 
 log "session capture and resume with the real claude and pi"
-SANDDUNE_AGENTS_BIN="$bin" go test -count=1 -run '^TestCompat' ./core/session
+SANDDUNE_AGENTS_BIN="$bin" go test -count=1 -run '^TestCompat' ./core/internal/session
 
 log "all checks passed in $(( $(date +%s) - start ))s"

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/core/gc"
-	"github.com/missingstudio/sanddune/core/tempdir"
 )
 
 // killedRun starts run "orphan" with agent script in dir, waits until the
@@ -281,7 +280,7 @@ func TestGCSaysWhenNothingIsLeft(t *testing.T) {
 		t.Fatalf("empty report printed %q", out.String())
 	}
 	out.Reset()
-	printGC(&out, gc.Report{Temp: []tempdir.Swept{{Path: "/tmp/sanddune-sync-1-x", PID: 1, Action: "removed"}}}, false)
+	printGC(&out, gc.Report{Temp: []gc.SweptTemp{{Path: "/tmp/sanddune-sync-1-x", PID: 1, Action: "removed"}}}, false)
 	if strings.Contains(out.String(), "nothing") || !strings.Contains(out.String(), "/tmp/sanddune-sync-1-x") {
 		t.Fatalf("report with a temp dir printed %q", out.String())
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
@@ -84,7 +85,7 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 			names = append(names, f.Name)
 		}
 	})
-	if sug := config.Suggest(word, names); sug != "" {
+	if sug := suggest.Closest(word, names); sug != "" {
 		return fmt.Errorf("%w\n\nDid you mean this?\n\t--%s", err, sug)
 	}
 	return err

@@ -205,7 +205,7 @@ run "r" {
 }
 `)
 	r = run(t, dir, "validate")
-	if r.code != 1 || !strings.Contains(r.stderr, "sanddune.hcl:7:") || !strings.Contains(r.stderr, "timeouts.merge must be a positive duration") {
-		t.Fatalf("exit %d, want 1 with the bad duration at the timeouts block:\n%s", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "sanddune.hcl:8:13:") || !strings.Contains(r.stderr, "timeouts.merge must be a positive duration") {
+		t.Fatalf("exit %d, want 1 with the bad duration at its attribute:\n%s", r.code, r.stderr)
 	}
 }

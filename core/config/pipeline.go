@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -131,7 +132,7 @@ func (f *File) checkRunLabel(ref RunRef) *hcl.Diagnostic {
 	}
 	sort.Strings(known)
 	detail := fmt.Sprintf("No run block %q is declared in this file.", ref.Label)
-	if s := Suggest(ref.Label, known); s != "" {
+	if s := suggest.Closest(ref.Label, known); s != "" {
 		detail += fmt.Sprintf(" Did you mean run.%s?", s)
 	}
 	return errorDiag(ref.Range, "Reference to undeclared run", "%s", detail)

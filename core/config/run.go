@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -32,6 +32,7 @@ type RunBlock struct {
 	DeclRange  hcl.Range
 	LabelRange hcl.Range
 	attrs      hcl.Attributes
+	nested     map[string]hcl.Range
 	body       hcl.Body
 }
 
@@ -108,16 +109,11 @@ func rangeIn(attrs hcl.Attributes, out *OutputBlock, path string, decl hcl.Range
 }
 
 // TimeoutsBlock is `timeouts { create_sandbox = "5m" ... }`: durations of
-// the lifecycle steps.
+// the lifecycle steps, by name (core.Plan checks the names against
+// run.Timeouts).
 type TimeoutsBlock struct {
-	Worktree      *string   `hcl:"worktree,optional"`
-	CreateSandbox *string   `hcl:"create_sandbox,optional"`
-	Hooks         *string   `hcl:"hooks,optional"`
-	SyncIn        *string   `hcl:"sync_in,optional"`
-	SyncOut       *string   `hcl:"sync_out,optional"`
-	Merge         *string   `hcl:"merge,optional"`
-	Copy          *string   `hcl:"copy,optional"`
-	DeclRange     hcl.Range `hcl:",def_range"`
+	Durations map[string]string `hcl:",remain"`
+	DeclRange hcl.Range         `hcl:",def_range"`
 }
 
 // HooksBlock is `hooks { host { ... } sandbox { ... } }`.
@@ -168,10 +164,13 @@ func (r *RunBlock) Name() string {
 
 // AttrRange returns the range of a run attribute path (e.g.
 // "resume_session", "branch_strategy.type", "prompt_args.KEY", "hooks",
-// "logging"),
+// "hooks.sandbox.on_sandbox_ready[0].sudo", "logging"),
 // or the block's range when the attribute is not set. It lets the planner
 // attach its diagnostics to the right place.
 func (r *RunBlock) AttrRange(path string) hcl.Range {
+	if rng, ok := r.nested[path]; ok {
+		return rng
+	}
 	return rangeIn(r.attrs, r.Body.Output, path, r.DeclRange, map[string]*hcl.Range{
 		"name": &r.LabelRange, "hooks": hooksRange(r.Body.Hooks), "logging": loggingRange(r.Body.Logging), "timeouts": timeoutsRange(r.Body.Timeouts),
 	})
@@ -195,6 +194,44 @@ func attrRange(attrs hcl.Attributes, path string, decl hcl.Range, blocks map[str
 	return exprRange(a.Expr, strings.Split(rest, "."))
 }
 
+// nestedRanges are the ranges in the nested blocks of a run or session
+// body: of the hooks ("hooks.sandbox.on_sandbox_ready[0]", as
+// run.Hooks.All names them), of their attributes
+// ("hooks.sandbox.on_sandbox_ready[0].sudo") and of the timeouts
+// ("timeouts.create_sandbox").
+func nestedRanges(body hcl.Body) map[string]hcl.Range {
+	out := map[string]hcl.Range{}
+	blocks := func(b hcl.Body, types ...string) hcl.Blocks {
+		schema := &hcl.BodySchema{}
+		for _, t := range types {
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: t})
+		}
+		content, _, _ := b.PartialContent(schema)
+		return content.Blocks
+	}
+	for _, tb := range blocks(body, "timeouts") {
+		attrs, _ := tb.Body.JustAttributes()
+		for name, a := range attrs {
+			out["timeouts."+name] = a.Expr.Range()
+		}
+	}
+	for _, hb := range blocks(body, "hooks") {
+		for _, where := range blocks(hb.Body, "host", "sandbox") {
+			n := map[string]int{}
+			for _, h := range blocks(where.Body, "on_worktree_ready", "on_sandbox_ready") {
+				path := fmt.Sprintf("hooks.%s.%s[%d]", where.Type, h.Type, n[h.Type])
+				n[h.Type]++
+				out[path] = h.DefRange
+				attrs, _ := h.Body.JustAttributes()
+				for name, a := range attrs {
+					out[path+"."+name] = a.Expr.Range()
+				}
+			}
+		}
+	}
+	return out
+}
+
 func hooksRange(b *HooksBlock) *hcl.Range {
 	if b == nil {
 		return nil
@@ -202,9 +239,8 @@ func hooksRange(b *HooksBlock) *hcl.Range {
 	return &b.DeclRange
 }
 
-// timeoutsRange is the range of the timeouts block; of its attribute
-// "timeouts.<name>" the planner asks by its full path (attrRange falls
-// back to the block when the path is not an attribute).
+// timeoutsRange is the range of the timeouts block (its attributes are
+// in nestedRanges).
 func timeoutsRange(b *TimeoutsBlock) *hcl.Range {
 	if b == nil {
 		return nil
@@ -234,6 +270,7 @@ func (f *File) decodeRuns(blocks []*hcl.Block, labels map[string]hcl.Range) ([]*
 		r := &RunBlock{Label: label, DeclRange: b.DefRange, LabelRange: b.LabelRanges[0], body: b.Body}
 		content, _, _ := b.Body.PartialContent(runSchema)
 		r.attrs = content.Attributes
+		r.nested = nestedRanges(b.Body)
 		out = append(out, r)
 	}
 	return out, diags
@@ -295,20 +332,9 @@ func (r *RunBlock) reference(attr *hcl.Attribute, kind sdk.Kind, blocks []*Provi
 		known = append(known, p.Address)
 	}
 	detail := fmt.Sprintf("No %s block %q is declared in this file.", kind, addr)
-	if s := Suggest(addr, known); s != "" {
+	if s := suggest.Closest(addr, known); s != "" {
 		detail += fmt.Sprintf(" Did you mean %s?", s)
 	}
 	r.Diags = append(r.Diags, errorDiag(attr.Expr.Range(), fmt.Sprintf("Reference to undeclared %s", kind), "%s", detail))
 	return nil
-}
-
-// Suggest returns the option closest to given, or "" when none is close.
-func Suggest(given string, options []string) string {
-	best, bestDist := "", 3
-	for _, o := range options {
-		if dist := levenshtein.Distance(given, o, nil); dist < bestDist {
-			best, bestDist = o, dist
-		}
-	}
-	return best
 }

@@ -25,6 +25,7 @@ type SessionBlock struct {
 	DeclRange  hcl.Range
 	LabelRange hcl.Range
 	attrs      hcl.Attributes
+	nested     map[string]hcl.Range
 }
 
 // SessionBody is the schema of a session block: what its steps share.
@@ -83,6 +84,9 @@ func (s *SessionBlock) Name() string {
 // AttrRange is RunBlock.AttrRange for a session: "step.<label>.<attr>"
 // names an attribute of a step.
 func (s *SessionBlock) AttrRange(path string) hcl.Range {
+	if rng, ok := s.nested[path]; ok {
+		return rng
+	}
 	if rest, ok := strings.CutPrefix(path, "step."); ok {
 		for _, st := range s.Steps {
 			if attr, ok := strings.CutPrefix(rest, st.Label+"."); ok {
@@ -116,6 +120,7 @@ func (f *File) decodeSessions(blocks []*hcl.Block, taken map[string]hcl.Range) (
 		s := &SessionBlock{Label: label, DeclRange: b.DefRange, LabelRange: b.LabelRanges[0]}
 		content, _, _ := b.Body.PartialContent(sessionSchema)
 		s.attrs = content.Attributes
+		s.nested = nestedRanges(b.Body)
 		s.Diags = gohcl.DecodeBody(b.Body, f.evalCtx, &s.Body)
 		owner := &RunBlock{Label: label, DeclRange: b.DefRange}
 		if isNone(s.Body.Sandbox) {

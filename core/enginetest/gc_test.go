@@ -15,7 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core/gc"
-	"github.com/missingstudio/sanddune/core/gitsync"
+	"github.com/missingstudio/sanddune/core/internal/gitsync"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/plugins/local"
 	"github.com/missingstudio/sanddune/sdk"

@@ -12,8 +12,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core"
-	"github.com/missingstudio/sanddune/core/env"
-	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/internal/env"
+	"github.com/missingstudio/sanddune/core/internal/hooks"
 	"github.com/missingstudio/sanddune/sdk"
 )
 

@@ -34,7 +34,7 @@
 // (worktree.Repo.SweepLocks), clean worktrees no live run holds (Sweep),
 // and temporary merge-to-head branches that hold nothing (SweepBranches;
 // the branches of kept sandboxes stay). Everywhere it removes the
-// temporary directories of dead sanddune processes (core/tempdir).
+// temporary directories of dead sanddune processes (core/internal/tempdir).
 package gc
 
 import (
@@ -46,7 +46,6 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/missingstudio/sanddune/core/tempdir"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -144,7 +143,7 @@ type Report struct {
 	Branches  []worktree.SweptBranch
 	// Temp are the temporary directories of dead sanddune processes
 	// (sync bundles, plugin sockets, session copies).
-	Temp []tempdir.Swept
+	Temp []SweptTemp
 	// Errors are failures that did not stop the rest (a provider that could
 	// not list its resources, a sweep that failed).
 	Errors []error
@@ -169,7 +168,7 @@ func Run(ctx context.Context, repo *worktree.Repo, providers []Provider, opts Op
 		rep.Sandboxes = append(rep.Sandboxes, sbs...)
 	}
 	var err error
-	if rep.Temp, err = tempdir.Sweep(opts.DryRun); err != nil {
+	if rep.Temp, err = sweepTemp(opts.DryRun); err != nil {
 		rep.Errors = append(rep.Errors, fmt.Errorf("temporary directories: %w", err))
 	}
 	if repo == nil {

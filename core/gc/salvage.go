@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/missingstudio/sanddune/core/gitsync"
+	"github.com/missingstudio/sanddune/core/internal/gitsync"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )

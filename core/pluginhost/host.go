@@ -21,7 +21,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-version"
 
-	"github.com/missingstudio/sanddune/core/tempdir"
+	"github.com/missingstudio/sanddune/core/internal/tempdir"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/procgroup"
@@ -74,7 +74,7 @@ type Host struct {
 	stopped []string
 	warned  map[string]bool // binaries ignored because a built-in has the name
 	// sockets is where the plugins make their Unix sockets: a directory of
-	// this process (core/tempdir), removed by Close, or by gc after a kill.
+	// this process (core/internal/tempdir), removed by Close, or by gc after a kill.
 	sockets string
 	secrets secrets
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/missingstudio/sanddune/core/redact"
+	"github.com/missingstudio/sanddune/core/internal/redact"
 )
 
 // secrets are the redactors of the runs planned so far: what the plugins

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/missingstudio/sanddune/core/redact"
+	"github.com/missingstudio/sanddune/core/internal/redact"
 )
 
 // TestPluginStderrIsRedacted: what a plugin writes on stderr, as plain

@@ -59,7 +59,7 @@ type Options struct {
 	// Cancelled, once it returns true, makes steps and the run that end in
 	// an error say "cancelled" rather than "failed".
 	Cancelled func() bool
-	// Redact hides secret values in every line (core/redact).
+	// Redact hides secret values in every line (core/internal/redact).
 	Redact func(string) string
 }
 

@@ -20,7 +20,7 @@
 //	                                                    // closed.PreservedPath, closed.KeptBranch
 //
 // Isolated sandboxes have no host worktree (ws.Dir is empty and GitMounts
-// nil): the github.com/missingstudio/sanddune/core/gitsync package moves
+// nil): the github.com/missingstudio/sanddune/core/internal/gitsync package moves
 // ws.Branch at ws.Base into the sandbox and the agent's commits back onto
 // ws.Branch, then Merge and Close work as for bind-mount. Their
 // copy_to_worktree paths come from CopySources (validated host paths, ignored

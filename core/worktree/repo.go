@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -145,20 +146,18 @@ func (r *Repo) Checkout(ctx context.Context) (commit, branch string, err error) 
 	return commit, branch, nil
 }
 
-// Identity returns user.name and user.email as git commits with them here
-// (the last value of each), in one git call; "" where unset.
+// Identity returns the author name and email git commits with here (its
+// env, else user.name and user.email), in one git call; "" when git knows
+// none.
 func (r *Repo) Identity(ctx context.Context) (name, email string) {
-	out, _ := Git(ctx, r.Root, "config", "--get-regexp", `^user\.(name|email)$`)
-	for _, l := range strings.Split(out, "\n") {
-		switch k, v, _ := strings.Cut(l, " "); k {
-		case "user.name":
-			name = v
-		case "user.email":
-			email = v
-		}
+	out, err := Git(ctx, r.Root, "var", "GIT_AUTHOR_IDENT")
+	if m := identRE.FindStringSubmatch(out); err == nil && m != nil {
+		return m[1], m[2]
 	}
-	return name, email
+	return "", ""
 }
+
+var identRE = regexp.MustCompile(`^(.*) <(.*)> \d+ [+-]\d{4}$`)
 
 // resolve returns the commit rev names.
 func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -94,7 +94,7 @@ func resolve(s Strategy, contract sdk.Contract, hostBranch string, hostKnown, co
 	case StrategyHead, StrategyMergeToHead, StrategyBranch:
 	default:
 		detail := "valid strategies are head, merge-to-head and branch"
-		if sug := config.Suggest(string(t), []string{string(StrategyHead), string(StrategyMergeToHead), string(StrategyBranch)}); sug != "" {
+		if sug := suggest.Closest(string(t), []string{string(StrategyHead), string(StrategyMergeToHead), string(StrategyBranch)}); sug != "" {
 			detail = fmt.Sprintf("did you mean %q? %s", sug, detail)
 		}
 		return Plan{}, &PlanError{Attribute: "branch_strategy.type", Summary: fmt.Sprintf("unknown branch strategy %q", t), Detail: detail}

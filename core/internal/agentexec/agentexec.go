@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -23,9 +24,6 @@ import (
 // Stream limits: agent output is streamed in bounded memory whatever its
 // size.
 const (
-	// MaxAgentLine caps one stdout line handed to the agent's parser; the
-	// rest of a longer line is dropped.
-	MaxAgentLine = 16 << 20
 	// lineBudget bounds the stdout bytes queued for the parser.
 	lineBudget = 8 << 20
 	// lineOverhead is charged per queued line, bounding the line count too.
@@ -127,7 +125,7 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	s := &stream{
 		start:  time.Now(),
 		wake:   make(chan struct{}, 1),
-		join:   sdk.LineJoiner{Max: MaxAgentLine},
+		join:   sdk.LineJoiner{Max: run.MaxAgentLine},
 		stdout: NewRing(tailBytes),
 		stderr: NewRing(tailBytes),
 		match:  newMatcher(a.Signals),
@@ -188,7 +186,7 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 		out.Output = s.text.String()
 	}
 	if s.truncated > 0 {
-		a.Log.Warn("%d agent output line(s) longer than %d MiB were truncated", s.truncated, MaxAgentLine>>20)
+		a.Log.Warn("%d agent output line(s) longer than %d MiB were truncated", s.truncated, run.MaxAgentLine>>20)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -196,7 +194,7 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	case parseErr != nil && errors.Is(context.Cause(execCtx), errParserGone) && execErr != nil:
 		return out, fmt.Errorf("%s, so the agent was stopped: %w", parserFailed(parseErr), parseErr)
 	case stopReason(s.stop.Load()) == stoppedIdle:
-		return out, &IdleTimeoutError{Timeout: a.IdleTimeout}
+		return out, &run.IdleTimeoutError{Timeout: a.IdleTimeout}
 	case execErr != nil && stopReason(s.stop.Load()) != stoppedCompletion:
 		return out, &SandboxExecError{Err: execErr}
 	case s.errs.Len() > 0:
@@ -207,7 +205,7 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 		a.Log.Warn("completion signal seen but the agent process kept running; stopped it after %s without output", a.CompletionTimeout)
 		return out, nil
 	case res.ExitCode != 0:
-		return out, &ExitError{ExitCode: res.ExitCode, Detail: s.detail()}
+		return out, &run.AgentExitError{ExitCode: res.ExitCode, Detail: s.detail()}
 	case parseErr != nil:
 		return out, fmt.Errorf("%s: %w", parserFailed(parseErr), parseErr)
 	}
@@ -382,29 +380,6 @@ func lastBytes(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
-}
-
-// IdleTimeoutError is an agent that printed nothing for Timeout.
-type IdleTimeoutError struct{ Timeout time.Duration }
-
-func (e *IdleTimeoutError) Error() string {
-	return fmt.Sprintf("agent idle for %s: no output received; the agent process was stopped", e.Timeout)
-}
-
-// ExitError is an agent process that exited non-zero.
-type ExitError struct {
-	ExitCode int
-	// Detail is what the agent said: its error events, else the tail of
-	// its stderr, else of its stdout.
-	Detail string
-}
-
-func (e *ExitError) Error() string {
-	msg := fmt.Sprintf("agent exited with code %d", e.ExitCode)
-	if d := strings.TrimSpace(e.Detail); d != "" {
-		msg += ":\n" + indent(d)
-	}
-	return msg
 }
 
 // StreamError is a failure the agent CLI reported in its stream (see

@@ -20,11 +20,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/missingstudio/sanddune/core/gitsync"
-	"github.com/missingstudio/sanddune/core/hooks"
-	"github.com/missingstudio/sanddune/core/output"
-	"github.com/missingstudio/sanddune/core/prompt"
-	"github.com/missingstudio/sanddune/core/redact"
+	"github.com/missingstudio/sanddune/core/internal/gitsync"
+	"github.com/missingstudio/sanddune/core/internal/hooks"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
+	"github.com/missingstudio/sanddune/core/internal/redact"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -36,48 +36,31 @@ const (
 	probeTimeout    = 10 * time.Second
 )
 
-// Spec is a planned run: every value checked and resolved.
+// Spec is a planned run: its description (run.Options) with the
+// defaults applied and every value checked and resolved, and what the
+// plan worked out. In the description, Env is the resolved env, Hooks
+// have their timeouts, Output is compiled and Logging.Path is absolute
+// ("" = .sanddune/logs/<run>-<stamp>.log); a Sandbox without a Provider
+// is none (an interactive session on the host).
 type Spec struct {
-	Name       string
+	run.Options
+	// Repo (the repository) and Prompt (the template) are Options'
+	// resolved.
 	Repo       *worktree.Repo
+	Prompt     *prompt.Template
 	HostBranch string // "" when detached
 	Strategy   worktree.Plan
 
-	// Sandbox is nil for no sandbox (an interactive session on the host).
-	Sandbox     sdk.SandboxProvider
-	SandboxAddr string
-	SandboxCfg  sdk.Config
-	Caps        sdk.SandboxCapabilities
-	// RestartSandbox relaunches the sandbox provider's plugin after it
-	// died, so the teardown can clean up through it; nil when it cannot.
-	RestartSandbox func(context.Context) (sdk.SandboxProvider, error)
-
-	Agent     sdk.AgentProvider
-	AgentAddr string
-	AgentCfg  sdk.Config
-	Desc      sdk.AgentDescription
+	Caps sdk.SandboxCapabilities
+	Desc sdk.AgentDescription
 	// CaptureSessions copies each iteration's session to the host.
 	CaptureSessions bool
 
-	Prompt *prompt.Template
-	Env    map[string]string
 	// Redact hides secret values (the env's) in the log, the events, the
 	// result's stdout and the error.
 	Redact    *redact.Redactor
 	CopyPaths []string
-	Hooks     hooks.Set
 
-	MaxIterations int
-	Signals       []string
-	// Output, compiled, is read from the agent's final text; nil for none.
-	Output            *output.Spec
-	IdleTimeout       time.Duration
-	CompletionTimeout time.Duration
-	ExpressionTimeout time.Duration
-	ResumeSession     string
-	ForkSession       bool
-	// Timeouts bound the lifecycle steps (defaults applied).
-	Timeouts Timeouts
 	// MergeBranches are merged into the run's branch on the host before
 	// its sandbox starts (merge.go); OnMergeConflict says what a conflict
 	// does.
@@ -86,29 +69,18 @@ type Spec struct {
 	// Interactive makes the run an interactive session instead of the
 	// iterations; nil for an unattended run.
 	Interactive *Interactive
-
-	LogMode  runlog.Mode
-	LogPath  string // absolute; "" = .sanddune/logs/<run>-<stamp>.log
-	Terminal *runlog.Terminal
-	// OnEvent sees every agent event; panics are recovered.
-	OnEvent func(iteration int, e sdk.Event)
-	// OnSandboxProgress sees every progress report of the sandbox provider
-	// while it creates the sandbox; panics are recovered.
-	OnSandboxProgress func(p sdk.Progress)
-	Logger            hclog.Logger
-	Version           string
 }
 
 // Run asks the sandbox provider for its preflight, then runs. On failure
-// it returns a *RunError and, once setup began, a partial result as well.
+// it returns a *run.Error and, once setup began, a partial result as well.
 // Secret values (Spec.Redact) are hidden in both.
-func Run(ctx context.Context, s *Spec) (*Result, error) {
-	res, err := run(ctx, s)
+func Run(ctx context.Context, s *Spec) (*run.Result, error) {
+	res, err := runSpec(ctx, s)
 	return redacted(s.Redact, res, err)
 }
 
 // redacted hides rd's secret values in res (its steps' too) and err.
-func redacted(rd *redact.Redactor, res *Result, err error) (*Result, error) {
+func redacted(rd *redact.Redactor, res *run.Result, err error) (*run.Result, error) {
 	if res != nil {
 		res.Stdout = rd.String(res.Stdout)
 		for i := range res.Steps {
@@ -122,7 +94,7 @@ func redacted(rd *redact.Redactor, res *Result, err error) (*Result, error) {
 	return res, rd.Error(err)
 }
 
-func run(ctx context.Context, s *Spec) (*Result, error) {
+func runSpec(ctx context.Context, s *Spec) (*run.Result, error) {
 	r, err := start(ctx, s)
 	if err != nil {
 		return nil, err
@@ -139,7 +111,7 @@ func start(ctx context.Context, s *Spec) (*runner, error) {
 	}
 	r.log = r.log.Named(r.name)
 	if ctx.Err() != nil {
-		return nil, &RunError{Run: r.name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
+		return nil, &run.Error{Run: r.name, Phase: run.PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
 	}
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
@@ -158,7 +130,7 @@ type runner struct {
 	progress *runlog.Log
 	ws       *worktree.Workspace
 	sb       sdk.Sandbox
-	res      *Result
+	res      *run.Result
 	syncedIn bool
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
 	// cleans up through it relaunched (collect), and says so in cleanup.
@@ -181,8 +153,8 @@ func Preflight(ctx context.Context, specs []*Spec) []error {
 	asked := map[[2]string]bool{}
 	var errs []error
 	for _, s := range specs {
-		key := [2]string{s.SandboxAddr, s.Repo.Root}
-		if s.Sandbox == nil || asked[key] {
+		key := [2]string{s.Sandbox.Address, s.Repo.Root}
+		if s.Sandbox.Provider == nil || asked[key] {
 			continue
 		}
 		asked[key] = true
@@ -196,27 +168,27 @@ func Preflight(ctx context.Context, specs []*Spec) []error {
 // preflight asks the sandbox provider whether it can create a sandbox
 // here and now.
 func (r *runner) preflight(ctx context.Context) error {
-	if r.Sandbox == nil {
+	if r.Sandbox.Provider == nil {
 		return nil
 	}
-	if err := r.Sandbox.Preflight(ctx, sdk.PreflightRequest{
-		Config: r.SandboxCfg, HostRepoPath: r.Repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
+	if err := r.Sandbox.Provider.Preflight(ctx, sdk.PreflightRequest{
+		Config: r.Sandbox.Config, HostRepoPath: r.Repo.Root, HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}); err != nil {
 		if ctx.Err() != nil {
-			return &RunError{Run: r.name, Phase: PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
+			return &run.Error{Run: r.name, Phase: run.PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
 		}
-		return &RunError{Run: r.name, Phase: PhasePreflight, Plugin: r.SandboxAddr, Err: err,
+		return &run.Error{Run: r.name, Phase: run.PhasePreflight, Plugin: r.Sandbox.Address, Err: err,
 			Hint: "fix what the sandbox provider reports above, then run again"}
 	}
 	return nil
 }
 
-// fail builds the RunError of a failed step, marking cancellations.
-func (r *runner) fail(ctx context.Context, phase Phase, plugin string, iteration int, err error, hint string) *RunError {
-	if plugin == r.SandboxAddr && pluginDied(err) {
+// fail builds the run.Error of a failed step, marking cancellations.
+func (r *runner) fail(ctx context.Context, phase run.Phase, plugin string, iteration int, err error, hint string) *run.Error {
+	if plugin == r.Sandbox.Address && pluginDied(err) {
 		r.sandboxDied, hint = true, r.crashHint()
 	}
-	e := &RunError{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
+	e := &run.Error{Run: r.name, Phase: phase, Plugin: plugin, Iteration: iteration, Err: err, Hint: hint}
 	if ctx.Err() != nil {
 		e.Cancelled, e.Err, e.Hint = true, context.Cause(ctx), ""
 		if !errors.Is(err, context.Cause(ctx)) {
@@ -246,15 +218,15 @@ func (r *runner) rerunHint() string {
 }
 
 func (r *runner) openLog(ctx context.Context) error {
-	path := r.LogPath
-	if r.LogMode != runlog.Stdout && path == "" {
+	path := r.Logging.Path
+	if r.Logging.Mode != runlog.Stdout && path == "" {
 		dir := r.Repo.StateDir("logs")
 		if err := worktree.EnsureIgnoredDir(dir); err != nil {
 			return err
 		}
 		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")
 	}
-	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.LogMode, Path: path, Terminal: r.Terminal,
+	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.Logging.Mode, Path: path, Terminal: r.Logging.Terminal,
 		Cancelled: func() bool { return ctx.Err() != nil }, Redact: r.Redact.String})
 	if err != nil {
 		return err
@@ -265,11 +237,11 @@ func (r *runner) openLog(ctx context.Context) error {
 
 // run does the setup, then body (a run's, or a session's steps), then
 // the teardown.
-func (r *runner) run(ctx context.Context, body func(context.Context) *RunError) (_ *Result, err error) {
+func (r *runner) run(ctx context.Context, body func(context.Context) *run.Error) (_ *run.Result, err error) {
 	if err := r.begin(ctx); err != nil {
 		return nil, err
 	}
-	var runErr *RunError
+	var runErr *run.Error
 	defer func() { err = r.finish(ctx, runErr) }()
 	if runErr = r.setupWorktree(ctx); runErr != nil {
 		return r.res, runErr
@@ -285,15 +257,15 @@ func (r *runner) run(ctx context.Context, body func(context.Context) *RunError) 
 }
 
 // begin opens the run's log and result.
-func (r *runner) begin(ctx context.Context) *RunError {
+func (r *runner) begin(ctx context.Context) *run.Error {
 	r.stamp = worktree.Stamp(r.start)
-	r.res = &Result{Name: r.name}
+	r.res = &run.Result{Name: r.name}
 	if err := r.openLog(ctx); err != nil {
-		return &RunError{Run: r.name, Phase: PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
+		return &run.Error{Run: r.name, Phase: run.PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
 	}
 	r.res.LogFile = r.progress.Path()
 	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
-		r.name, r.AgentAddr, r.SandboxAddr, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
+		r.name, r.Agent.Address, r.Sandbox.Address, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
 	if r.Prompt != nil {
 		for _, w := range r.Prompt.Warnings {
 			r.progress.Warn("%s", w)
@@ -304,7 +276,7 @@ func (r *runner) begin(ctx context.Context) *RunError {
 
 // finish tears down what is left, writes the summary and closes the log;
 // runErr is the failure so far. It returns the run's error, if any.
-func (r *runner) finish(ctx context.Context, runErr *RunError) error {
+func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	if e := r.teardown(ctx, runErr); runErr == nil {
 		runErr = e
 	}
@@ -325,7 +297,7 @@ func (r *runner) finish(ctx context.Context, runErr *RunError) error {
 	}
 	runErr.Branch, runErr.Commits = r.res.Branch, r.res.Commits
 	runErr.PreservedWorktree, runErr.PatchPath, runErr.LogFile = r.res.PreservedWorktreePath, r.res.PatchPath, r.res.LogFile
-	if oe, ok := runErr.Err.(*OutputError); ok {
+	if oe, ok := runErr.Err.(*run.OutputError); ok {
 		oe.Branch, oe.Commits, oe.PreservedWorktree = r.res.Branch, r.res.Commits, r.res.PreservedWorktreePath
 	}
 	if r.cleanup != nil {
@@ -340,9 +312,9 @@ func (r *runner) finish(ctx context.Context, runErr *RunError) error {
 
 // body is one run's work in a prepared worktree and sandbox: the
 // iterations, or an interactive session.
-func (r *runner) body(ctx context.Context) *RunError {
+func (r *runner) body(ctx context.Context) *run.Error {
 	if err := r.prepareResume(ctx); err != nil {
-		return r.fail(ctx, PhaseAgent, r.AgentAddr, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
+		return r.fail(ctx, run.PhaseAgent, r.Agent.Address, 1, fmt.Errorf("copying session %s into the sandbox: %w", r.ResumeSession, err), "")
 	}
 	if r.Interactive != nil {
 		return r.session(ctx)
@@ -352,7 +324,7 @@ func (r *runner) body(ctx context.Context) *RunError {
 
 // setupWorktree prepares the workspace: branch, worktree, copies, host
 // on_worktree_ready hooks.
-func (r *runner) setupWorktree(ctx context.Context) *RunError {
+func (r *runner) setupWorktree(ctx context.Context) *run.Error {
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
 	var ws *worktree.Workspace
 	err := within(ctx, "worktree", r.Timeouts.Worktree, func(ctx context.Context) (err error) {
@@ -366,7 +338,7 @@ func (r *runner) setupWorktree(ctx context.Context) *RunError {
 		if errors.As(err, &le) {
 			hint = "wait for that run to finish, or use another branch"
 		}
-		return r.fail(ctx, PhaseWorktree, "", 0, err, hint)
+		return r.fail(ctx, run.PhaseWorktree, "", 0, err, hint)
 	}
 	r.ws = ws
 	r.res.Branch = ws.Branch
@@ -394,35 +366,35 @@ func (r *runner) setupWorktree(ctx context.Context) *RunError {
 		})
 		ph.Done(err)
 		if err != nil {
-			return r.fail(ctx, PhaseCopy, "", 0, err, "check the copy_to_worktree paths")
+			return r.fail(ctx, run.PhaseCopy, "", 0, err, "check the copy_to_worktree paths")
 		}
 		r.skipped(skipped)
 	}
 	if err := r.hookPhase("Running host on_worktree_ready hooks", len(r.Hooks.HostOnWorktreeReady), func() error {
 		return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnWorktreeReady, r.hookOutput)
 	}); err != nil {
-		return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+		return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
 	return nil
 }
 
 // setupSandbox creates the sandbox in the prepared workspace, syncs the
 // code in (isolated) and runs the on_sandbox_ready hooks.
-func (r *runner) setupSandbox(ctx context.Context) *RunError {
+func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	ws := r.ws
 	hostDir := r.hostDir()
 	r.snapshotRefs(ctx)
-	if r.Sandbox == nil {
+	if r.Sandbox.Provider == nil {
 		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
 			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
 		}); err != nil {
-			return r.fail(ctx, PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+			return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
 		}
 		return nil
 	}
 	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
-		Config: r.SandboxCfg, RunID: r.runID(), RunName: r.name,
+		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
 		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
 		HostUID: os.Getuid(), HostGID: os.Getgid(),
 	}
@@ -437,27 +409,29 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 			pause(p.Waiting)
 			r.sandboxProgress(p)
 		}
-		sb, err = r.Sandbox.Create(ctx, req)
+		sb, err = r.Sandbox.Provider.Create(ctx, req)
 		return err
 	})
 	ph.Done(err)
 	if err != nil {
-		return r.fail(ctx, PhaseSandbox, r.SandboxAddr, 0, err, "")
+		return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 0, err, "")
 	}
 	r.sb = sb
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
 
 	if r.Caps.Contract == sdk.ContractIsolated {
 		ph := r.progress.Phase("Syncing the repository into the sandbox")
-		err := within(ctx, "sync_in", r.Timeouts.SyncIn, func(ctx context.Context) error { return gitsync.SyncIn(ctx, sb, r.syncSpec()) })
+		in := r.syncSpec()
+		in.AuthorName, in.AuthorEmail = r.Repo.Identity(ctx) // as a bind mount's sandboxEnv
+		err := within(ctx, "sync_in", r.Timeouts.SyncIn, func(ctx context.Context) error { return gitsync.SyncIn(ctx, sb, in) })
 		ph.Done(err)
 		if err != nil {
-			return r.fail(ctx, PhaseSyncIn, r.SandboxAddr, 0, err, "")
+			return r.fail(ctx, run.PhaseSyncIn, r.Sandbox.Address, 0, err, "")
 		}
 		r.syncedIn = true
 		if len(r.CopyPaths) > 0 {
 			if err := r.copyIntoSandbox(ctx); err != nil {
-				return r.fail(ctx, PhaseCopy, r.SandboxAddr, 0, err, "check the copy_to_worktree paths")
+				return r.fail(ctx, run.PhaseCopy, r.Sandbox.Address, 0, err, "check the copy_to_worktree paths")
 			}
 		}
 	}
@@ -469,9 +443,9 @@ func (r *runner) setupSandbox(ctx context.Context) *RunError {
 		plugin := ""
 		var he *hooks.Error
 		if errors.As(err, &he) && he.Where == hooks.Sandbox {
-			plugin = r.SandboxAddr
+			plugin = r.Sandbox.Address
 		}
-		return r.fail(ctx, PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
+		return r.fail(ctx, run.PhaseHooks, plugin, 0, err, "fix the hook command (or raise its timeout) and run again")
 	}
 	return nil
 }
@@ -489,7 +463,7 @@ func (r *runner) sandboxProgress(p sdk.Progress) {
 			r.log.Warn("sandbox progress observer panicked; report dropped", "panic", v)
 		}
 	}()
-	r.OnSandboxProgress(p)
+	r.OnSandboxProgress(run.SandboxProgress{Run: r.Name, Time: time.Now(), Progress: p})
 }
 
 // hostDir is where the run's files are on the host.
@@ -579,7 +553,7 @@ func (r *runner) syncBase() string {
 
 func (r *runner) labels() map[string]string {
 	l := map[string]string{
-		sdk.LabelSandbox: r.SandboxAddr,
+		sdk.LabelSandbox: r.Sandbox.Address,
 		sdk.LabelPID:     fmt.Sprint(os.Getpid()),
 		sdk.LabelRunName: r.name,
 		sdk.LabelRepo:    r.Repo.Root,

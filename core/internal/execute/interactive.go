@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/missingstudio/sanddune/core/internal/agentexec"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/terminal"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -23,26 +23,26 @@ type Interactive struct {
 
 // session runs the agent's TUI on the user's terminal, in the sandbox or,
 // without one, on a host pseudo-terminal in the worktree.
-func (r *runner) session(ctx context.Context) *RunError {
+func (r *runner) session(ctx context.Context) *run.Error {
 	target := r.HostBranch
 	if target == "" {
 		target = r.ws.TargetBranch
 	}
 	p := r.Prompt.Fill(r.ws.Branch, target, r.mergeArgs())
 	if r.sb == nil && len(p.Expressions()) > 0 {
-		return r.fail(ctx, PhasePrompt, "", 1, errors.New("the prompt's !`command` expressions need a sandbox to run in"),
+		return r.fail(ctx, run.PhasePrompt, "", 1, errors.New("the prompt's !`command` expressions need a sandbox to run in"),
 			"drop them from the prompt file, or use a sandbox provider")
 	}
 	text, err := r.renderPrompt(ctx, p)
 	if err != nil {
-		return r.fail(ctx, PhasePrompt, r.SandboxAddr, 1, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
+		return r.fail(ctx, run.PhasePrompt, r.Sandbox.Address, 1, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
 	}
 	asRoot := os.Geteuid() == 0
 	if r.sb != nil {
 		asRoot = r.runsAsRoot(ctx)
 	}
-	cmd, err := r.Agent.BuildCommand(ctx, sdk.CommandRequest{
-		Config: r.AgentCfg, Mode: sdk.ModeInteractive, Prompt: text, Iteration: 1,
+	cmd, err := r.Agent.Provider.BuildCommand(ctx, sdk.CommandRequest{
+		Config: r.Agent.Config, Mode: sdk.ModeInteractive, Prompt: text, Iteration: 1,
 		ResumeSessionID: r.ResumeSession, ForkSession: r.ForkSession,
 		SkipPermissions: r.Caps.Confines, RunsAsRoot: asRoot,
 	})
@@ -50,7 +50,7 @@ func (r *runner) session(ctx context.Context) *RunError {
 		err = errors.New("the agent plugin returned a command with both or neither of argv and shell")
 	}
 	if err != nil {
-		return r.fail(ctx, PhaseAgent, r.AgentAddr, 1, fmt.Errorf("building the agent's interactive command: %w", err), "")
+		return r.fail(ctx, run.PhaseAgent, r.Agent.Address, 1, fmt.Errorf("building the agent's interactive command: %w", err), "")
 	}
 	req := sdk.ExecRequest{Argv: cmd.Argv, Shell: cmd.Shell, Env: map[string]string{}}
 	var tty sdk.TTYSandbox
@@ -76,7 +76,7 @@ func (r *runner) session(ctx context.Context) *RunError {
 		maps.Copy(req.Env, r.Env)
 		var ok bool
 		if tty, ok = r.sb.(sdk.TTYSandbox); !ok {
-			return r.fail(ctx, PhaseSandbox, r.SandboxAddr, 1, errors.New("the sandbox declares the TTY capability but cannot run a terminal session"), "")
+			return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 1, errors.New("the sandbox declares the TTY capability but cannot run a terminal session"), "")
 		}
 	}
 	for k, v := range cmd.Env {
@@ -85,14 +85,14 @@ func (r *runner) session(ctx context.Context) *RunError {
 	if r.Interactive.Term != "" {
 		req.Env["TERM"] = r.Interactive.Term
 	}
-	r.progress.Info("interactive session: agent %s in %s", r.AgentAddr, r.SandboxAddr)
+	r.progress.Info("interactive session: agent %s in %s", r.Agent.Address, r.Sandbox.Address)
 	res, err := r.Interactive.Attach(ctx, tty, req)
-	r.res.Iterations = append(r.res.Iterations, Iteration{})
+	r.res.Iterations = append(r.res.Iterations, run.Iteration{})
 	switch {
 	case err != nil:
-		return r.fail(ctx, PhaseAgent, r.SandboxAddr, 1, fmt.Errorf("the interactive session failed: %w", err), "check the sandbox plugin's log")
+		return r.fail(ctx, run.PhaseAgent, r.Sandbox.Address, 1, fmt.Errorf("the interactive session failed: %w", err), "check the sandbox plugin's log")
 	case res.ExitCode != 0:
-		return r.fail(ctx, PhaseAgent, r.AgentAddr, 1, &agentexec.ExitError{ExitCode: res.ExitCode}, "the agent's TUI exited with an error; its commits are kept")
+		return r.fail(ctx, run.PhaseAgent, r.Agent.Address, 1, &run.AgentExitError{ExitCode: res.ExitCode}, "the agent's TUI exited with an error; its commits are kept")
 	}
 	return nil
 }

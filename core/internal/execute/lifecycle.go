@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -19,7 +20,7 @@ type Lifecycle struct {
 	mu     sync.Mutex
 	r      *runner
 	closed bool
-	res    *Result
+	res    *run.Result
 	err    error
 }
 
@@ -30,7 +31,7 @@ var ErrClosed = errors.New("already closed")
 // on_worktree_ready hooks) and opens its log. s's sandbox is unused.
 func OpenWorktree(ctx context.Context, s *Spec) (*Lifecycle, error) {
 	c := *s
-	c.Sandbox = nil // no preflight: the sandboxes come later
+	c.Sandbox.Provider = nil // no preflight: the sandboxes come later
 	r, err := start(ctx, &c)
 	if err != nil {
 		return nil, err
@@ -55,14 +56,13 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 	defer l.mu.Unlock()
 	switch {
 	case l.closed:
-		return &RunError{Run: l.r.name, Phase: PhaseSandbox, Err: ErrClosed}
+		return &run.Error{Run: l.r.name, Phase: run.PhaseSandbox, Err: ErrClosed}
 	case l.r.sb != nil:
-		return &RunError{Run: l.r.name, Phase: PhaseSandbox, Err: errors.New("the worktree has a sandbox already: close it first")}
+		return &run.Error{Run: l.r.name, Phase: run.PhaseSandbox, Err: errors.New("the worktree has a sandbox already: close it first")}
 	}
 	r := l.r
 	c := *r.Spec
-	c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps, c.Env = s.Sandbox, s.SandboxAddr, s.SandboxCfg, s.Caps, s.Env
-	c.RestartSandbox = s.RestartSandbox
+	c.Sandbox, c.Caps, c.Env = s.Sandbox, s.Caps, s.Env
 	c.Hooks.HostOnSandboxReady, c.Hooks.SandboxOnSandboxReady = s.Hooks.HostOnSandboxReady, s.Hooks.SandboxOnSandboxReady
 	r.Spec = &c
 	// Earlier steps may have moved the branch: an isolated sandbox starts
@@ -71,7 +71,7 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 	if c.Caps.Contract == sdk.ContractIsolated {
 		tip, err := worktree.Git(ctx, r.Repo.Root, "rev-parse", "--verify", "refs/heads/"+r.ws.Branch)
 		if err != nil {
-			return &RunError{Run: r.name, Phase: PhaseSandbox, Err: fmt.Errorf("reading the tip of branch %s: %w", r.ws.Branch, err),
+			return &run.Error{Run: r.name, Phase: run.PhaseSandbox, Err: fmt.Errorf("reading the tip of branch %s: %w", r.ws.Branch, err),
 				Hint: "check the branch with git log " + r.ws.Branch + "; the worktree is at " + r.hostDir()}
 		}
 		r.sandboxBase = tip
@@ -91,30 +91,29 @@ func (l *Lifecycle) OpenSandbox(ctx context.Context, s *Spec) error {
 // its result, with the commits it made (an isolated sandbox's are synced
 // out onto the host branch as the run ends; its uncommitted work stays for
 // the next run, and is saved as a patch at CloseSandbox).
-func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*Result, error) {
+func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*run.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.r
-	onHost := s.Sandbox == nil && s.Interactive != nil // sandbox = "none"
+	onHost := s.Sandbox.Provider == nil && s.Interactive != nil // sandbox = "none"
 	switch {
 	case l.closed:
-		return nil, &RunError{Run: s.Name, Phase: PhaseAgent, Err: ErrClosed}
+		return nil, &run.Error{Run: s.Name, Phase: run.PhaseAgent, Err: ErrClosed}
 	case onHost && r.sb != nil:
-		return nil, &RunError{Run: s.Name, Phase: PhaseSandbox, Err: errors.New("the worktree has a sandbox open: close it before a session on the host")}
+		return nil, &run.Error{Run: s.Name, Phase: run.PhaseSandbox, Err: errors.New("the worktree has a sandbox open: close it before a session on the host")}
 	case !onHost && r.sb == nil:
-		return nil, &RunError{Run: s.Name, Phase: PhaseSandbox, Err: errors.New("the worktree has no sandbox: create one first")}
+		return nil, &run.Error{Run: s.Name, Phase: run.PhaseSandbox, Err: errors.New("the worktree has no sandbox: create one first")}
 	}
 	shared, session := r.Spec, r.res
 	defer func() { r.Spec, r.res = shared, session }()
 	c := *s
 	if !onHost {
-		c.Sandbox, c.SandboxAddr, c.SandboxCfg, c.Caps = shared.Sandbox, shared.SandboxAddr, shared.SandboxCfg, shared.Caps
-		c.RestartSandbox = shared.RestartSandbox
+		c.Sandbox, c.Caps = shared.Sandbox, shared.Caps
 	}
-	r.Spec, r.res = &c, &Result{Name: s.Name}
+	r.Spec, r.res = &c, &run.Result{Name: s.Name}
 	start := time.Now()
 	before := r.sandboxHead(ctx)
-	r.progress.Info("run %s: agent %s", s.Name, s.AgentAddr)
+	r.progress.Info("run %s: agent %s", s.Name, s.Agent.Address)
 	runErr := r.body(ctx)
 	res := r.res
 	res.Elapsed = time.Since(start)
@@ -139,7 +138,7 @@ func (l *Lifecycle) Run(ctx context.Context, s *Spec) (*Result, error) {
 	}
 	res, err = redacted(s.Redact, res, err)
 	session.Iterations = append(session.Iterations, res.Iterations...)
-	session.Steps = append(session.Steps, Outcome{Name: s.Name, Result: res, Err: err})
+	session.Steps = append(session.Steps, run.Outcome{Name: s.Name, Result: res, Err: err})
 	return res, err
 }
 
@@ -162,9 +161,9 @@ func (l *Lifecycle) closeSandbox(ctx context.Context) error {
 
 // Close closes the sandbox, if one is open, and the worktree: merge for
 // merge-to-head, commits listed, a clean worktree removed and a dirty one
-// preserved (Result.PreservedWorktreePath). Its result holds every run's
+// preserved (run.Result.PreservedWorktreePath). Its result holds every run's
 // (Steps). Idempotent: later calls return the first one's result.
-func (l *Lifecycle) Close(ctx context.Context) (*Result, error) {
+func (l *Lifecycle) Close(ctx context.Context) (*run.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {

@@ -4,29 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
-	"github.com/missingstudio/sanddune/core/gitsync"
 	"github.com/missingstudio/sanddune/core/internal/agentexec"
+	"github.com/missingstudio/sanddune/core/internal/gitsync"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
 	"github.com/missingstudio/sanddune/core/output"
-	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 // iterate runs the agent up to MaxIterations times in the run's sandbox,
 // stopping at the first completion signal.
-func (r *runner) iterate(ctx context.Context) *RunError {
+func (r *runner) iterate(ctx context.Context) *run.Error {
 	target := r.HostBranch
 	if target == "" {
 		target = r.ws.TargetBranch
 	}
 	p := r.Prompt.Fill(r.ws.Branch, target, r.mergeArgs())
 	ar := &agentexec.Runner{
-		Agent: r.Agent, Config: r.AgentCfg, Sandbox: r.sb,
-		Signals: r.Signals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
+		Agent: r.Agent.Provider, Config: r.Agent.Config, Sandbox: r.sb,
+		Signals: r.CompletionSignals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
 		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Env: r.Env, Log: r.progress, Observe: r.observe,
 	}
-	stdout := agentexec.NewRing(MaxStdoutBytes)
+	stdout := agentexec.NewRing(run.MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()
 	final := "" // the last iteration's output
 	// Each iteration's session is captured while the next one runs; all
@@ -36,12 +38,12 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 	defer func() { captures.wait(r.res.Iterations) }()
 	for n := 1; n <= r.MaxIterations; n++ {
 		if ctx.Err() != nil {
-			return r.fail(ctx, PhaseAgent, "", n, context.Cause(ctx), "")
+			return r.fail(ctx, run.PhaseAgent, "", n, context.Cause(ctx), "")
 		}
 		r.progress.Info("iteration %d/%d", n, r.MaxIterations)
 		text, err := r.renderPrompt(ctx, p)
 		if err != nil {
-			return r.fail(ctx, PhasePrompt, r.SandboxAddr, n, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
+			return r.fail(ctx, run.PhasePrompt, r.Sandbox.Address, n, err, "fix the shell expression in the prompt file, or what it needs in the sandbox")
 		}
 		resume, fork := "", false
 		if n == 1 {
@@ -50,7 +52,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 		ph := r.progress.Phase(fmt.Sprintf("Running agent (iteration %d/%d)", n, r.MaxIterations))
 		out, err := ar.Invoke(ctx, n, text, resume, fork)
 		ph.Done(err)
-		r.res.Iterations = append(r.res.Iterations, Iteration{SessionID: out.SessionID, Usage: out.Usage})
+		r.res.Iterations = append(r.res.Iterations, run.Iteration{SessionID: out.SessionID, Usage: out.Usage})
 		captures.start(len(r.res.Iterations)-1, func() string { return r.captureSession(ctx, out.SessionID) })
 		if n > 1 && out.Output != "" && stdout.Len() > 0 {
 			stdout.WriteString("\n")
@@ -58,10 +60,10 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 		stdout.WriteString(out.Output)
 		final = out.Output
 		if err != nil {
-			phase, plugin := PhaseAgent, r.AgentAddr
+			phase, plugin := run.PhaseAgent, r.Agent.Address
 			var sbErr *agentexec.SandboxExecError
 			if errors.As(err, &sbErr) {
-				phase, plugin = PhaseSandbox, r.SandboxAddr
+				phase, plugin = run.PhaseSandbox, r.Sandbox.Address
 			}
 			return r.fail(ctx, phase, plugin, n, err, agentHint(err))
 		}
@@ -79,7 +81,7 @@ func (r *runner) iterate(ctx context.Context) *RunError {
 
 // output reads the run's structured output, when it asks for one, from
 // the agent's final text (secret values redacted first).
-func (r *runner) output(ctx context.Context, final string) *RunError {
+func (r *runner) output(ctx context.Context, final string) *run.Error {
 	if r.Output == nil {
 		return nil
 	}
@@ -90,7 +92,7 @@ func (r *runner) output(ctx context.Context, final string) *RunError {
 		r.progress.Info("structured output %s read", r.Output.OpenTag())
 		return nil
 	}
-	e := &OutputError{Tag: oe.Tag, Raw: oe.Raw, Cause: oe.Cause}
+	e := &run.OutputError{Tag: oe.Tag, Raw: oe.Raw, Cause: oe.Cause}
 	if n := len(r.res.Iterations); n > 0 {
 		e.SessionID, e.SessionFile = r.res.Iterations[n-1].SessionID, r.res.Iterations[n-1].SessionFilePath
 	}
@@ -100,12 +102,12 @@ func (r *runner) output(ctx context.Context, final string) *RunError {
 			"run it again with resume_session = %q and a prompt asking to re-emit %s…</%s> (the cause above)",
 			e.SessionID, r.Output.OpenTag(), oe.Tag)
 	}
-	return r.fail(ctx, PhaseOutput, r.AgentAddr, len(r.res.Iterations), e, hint)
+	return r.fail(ctx, run.PhaseOutput, r.Agent.Address, len(r.res.Iterations), e, hint)
 }
 
 func agentHint(err error) string {
-	var idle *agentexec.IdleTimeoutError
-	var exit *agentexec.ExitError
+	var idle *run.IdleTimeoutError
+	var exit *run.AgentExitError
 	var agent *agentexec.StreamError
 	switch {
 	case errors.As(err, &idle):
@@ -147,13 +149,13 @@ func (r *runner) observe(n int, e sdk.Event) {
 		}
 	}()
 	e.Text, e.ToolArg = r.Redact.String(e.Text), r.Redact.String(e.ToolArg)
-	r.OnEvent(n, e)
+	r.OnEvent(run.AgentEvent{Run: r.Name, Iteration: n, Time: time.Now(), Event: e})
 }
 
 // teardown brings the work home and releases everything, whatever
 // happened. runErr is the run's failure so far; the result is a failure of
 // teardown itself when the run had succeeded.
-func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
+func (r *runner) teardown(ctx context.Context, runErr *run.Error) *run.Error {
 	if r.ws == nil {
 		return nil
 	}
@@ -173,7 +175,7 @@ func (r *runner) teardown(ctx context.Context, runErr *RunError) *RunError {
 // it; a sandbox whose sync-out failed is kept, and said so. When the
 // sandbox plugin died, the run's resources are collected through it
 // relaunched instead.
-func (r *runner) closeSandbox(tctx context.Context) *RunError {
+func (r *runner) closeSandbox(tctx context.Context) *run.Error {
 	sb, died := r.sb, r.sandboxDied
 	r.sb, r.sandboxDied = nil, false
 	switch {
@@ -206,7 +208,7 @@ func (r *runner) closeSandbox(tctx context.Context) *RunError {
 // saves its uncommitted work as a patch (unless commitsOnly: a later run
 // in the sandbox continues it). keep is a failure that leaves the work
 // only in the sandbox, which must then stay.
-func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool) (out gitsync.OutResult, failed *RunError, keep bool) {
+func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool) (out gitsync.OutResult, failed *run.Error, keep bool) {
 	if r.Caps.Contract != sdk.ContractIsolated || !r.syncedIn {
 		return out, nil, false
 	}
@@ -226,11 +228,11 @@ func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool)
 	switch {
 	case errors.As(err, &rescue):
 		r.res.Branch, r.res.Commits = rescue.RescueBranch, rescue.Commits
-		return out, &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err}, false
+		return out, &run.Error{Run: r.name, Phase: run.PhaseSyncOut, Plugin: r.Sandbox.Address, Err: err}, false
 	case err != nil:
 		info := sb.Info()
 		r.progress.Warn("sync-out failed; the sandbox %s is left in place so its work is not lost (repo at %s); remove it with sanddune gc once recovered", info.ID, info.RepoPath)
-		return out, &RunError{Run: r.name, Phase: PhaseSyncOut, Plugin: r.SandboxAddr, Err: err,
+		return out, &run.Error{Run: r.name, Phase: run.PhaseSyncOut, Plugin: r.Sandbox.Address, Err: err,
 			Hint: fmt.Sprintf("recover the work from sandbox %s (%s)", info.ID, info.RepoPath)}, true
 	}
 	if len(out.Commits) > 0 {
@@ -242,8 +244,8 @@ func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool)
 // closeWorktree merges (merge-to-head, when nothing failed), lists the
 // commits and cleans the worktree up, preserving a dirty one. runErr is
 // the failure so far; the result is a failure of this step.
-func (r *runner) closeWorktree(tctx context.Context, runErr *RunError) *RunError {
-	var failed *RunError
+func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Error {
+	var failed *run.Error
 	merged := false
 	if runErr == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
 		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
@@ -260,9 +262,9 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *RunError) *RunError
 			r.res.Branch, r.res.Commits = mr.Target, mr.Commits
 		case errors.As(err, &me):
 			r.res.Commits = me.Commits
-			failed = &RunError{Run: r.name, Phase: PhaseMerge, Err: err} // its message says how to finish
+			failed = &run.Error{Run: r.name, Phase: run.PhaseMerge, Err: err} // its message says how to finish
 		default:
-			failed = &RunError{Run: r.name, Phase: PhaseMerge, Err: err}
+			failed = &run.Error{Run: r.name, Phase: run.PhaseMerge, Err: err}
 		}
 	}
 	if !merged && r.res.Commits == nil {

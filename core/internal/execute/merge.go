@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/missingstudio/sanddune/core/prompt"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -50,7 +51,7 @@ func conflictList(cs []worktree.Conflict, sep string) string {
 // before the sandbox starts. A conflict stops the run (on_merge_conflict
 // "stop", or an isolated sandbox, where the agent cannot reach the other
 // branches) or is left to the agent: its prompt's {{CONFLICTS}}.
-func (r *runner) mergeBranches(ctx context.Context) *RunError {
+func (r *runner) mergeBranches(ctx context.Context) *run.Error {
 	if len(r.MergeBranches) == 0 {
 		return nil
 	}
@@ -62,7 +63,7 @@ func (r *runner) mergeBranches(ctx context.Context) *RunError {
 	})
 	ph.Done(err)
 	if err != nil {
-		return r.fail(ctx, PhaseMerge, "", 0, err, "the branches are kept as they were: fix the cause and run again")
+		return r.fail(ctx, run.PhaseMerge, "", 0, err, "the branches are kept as they were: fix the cause and run again")
 	}
 	r.conflicts = conflicts
 	if len(conflicts) > 0 {
@@ -71,12 +72,12 @@ func (r *runner) mergeBranches(ctx context.Context) *RunError {
 			if r.Caps.Contract == sdk.ContractIsolated && r.OnMergeConflict != ConflictStop {
 				hint = "an isolated sandbox gets only the run's branch, so its agent cannot merge the others: use a bind-mount sandbox (docker, podman, bubblewrap) for this run, or merge them by hand (git merge " + conflicts[0].Branch + ")"
 			}
-			return r.fail(ctx, PhaseMerge, "", 0, &ConflictError{Into: r.ws.Branch, Conflicts: conflicts}, hint)
+			return r.fail(ctx, run.PhaseMerge, "", 0, &ConflictError{Into: r.ws.Branch, Conflicts: conflicts}, hint)
 		}
 		r.progress.Warn("merge_branches: %s did not merge cleanly; the agent merges them ({{CONFLICTS}})", conflictList(conflicts, ", "))
 	}
 	if r.sandboxBase, err = r.ws.Tip(ctx); err != nil {
-		return r.fail(ctx, PhaseMerge, "", 0, err, "")
+		return r.fail(ctx, run.PhaseMerge, "", 0, err, "")
 	}
 	return nil
 }

@@ -32,13 +32,13 @@ func (r *runner) collect(tctx context.Context, id string) {
 	c := &cleanup{id: id}
 	r.cleanup = c
 	var prov sdk.SandboxProvider
-	if r.RestartSandbox == nil {
+	if r.Sandbox.Restart == nil {
 		c.err = errors.New("this sanddune cannot restart it")
 	} else {
-		prov, c.err = r.RestartSandbox(tctx)
+		prov, c.err = r.Sandbox.Restart(tctx)
 	}
 	if c.err == nil {
-		c.sandboxes, c.err = gc.Sandboxes(tctx, r.SandboxAddr, prov, gc.Options{Mine: true, Run: r.runID()})
+		c.sandboxes, c.err = gc.Sandboxes(tctx, r.Sandbox.Address, prov, gc.Options{Mine: true, Run: r.runID()})
 	}
 	for _, s := range c.sandboxes {
 		if sv := s.Salvage; sv != nil && sv.Landed {
@@ -105,5 +105,5 @@ func (r *runner) crashHint() string {
 	}
 	return fmt.Sprintf("the sandbox plugin died and cleaning up through it again failed (%v): %s (provider %s, label %s=%s) is left "+
 		"with whatever the agent still runs in it: once this run has exited, `sanddune gc` salvages its work and removes it; then run again",
-		c.err, left, r.SandboxAddr, sdk.LabelRun, r.runID())
+		c.err, left, r.Sandbox.Address, sdk.LabelRun, r.runID())
 }

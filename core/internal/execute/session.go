@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -20,24 +21,13 @@ type Step struct {
 	ResumePrevious bool
 }
 
-// Outcome is how one run, session or step went: its result (also of a
-// failed one, once setup began) and its error, a *RunError.
-type Outcome struct {
-	Name   string
-	Result *Result
-	Err    error
-	// Skipped says why a run did not start: a run it depends on did not
-	// succeed. Result and Err are nil then.
-	Skipped string
-}
-
 // RunSession runs steps in order in one worktree and one sandbox, both
 // made from the first step's spec (the steps share everything but agent,
 // prompt and loop), and torn down once at the end. Each step is a full
 // run with its own result; a failing step ends the session. The session's
-// result holds the steps' outcomes (Result.Steps), each step's commits
+// result holds the steps' outcomes (run.Result.Steps), each step's commits
 // being those it made.
-func RunSession(ctx context.Context, name string, steps []Step) (*Result, error) {
+func RunSession(ctx context.Context, name string, steps []Step) (*run.Result, error) {
 	first := *steps[0].Spec
 	first.Name = name
 	first.MaxIterations = 0 // the session's: all its steps'
@@ -56,20 +46,20 @@ func RunSession(ctx context.Context, name string, steps []Step) (*Result, error)
 		return nil, err
 	}
 	var heads []string // the sandbox's HEAD before the first step and after each
-	res, err := r.run(ctx, func(ctx context.Context) *RunError {
+	res, err := r.run(ctx, func(ctx context.Context) *run.Error {
 		session := r.res
 		shared := r.Spec
 		defer func() { r.Spec, r.res = shared, session }()
 		heads = append(heads, r.sandboxHead(ctx))
 		previous := ""
 		for i, st := range steps {
-			r.Spec, r.res = st.Spec, &Result{Name: st.Label}
-			session.Steps = append(session.Steps, Outcome{Name: st.Label, Result: r.res})
-			r.progress.Info("step %d/%d: %s (agent %s)", i+1, len(steps), st.Label, st.Spec.AgentAddr)
+			r.Spec, r.res = st.Spec, &run.Result{Name: st.Label}
+			session.Steps = append(session.Steps, run.Outcome{Name: st.Label, Result: r.res})
+			r.progress.Info("step %d/%d: %s (agent %s)", i+1, len(steps), st.Label, st.Spec.Agent.Address)
 			start := time.Now()
-			var stepErr *RunError
+			var stepErr *run.Error
 			if st.ResumePrevious && previous == "" {
-				stepErr = r.fail(ctx, PhaseSession, r.AgentAddr, 1, fmt.Errorf("step %s resumes the previous step's agent session, but it reported none", st.Label),
+				stepErr = r.fail(ctx, run.PhaseSession, r.Agent.Address, 1, fmt.Errorf("step %s resumes the previous step's agent session, but it reported none", st.Label),
 					"the previous step's agent must report its session id (claude, codex, pi do)")
 			} else if st.ResumePrevious {
 				// The previous step's session is in the sandbox already.
@@ -135,7 +125,7 @@ func (r *runner) sandboxHead(ctx context.Context) string {
 // stepCommits gives each step's result the commits it made (heads[i] to
 // heads[i+1]), once the session's commits are on the host, and the
 // session's branch and kept paths.
-func (r *runner) stepCommits(ctx context.Context, res *Result, heads []string) {
+func (r *runner) stepCommits(ctx context.Context, res *run.Result, heads []string) {
 	for i, o := range res.Steps {
 		o.Result.Branch, o.Result.LogFile = res.Branch, res.LogFile
 		o.Result.PreservedWorktreePath, o.Result.PatchPath = res.PreservedWorktreePath, res.PatchPath

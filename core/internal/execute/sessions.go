@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/missingstudio/sanddune/core/session"
+	"github.com/missingstudio/sanddune/core/internal/session"
+	"github.com/missingstudio/sanddune/core/run"
 )
 
 // Agent sessions: a run resumes resume_session on iteration 1 and captures
@@ -13,7 +14,7 @@ import (
 
 func (r *runner) sessionTransfer(id string) session.Transfer {
 	return session.Transfer{
-		Sandbox: r.sb, Agent: r.Agent, Config: r.AgentCfg, Storage: *r.Desc.Sessions,
+		Sandbox: r.sb, Agent: r.Agent.Provider, Config: r.Agent.Config, Storage: *r.Desc.Sessions,
 		SessionID: id, HostRepo: r.Repo.Root, Logger: r.log,
 	}
 }
@@ -77,7 +78,7 @@ func (c *sessionCaptures) start(i int, capture func() string) {
 }
 
 // wait waits for the captures started and records their paths in its.
-func (c *sessionCaptures) wait(its []Iteration) {
+func (c *sessionCaptures) wait(its []run.Iteration) {
 	if c.last == nil {
 		return
 	}

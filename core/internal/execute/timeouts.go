@@ -2,60 +2,11 @@ package execute
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 )
-
-// Timeouts bound the lifecycle steps of a run; zero values take the
-// defaults (DefaultTimeouts).
-type Timeouts struct {
-	// Worktree: preparing the branch and the worktree.
-	Worktree time.Duration
-	// CreateSandbox: the sandbox provider's Create.
-	CreateSandbox time.Duration
-	// Hooks: each hook without a timeout of its own.
-	Hooks time.Duration
-	// SyncIn and SyncOut: the git bundles into and out of an isolated
-	// sandbox.
-	SyncIn  time.Duration
-	SyncOut time.Duration
-	// Merge: merge-to-head's merge into the target branch.
-	Merge time.Duration
-	// Copy: copy_to_worktree's copy (into the worktree or the sandbox).
-	Copy time.Duration
-}
-
-// MarshalJSON writes each timeout as a duration string ("5m0s").
-func (t Timeouts) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]string{
-		"worktree": t.Worktree.String(), "create_sandbox": t.CreateSandbox.String(), "hooks": t.Hooks.String(),
-		"sync_in": t.SyncIn.String(), "sync_out": t.SyncOut.String(), "merge": t.Merge.String(), "copy": t.Copy.String(),
-	})
-}
-
-// DefaultTimeouts are the lifecycle timeouts of a run that sets none.
-var DefaultTimeouts = Timeouts{
-	Worktree: 2 * time.Minute, CreateSandbox: 5 * time.Minute,
-	Hooks: 60 * time.Second, SyncIn: 5 * time.Minute, SyncOut: 5 * time.Minute, Merge: 2 * time.Minute,
-	Copy: 10 * time.Minute,
-}
-
-// WithDefaults returns t with its zero values set to the defaults.
-func (t Timeouts) WithDefaults() Timeouts {
-	d := DefaultTimeouts
-	for _, p := range []struct{ v, def *time.Duration }{
-		{&t.Worktree, &d.Worktree}, {&t.CreateSandbox, &d.CreateSandbox},
-		{&t.Hooks, &d.Hooks}, {&t.SyncIn, &d.SyncIn}, {&t.SyncOut, &d.SyncOut}, {&t.Merge, &d.Merge}, {&t.Copy, &d.Copy},
-	} {
-		if *p.v == 0 {
-			*p.v = *p.def
-		}
-	}
-	return t
-}
 
 // TimeoutError is a lifecycle step that took longer than its timeout.
 type TimeoutError struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -43,16 +44,12 @@ func (bp *blockPlanner) instance(body config.RunBody, each *config.Each) (*Plann
 	addr := "run." + r.Label
 	o, ds := OptionsOf(bp.f, &r, bp.base)
 	o.MergeArgs = r.Pipeline.MergeBranches != nil
-	var spec *execute.Spec
-	if !ds.HasErrors() {
-		var more Diagnostics
-		spec, more = bp.p.run(addr, o, bp.caps, bp.sbDesc, bp.desc)
-		ds = append(ds, more...)
-	}
+	spec, more := bp.p.run(addr, o, bp.caps, bp.sbDesc, bp.desc)
+	ds = append(ds, more...)
 	if spec != nil && !ds.HasErrors() {
 		ds = append(ds, bp.mergeBranches(&r, spec, each)...)
 	}
-	ds.locate(addr, bp.r.AttrRange)
+	locate(ds, addr, bp.r.AttrRange)
 	if spec == nil || ds.HasErrors() {
 		return nil, ds
 	}
@@ -99,7 +96,7 @@ func (bp *blockPlanner) mergeBranches(r *config.RunBlock, spec *execute.Spec, ea
 	}
 	v, hd := bp.f.EvalExpr(expr, bp.results, each)
 	if hd.HasErrors() {
-		return FromHCL("run."+r.Label, hd)
+		return config.FromHCL("run."+r.Label, hd)
 	}
 	var branches []string
 	if v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType() || v.Type().IsSetType()) {
@@ -147,7 +144,7 @@ func (bp *blockPlanner) instances() ([]*Planned, Diagnostics) {
 	seen := map[string]bool{}
 	for i := range eaches {
 		body, hd := bp.f.PlanBody(r, &eaches[i])
-		more := FromHCL("run."+r.Label, hd)
+		more := config.FromHCL("run."+r.Label, hd)
 		if !more.HasErrors() {
 			var pr *Planned
 			pr, more = bp.instance(body, &eaches[i])
@@ -174,7 +171,7 @@ func (bp *blockPlanner) forEach(results map[string]cty.Value) ([]config.Each, Di
 	addr := "run." + bp.r.Label
 	v, hd := bp.f.EvalExpr(bp.r.Pipeline.ForEach, results, nil)
 	if hd.HasErrors() {
-		return nil, FromHCL(addr, hd)
+		return nil, config.FromHCL(addr, hd)
 	}
 	eaches, err := config.ForEachInstances(v)
 	if err != nil {
@@ -221,7 +218,7 @@ func (bp *blockPlanner) expand(mu *sync.Mutex) func(context.Context, map[string]
 		r := bp.r
 		b := bp.withResults(results)
 		fail := func(ds Diagnostics) ([]*Planned, error) {
-			return nil, &execute.RunError{Run: r.Name(), Phase: execute.PhasePlan, Err: ds.Errors(),
+			return nil, &run.Error{Run: r.Name(), Phase: run.PhasePlan, Err: ds.Errors(),
 				Hint: "the values came from the runs it depends on (see their results); fix the config or their output, and run again"}
 		}
 		eaches := []*config.Each{nil}
@@ -239,7 +236,7 @@ func (bp *blockPlanner) expand(mu *sync.Mutex) func(context.Context, map[string]
 		var ds Diagnostics
 		for _, each := range eaches {
 			body, hd := b.f.Eval(r, results, each)
-			more := FromHCL("run."+r.Label, hd)
+			more := config.FromHCL("run."+r.Label, hd)
 			if !more.HasErrors() {
 				var pr *Planned
 				pr, more = b.instance(body, each)

@@ -8,8 +8,8 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
 	"github.com/missingstudio/sanddune/core/output"
-	"github.com/missingstudio/sanddune/core/prompt"
 )
 
 // Output reads the output block; its checks are CheckOutput's.

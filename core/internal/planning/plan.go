@@ -10,8 +10,8 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/internal/redact"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
-	"github.com/missingstudio/sanddune/core/redact"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -72,19 +72,75 @@ type redactor interface{ Redact(*redact.Redactor) }
 // (core.Plan). It always returns a plan (so that its Diagnostics can be
 // shown); the error, a Diagnostics, lists the errors.
 func PlanFile(ctx context.Context, req Request) (*Plan, error) {
-	f, base := req.File, req.Base
-	interactive := base.Interactive != nil
-	p := &planner{ctx: ctx, repos: Repos{}}
+	fp := &filePlanner{req: req, f: req.File, p: &planner{ctx: ctx, repos: Repos{}}, plan: &Plan{},
+		interactive: req.Base.Interactive != nil, names: map[string]string{}}
 	if r, ok := req.Plugins.(redactor); ok {
-		p.redact = r.Redact // plugin logs hide the runs' secrets too
+		fp.p.redact = r.Redact // plugin logs hide the runs' secrets too
 	}
-	providers := Providers{File: f, Plugins: req.Plugins}
-	plan := &Plan{}
-	selected := map[string]bool{}
-	for _, name := range req.Runs {
+	if ds := fp.selection(); ds != nil {
+		return fp.plan, ds
+	}
+	fp.providers(ctx)
+	fp.graph()
+	fp.runs()
+	fp.sessions()
+	plan := fp.plan
+	plan.Parallel = schedule.Parallelism(req.Parallel, plan.Nodes)
+	fp.diags = append(fp.diags, checkParallel(fp.f, fp.g, plan)...)
+	plan.Diagnostics = once(fp.diags) // a repository's problem, not each run's
+	if plan.Diagnostics.HasErrors() {
+		plan.Runs, plan.Nodes = nil, nil
+		return plan, plan.Diagnostics.Errors()
+	}
+	return plan, nil
+}
+
+// filePlanner plans the runs of one config file, in steps: the
+// selection, the provider blocks, the graph, the run blocks, the session
+// blocks.
+type filePlanner struct {
+	req         Request
+	f           *config.File
+	p           *planner
+	plan        *Plan
+	interactive bool
+	// selected are the selected labels (none: every run and session);
+	// needed the provider blocks they use.
+	selected map[string]bool
+	needed   map[*config.ProviderBlock]bool
+	// sandboxes and agents are the provider blocks planned.
+	sandboxes map[*config.ProviderBlock]*Sandbox
+	agents    map[*config.ProviderBlock]*Agent
+	g         *Graph
+	// names are the run and session names taken, by label.
+	names map[string]string
+	diags Diagnostics
+}
+
+// wanted says whether a block with label is selected.
+func (fp *filePlanner) wanted(label string) bool {
+	return len(fp.selected) == 0 || fp.selected[label]
+}
+
+// demote makes the problems of a block no selected run needs warnings,
+// unless every problem is an error (Strict).
+func (fp *filePlanner) demote(ds Diagnostics, wanted bool) Diagnostics {
+	if fp.req.Strict || wanted {
+		return ds
+	}
+	return ds.AsWarnings()
+}
+
+// selection reads the selected labels (a pipeline selects its runs) and
+// the provider blocks they need; the error is a label the file lacks, or
+// a file with nothing to run.
+func (fp *filePlanner) selection() Diagnostics {
+	f, interactive := fp.f, fp.interactive
+	fp.selected = map[string]bool{}
+	for _, name := range fp.req.Runs {
 		if pl := f.Pipeline(name); pl != nil && !interactive {
 			for _, ref := range pl.Runs {
-				selected[ref.Label] = true
+				fp.selected[ref.Label] = true
 			}
 			continue
 		}
@@ -101,43 +157,41 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 					have = append(have, p.Label+" (pipeline)")
 				}
 			}
-			return plan, Diagnostics{{Severity: Error, Summary: fmt.Sprintf("No run %q", name),
+			return Diagnostics{{Severity: Error, Summary: fmt.Sprintf("No run %q", name),
 				Detail: fmt.Sprintf("%s has no run %q (runs: %s).", f.Path, name, strings.Join(have, ", "))}}
 		}
-		selected[name] = true
+		fp.selected[name] = true
 	}
-	if interactive && len(selected) != 1 && len(f.Runs) > 1 {
-		return plan, Diagnostics{{Severity: Error, Summary: "Which run?",
+	if interactive && len(fp.selected) != 1 && len(f.Runs) > 1 {
+		return Diagnostics{{Severity: Error, Summary: "Which run?",
 			Detail: fmt.Sprintf("%s has %d run blocks: name the one to open as an interactive session.", f.Path, len(f.Runs))}}
 	}
-	if len(f.Runs) == 0 && len(f.Sessions) == 0 && !req.Strict {
-		return plan, Diagnostics{{Severity: Error, Summary: "No run blocks", Detail: f.Path + " has no run blocks."}}
+	if len(f.Runs) == 0 && len(f.Sessions) == 0 && !fp.req.Strict {
+		return Diagnostics{{Severity: Error, Summary: "No run blocks", Detail: f.Path + " has no run blocks."}}
 	}
-	needed := map[*config.ProviderBlock]bool{}
+	fp.needed = map[*config.ProviderBlock]bool{}
 	for _, r := range f.Runs {
-		if len(selected) == 0 || selected[r.Label] {
-			needed[r.Sandbox], needed[r.Agent] = true, true
+		if fp.wanted(r.Label) {
+			fp.needed[r.Sandbox], fp.needed[r.Agent] = true, true
 		}
 	}
 	for _, ss := range f.Sessions {
-		if !interactive && (len(selected) == 0 || selected[ss.Label]) {
-			needed[ss.Sandbox] = true
+		if !interactive && fp.wanted(ss.Label) {
+			fp.needed[ss.Sandbox] = true
 			for _, st := range ss.Steps {
-				needed[st.Agent] = true
+				fp.needed[st.Agent] = true
 			}
 		}
 	}
+	return nil
+}
 
-	var diags Diagnostics
-	demote := func(ds Diagnostics, wanted bool) Diagnostics {
-		if req.Strict || wanted {
-			return ds
-		}
-		return ds.AsWarnings()
-	}
-	// Providers: each block once; a block no run uses is still checked.
-	// The blocks are resolved at once, so their plugin processes start
-	// concurrently; the diagnostics stay in file order.
+// providers plans each provider block once; a block no run uses is still
+// checked. The blocks are resolved at once, so their plugin processes
+// start concurrently; the diagnostics stay in file order.
+func (fp *filePlanner) providers(ctx context.Context) {
+	f := fp.f
+	providers := Providers{File: f, Plugins: fp.req.Plugins}
 	sbs, sbDiags := make([]*Sandbox, len(f.Sandboxes)), make([]Diagnostics, len(f.Sandboxes))
 	ags, agDiags := make([]*Agent, len(f.Agents)), make([]Diagnostics, len(f.Agents))
 	var wg sync.WaitGroup
@@ -148,128 +202,140 @@ func PlanFile(ctx context.Context, req Request) (*Plan, error) {
 		wg.Go(func() { ags[i], agDiags[i] = providers.Agent(ctx, b) })
 	}
 	wg.Wait()
-	sandboxes := map[*config.ProviderBlock]*Sandbox{}
-	agents := map[*config.ProviderBlock]*Agent{}
+	fp.sandboxes = map[*config.ProviderBlock]*Sandbox{}
+	fp.agents = map[*config.ProviderBlock]*Agent{}
 	for i, b := range f.Sandboxes {
 		if sb := sbs[i]; sb != nil {
-			sandboxes[b] = sb
+			fp.sandboxes[b] = sb
 		}
-		diags = append(diags, demote(sbDiags[i], needed[b])...)
+		fp.diags = append(fp.diags, fp.demote(sbDiags[i], fp.needed[b])...)
 	}
 	for i, b := range f.Agents {
 		if a := ags[i]; a != nil {
-			agents[b] = a
+			fp.agents[b] = a
 		}
-		diags = append(diags, demote(agDiags[i], needed[b])...)
+		fp.diags = append(fp.diags, fp.demote(agDiags[i], fp.needed[b])...)
 	}
+}
 
-	graph, gds := BuildGraph(f)
+// graph builds the pipeline graph and checks the selection against it.
+func (fp *filePlanner) graph() {
+	g, gds := BuildGraph(fp.f)
 	for _, d := range gds {
 		label, isRun := strings.CutPrefix(d.Block, "run.")
-		diags = append(diags, demote(Diagnostics{d}, !isRun || len(selected) == 0 || selected[label])...)
+		fp.diags = append(fp.diags, fp.demote(Diagnostics{d}, !isRun || fp.wanted(label))...)
 	}
-	if len(selected) > 0 {
-		diags = append(diags, graph.CheckSelection(func(l string) bool { return selected[l] })...)
+	if len(fp.selected) > 0 {
+		fp.diags = append(fp.diags, g.CheckSelection(func(l string) bool { return fp.selected[l] })...)
 	}
+	fp.g = g
+}
+
+// name takes a run or session name; a name taken already is an error.
+func (fp *filePlanner) name(addr, name, label string) Diagnostics {
+	other, dup := fp.names[name]
+	fp.names[name] = label
+	if !dup {
+		return nil
+	}
+	return Diagnostics{{Severity: Error, Block: addr, Attribute: "name", Summary: "Duplicate run name",
+		Detail: fmt.Sprintf("%q is already the name of %q; run and session names must be unique (they name branches, worktrees and logs).", name, other)}}
+}
+
+// runs plans each run block: the selected ones into the plan's graph,
+// the others for their diagnostics.
+func (fp *filePlanner) runs() {
 	var expandMu sync.Mutex // plans at run time share the planner
 	nodes := map[string]*Node{}
-	names := map[string]string{}
-	for _, r := range f.Runs {
-		wanted := len(selected) == 0 || selected[r.Label]
-		addr := "run." + r.Label
-		ds := FromHCL(addr, r.Diags)
-		if other, dup := names[r.Name()]; dup {
-			ds = append(ds, Diagnostic{Severity: Error, Block: addr, Attribute: "name", Summary: "Duplicate run name",
-				Detail: fmt.Sprintf("run %q is already named %q; run names must be unique (they name branches, worktrees and logs).", other, r.Name())})
-		}
-		names[r.Name()] = r.Label
-		sb, sbOK := sandboxes[r.Sandbox]
-		sbAddr := ""
-		var sbCaps sdk.SandboxCapabilities
-		var sbDesc sdk.SandboxDescription
-		if sbOK {
-			sbAddr, sbCaps, sbDesc = r.Sandbox.Address, sb.Caps, sb.Desc
-		}
-		if r.NoSandbox {
-			sb, sbOK, sbAddr, sbCaps = nil, true, NoSandbox, NoSandboxCaps
-		}
-		ag, agOK := agents[r.Agent]
-		n := &Node{Label: r.Label, Addr: addr, Pipeline: graph.Pipeline[r.Label], ForEach: r.Pipeline.ForEach != nil}
-		var runs []*Planned
-		if !ds.HasErrors() && sbOK && agOK {
-			o := base
-			if !wanted {
-				o.Interactive, o.Ask = nil, nil
-			}
-			o.useSandbox(sbAddr, sb)
-			o.useAgent(r.Agent, ag)
-			bp := &blockPlanner{p: p, f: f, r: r, base: o, caps: sbCaps, sbDesc: sbDesc, desc: ag.Desc}
-			var more Diagnostics
-			runs, more = bp.instances()
-			ds = append(ds, more...)
-			if !r.Pipeline.Static() {
-				n.Expand = bp.expand(&expandMu)
-			}
-		}
-		ds.locate(addr, r.AttrRange)
-		diags = append(diags, demote(ds, wanted)...)
+	for _, r := range fp.f.Runs {
+		n, runs, ds := fp.run(r, &expandMu)
+		wanted := fp.wanted(r.Label)
+		fp.diags = append(fp.diags, fp.demote(ds, wanted)...)
 		if !wanted || ds.HasErrors() || runs == nil {
 			continue
 		}
-		var needs []string
-		for _, need := range graph.Needs[r.Label] {
-			needs = append(needs, "run."+need.Label)
-		}
-		for _, pr := range runs {
-			pr.DependsOn = needs
-			if n.Pipeline != nil {
-				pr.Pipeline = n.Pipeline.Label
-			}
-			if n.Expand != nil {
-				pr.AtRunTime = true
-				if r.Pipeline.ForEachDynamic {
-					pr.ForEach = f.ExprText(r.Pipeline.ForEach)
-				}
-			}
-		}
-		if n.Expand == nil {
-			n.Runs = runs
-		}
 		nodes[r.Label] = n
-		plan.Nodes = append(plan.Nodes, n)
-		plan.Runs = append(plan.Runs, runs...)
+		fp.plan.Nodes = append(fp.plan.Nodes, n)
+		fp.plan.Runs = append(fp.plan.Runs, runs...)
 	}
-	for _, n := range plan.Nodes {
-		for _, need := range graph.Needs[n.Label] {
+	for _, n := range fp.plan.Nodes {
+		for _, need := range fp.g.Needs[n.Label] {
 			if nn := nodes[need.Label]; nn != nil {
 				n.Needs = append(n.Needs, nn)
 			}
 		}
 	}
-	unattended := base // sessions are never interactive
+}
+
+// run plans one run block: its node of the graph and its instances.
+func (fp *filePlanner) run(r *config.RunBlock, expandMu *sync.Mutex) (*Node, []*Planned, Diagnostics) {
+	addr := "run." + r.Label
+	ds := append(config.FromHCL(addr, r.Diags), fp.name(addr, r.Name(), r.Label)...)
+	sb, sbOK := fp.sandboxes[r.Sandbox]
+	sbAddr := ""
+	var sbCaps sdk.SandboxCapabilities
+	var sbDesc sdk.SandboxDescription
+	if sbOK {
+		sbAddr, sbCaps, sbDesc = r.Sandbox.Address, sb.Caps, sb.Desc
+	}
+	if r.NoSandbox {
+		sb, sbOK, sbAddr, sbCaps = nil, true, NoSandbox, NoSandboxCaps
+	}
+	ag, agOK := fp.agents[r.Agent]
+	n := &Node{Label: r.Label, Addr: addr, Pipeline: fp.g.Pipeline[r.Label], ForEach: r.Pipeline.ForEach != nil}
+	var runs []*Planned
+	if !ds.HasErrors() && sbOK && agOK {
+		o := fp.req.Base
+		if !fp.wanted(r.Label) {
+			o.Interactive, o.Ask = nil, nil
+		}
+		o.useSandbox(sbAddr, sb)
+		o.useAgent(r.Agent, ag)
+		bp := &blockPlanner{p: fp.p, f: fp.f, r: r, base: o, caps: sbCaps, sbDesc: sbDesc, desc: ag.Desc}
+		var more Diagnostics
+		runs, more = bp.instances()
+		ds = append(ds, more...)
+		if !r.Pipeline.Static() {
+			n.Expand = bp.expand(expandMu)
+		}
+	}
+	locate(ds, addr, r.AttrRange)
+	var needs []string
+	for _, need := range fp.g.Needs[r.Label] {
+		needs = append(needs, "run."+need.Label)
+	}
+	for _, pr := range runs {
+		pr.DependsOn = needs
+		if n.Pipeline != nil {
+			pr.Pipeline = n.Pipeline.Label
+		}
+		if n.Expand != nil {
+			pr.AtRunTime = true
+			if r.Pipeline.ForEachDynamic {
+				pr.ForEach = fp.f.ExprText(r.Pipeline.ForEach)
+			}
+		}
+	}
+	if n.Expand == nil {
+		n.Runs = runs
+	}
+	return n, runs, ds
+}
+
+// sessions plans each session block; sessions are never interactive.
+func (fp *filePlanner) sessions() {
+	unattended := fp.req.Base
 	unattended.Interactive, unattended.Ask = nil, nil
-	for _, ss := range f.Sessions {
-		wanted := !interactive && (len(selected) == 0 || selected[ss.Label])
-		pr, ds := p.session(f, ss, sandboxes, agents, unattended)
-		if other, dup := names[ss.Name()]; dup {
-			ds = append(ds, Diagnostic{Severity: Error, Block: "session." + ss.Label, Attribute: "name", Summary: "Duplicate run name",
-				Detail: fmt.Sprintf("%q is already the name of run %q; run and session names must be unique (they name branches, worktrees and logs).", ss.Name(), other)})
-		}
-		names[ss.Name()] = ss.Label
-		ds.locate("session."+ss.Label, ss.AttrRange)
-		diags = append(diags, demote(ds, wanted)...)
+	for _, ss := range fp.f.Sessions {
+		wanted := !fp.interactive && fp.wanted(ss.Label)
+		addr := "session." + ss.Label
+		pr, ds := fp.p.session(fp.f, ss, fp.sandboxes, fp.agents, unattended)
+		ds = append(ds, fp.name(addr, ss.Name(), ss.Label)...)
+		locate(ds, addr, ss.AttrRange)
+		fp.diags = append(fp.diags, fp.demote(ds, wanted)...)
 		if wanted && pr != nil && !ds.HasErrors() {
-			plan.Runs = append(plan.Runs, pr)
-			plan.Nodes = append(plan.Nodes, &Node{Label: ss.Label, Addr: "session." + ss.Label, Runs: []*Planned{pr}})
+			fp.plan.Runs = append(fp.plan.Runs, pr)
+			fp.plan.Nodes = append(fp.plan.Nodes, &Node{Label: ss.Label, Addr: addr, Runs: []*Planned{pr}})
 		}
 	}
-	plan.Parallel = schedule.Parallelism(req.Parallel, plan.Nodes)
-	diags = append(diags, checkParallel(f, graph, plan)...)
-	diags = diags.Once() // a repository's problem, not each run's
-	plan.Diagnostics = diags
-	if diags.HasErrors() {
-		plan.Runs, plan.Nodes = nil, nil
-		return plan, diags.Errors()
-	}
-	return plan, nil
 }

@@ -6,8 +6,9 @@ import (
 	"fmt"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/env"
+	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -91,7 +92,7 @@ type configurer interface {
 // plugin's schema and hands it to the plugin to check.
 func configure[P configurer](ctx context.Context, p Providers, b *config.ProviderBlock,
 	resolve func(context.Context, string) (P, pluginhost.Component, error)) (prov P, comp pluginhost.Component, cfg sdk.Config, diags Diagnostics) {
-	if diags = FromHCL(b.Address, b.Diags); diags.HasErrors() {
+	if diags = config.FromHCL(b.Address, b.Diags); diags.HasErrors() {
 		return prov, comp, cfg, diags
 	}
 	prov, comp, err := resolve(ctx, b.Plugin)
@@ -112,7 +113,7 @@ func decode(ctx context.Context, f *config.File, b *config.ProviderBlock, prov c
 		return sdk.Config{}, failed("Plugin failed to give its config schema", err)
 	}
 	cfg, hd := f.DecodeProvider(b, schema)
-	diags := FromHCL(b.Address, hd)
+	diags := config.FromHCL(b.Address, hd)
 	if diags.HasErrors() {
 		return cfg, diags
 	}
@@ -137,7 +138,7 @@ func pluginDiag(b *config.ProviderBlock, err error) Diagnostic {
 	var nf *pluginhost.NotFoundError
 	if errors.As(err, &nf) {
 		didYouMean := ""
-		if s := config.Suggest(b.Plugin, nf.KnownPlugins()); s != "" {
+		if s := suggest.Closest(b.Plugin, nf.KnownPlugins()); s != "" {
 			didYouMean = fmt.Sprintf("Did you mean %q? ", s)
 		}
 		d.Summary = fmt.Sprintf("Unknown %s plugin %q", b.Kind, b.Plugin)
@@ -158,14 +159,14 @@ type Repo struct {
 }
 
 // repoError is a repository's problem: every run in the repository has
-// it, and Once reports it once.
+// it, and once reports it once.
 type repoError struct{ error }
 
 func (e *repoError) Unwrap() error { return e.error }
 
-// Once drops the repeats of a repository's problem (one diagnostic per
+// once drops the repeats of a repository's problem (one diagnostic per
 // run in it), keeping the first error among them, else the first.
-func (ds Diagnostics) Once() Diagnostics {
+func once(ds Diagnostics) Diagnostics {
 	var out Diagnostics
 	at := map[*repoError]int{}
 	for _, d := range ds {

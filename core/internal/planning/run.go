@@ -9,78 +9,28 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/env"
-	"github.com/missingstudio/sanddune/core/hooks"
+	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
-	"github.com/missingstudio/sanddune/core/output"
-	"github.com/missingstudio/sanddune/core/prompt"
-	"github.com/missingstudio/sanddune/core/redact"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
+	"github.com/missingstudio/sanddune/core/internal/redact"
+	"github.com/missingstudio/sanddune/core/internal/session"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
-	"github.com/missingstudio/sanddune/core/session"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
+	"github.com/zclconf/go-cty/cty"
 )
 
-// The defaults of a run that sets none.
-const (
-	DefaultMaxIterations     = 1
-	DefaultCompletionSignal  = "<promise>COMPLETE</promise>"
-	DefaultIdleTimeout       = 10 * time.Minute
-	DefaultCompletionTimeout = 60 * time.Second
-)
-
-// Options is one run before its defaults and checks: core.RunOptions, or
-// a run block's values (OptionsOf). Zero values take the defaults.
+// Options is one run before its defaults and checks: core.RunOptions
+// (run.Options), from Go or read from a run block (OptionsOf), and what
+// the planner adds. Zero values take the defaults.
 type Options struct {
-	Name, Repo, BaseDir string
-
-	SandboxAddr string
-	Sandbox     sdk.SandboxProvider
-	SandboxCfg  sdk.Config
-	// RestartSandbox resolves the sandbox provider again (core.SandboxRef).
-	RestartSandbox func(context.Context) (sdk.SandboxProvider, error)
-	AgentAddr      string
-	Agent          sdk.AgentProvider
-	AgentCfg       sdk.Config
-	// NoSandbox is sandbox = "none" (an interactive session on the host).
-	NoSandbox       bool
-	AllowUnconfined bool
-
-	Prompt, PromptFile string
-	PromptArgs         map[string]string
+	run.Options
 	// MergeArgs makes BRANCHES and CONFLICTS prompt built-ins (a run block
 	// with merge_branches).
 	MergeArgs bool
-
-	BranchStrategy    worktree.Strategy
-	MaxIterations     int
-	CompletionSignals []string
-	IdleTimeout       time.Duration
-	CompletionTimeout time.Duration
-	CopyToWorktree    []string
-	Env               map[string]string
-	ShowEnv           []string
-	Hooks             hooks.Set
-	Output            *output.Spec
-	Timeouts          execute.Timeouts
-	execute.ResumeOptions
-
-	LogMode  runlog.Mode
-	LogPath  string
-	Terminal *runlog.Terminal
-	// OnEvent and OnSandboxProgress, when set, see the run's agent events
-	// and its sandbox provider's progress reports.
-	OnEvent           func(run string, iteration int, e sdk.Event)
-	OnSandboxProgress func(run string, p sdk.Progress)
-	ExpressionTimeout time.Duration
-	Logger            hclog.Logger
-	Version           string
-
 	// Interactive, when set, makes the run an interactive session; Ask
 	// then supplies the prompt arguments it lacks (nil leaves them an
 	// error).
@@ -91,14 +41,14 @@ type Options struct {
 // useSandbox and useAgent make configured blocks o's providers; a nil
 // sandbox is none (the host).
 func (o *Options) useSandbox(addr string, sb *Sandbox) {
-	o.SandboxAddr, o.Sandbox, o.SandboxCfg, o.RestartSandbox = addr, nil, sdk.Config{}, nil
+	o.Sandbox = run.SandboxRef{Address: addr}
 	if sb != nil {
-		o.Sandbox, o.SandboxCfg, o.RestartSandbox = sb.Provider, sb.Config, sb.Restart
+		o.Sandbox.Provider, o.Sandbox.Config, o.Sandbox.Restart = sb.Provider, sb.Config, sb.Restart
 	}
 }
 
 func (o *Options) useAgent(b *config.ProviderBlock, ag *Agent) {
-	o.AgentAddr, o.Agent, o.AgentCfg = b.Address, ag.Provider, ag.Config
+	o.Agent = run.AgentRef{Address: b.Address, Plugin: b.Plugin, Provider: ag.Provider, Config: ag.Config}
 }
 
 // planner checks runs; the runs of one repository share its state.
@@ -112,197 +62,229 @@ type planner struct {
 
 var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// run checks one run and works out everything Execute needs. Each check
-// of a run lives here, once.
+// run checks one run and works out everything Execute needs, in one
+// pass: each check of a run lives here, once, and none stops the others,
+// so that every problem of the run is reported together.
 func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
-	var diags Diagnostics
-	fail := func(attr, summary string, err error) {
-		diags = append(diags, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
+	c := &runCheck{p: p, block: block, o: o, caps: caps, sbDesc: sbDesc, desc: desc}
+	c.defaults()
+	c.values()
+	c.prompt()
+	c.repository()
+	if !c.diags.HasErrors() {
+		c.ask()
 	}
-	s := &execute.Spec{
-		Name: o.Name, Sandbox: o.Sandbox, SandboxAddr: o.SandboxAddr, SandboxCfg: o.SandboxCfg, Caps: caps,
-		Agent: o.Agent, AgentAddr: o.AgentAddr, AgentCfg: o.AgentCfg, Desc: desc,
-		CaptureSessions: session.CaptureEnabled(desc),
-		Hooks:           o.Hooks, MaxIterations: o.MaxIterations, Signals: o.CompletionSignals,
-		IdleTimeout: o.IdleTimeout, CompletionTimeout: o.CompletionTimeout, ExpressionTimeout: o.ExpressionTimeout,
-		ResumeSession: o.ResumeSession, ForkSession: o.ForkSession,
-		LogMode: o.LogMode, LogPath: absPath(o.BaseDir, o.LogPath), Terminal: o.Terminal,
-		Logger: o.Logger, Version: o.Version,
+	if c.diags.HasErrors() {
+		return nil, c.diags
 	}
-	s.RestartSandbox = o.RestartSandbox
+	return c.s, c.diags
+}
+
+// runCheck is one run being checked: its options, what its providers
+// said, the spec it becomes and the problems found.
+type runCheck struct {
+	p      *planner
+	block  string
+	o      Options
+	caps   sdk.SandboxCapabilities
+	sbDesc sdk.SandboxDescription
+	desc   sdk.AgentDescription
+
+	s     *execute.Spec
+	src   prompt.Source
+	diags Diagnostics
+}
+
+func (c *runCheck) fail(attr, summary string, err error) {
+	c.diags = append(c.diags, Diagnostic{Severity: Error, Block: c.block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
+}
+
+// defaults makes the spec: the options' values, the defaults of those
+// unset.
+func (c *runCheck) defaults() {
+	o := c.o
+	s := &execute.Spec{Options: o.Options, Caps: c.caps, Desc: c.desc, CaptureSessions: session.CaptureEnabled(c.desc)}
 	if o.NoSandbox {
-		s.Sandbox, s.RestartSandbox = nil, nil
+		s.Sandbox.Provider, s.Sandbox.Restart = nil, nil
 	}
-	s.Timeouts = o.Timeouts.WithDefaults()
-	for _, t := range []struct {
-		attr string
-		d    time.Duration
-	}{{"worktree", o.Timeouts.Worktree}, {"create_sandbox", o.Timeouts.CreateSandbox}, {"hooks", o.Timeouts.Hooks},
-		{"sync_in", o.Timeouts.SyncIn}, {"sync_out", o.Timeouts.SyncOut}, {"merge", o.Timeouts.Merge}, {"copy", o.Timeouts.Copy}} {
-		if t.d < 0 {
-			fail("timeouts."+t.attr, "Invalid duration", fmt.Errorf("timeouts.%s must be positive", t.attr))
-		}
-	}
-	s.Hooks = s.Hooks.WithTimeout(s.Timeouts.Hooks)
 	if o.Interactive != nil {
 		ia := *o.Interactive
 		s.Interactive = &ia
 	}
-	interactive := o.Interactive != nil
-	diags = append(diags, CheckBoundary(Boundary{
-		Block: block, SandboxAddr: o.SandboxAddr, AgentAddr: o.AgentAddr, Caps: caps, Desc: desc,
-		NoSandbox: o.NoSandbox, Interactive: interactive, AllowUnconfined: o.AllowUnconfined,
-		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
-	})...)
 	if s.Name == "" {
 		s.Name = "run"
 	}
-	if o.OnEvent != nil {
-		name := s.Name
-		s.OnEvent = func(n int, e sdk.Event) { o.OnEvent(name, n, e) }
-	}
-	if o.OnSandboxProgress != nil {
-		name := s.Name
-		s.OnSandboxProgress = func(p sdk.Progress) { o.OnSandboxProgress(name, p) }
-	}
 	if s.MaxIterations == 0 {
-		s.MaxIterations = DefaultMaxIterations
+		s.MaxIterations = run.DefaultMaxIterations
 	}
-	if len(s.Signals) == 0 {
-		s.Signals = []string{DefaultCompletionSignal}
+	if len(s.CompletionSignals) == 0 {
+		s.CompletionSignals = []string{run.DefaultCompletionSignal}
 	}
 	if s.IdleTimeout == 0 {
-		s.IdleTimeout = DefaultIdleTimeout
+		s.IdleTimeout = run.DefaultIdleTimeout
 	}
 	if s.CompletionTimeout == 0 {
-		s.CompletionTimeout = DefaultCompletionTimeout
+		s.CompletionTimeout = run.DefaultCompletionTimeout
 	}
+	s.Timeouts = o.Timeouts.WithDefaults()
+	s.Hooks = o.Hooks.WithTimeout(s.Timeouts.Hooks)
+	s.Logging.Path = absPath(o.BaseDir, o.Logging.Path)
+	c.s = s
+}
 
+// values checks the values that need neither the prompt nor the
+// repository. A value written in HCL that is not a positive duration or
+// iteration count was refused when it was read (Values) and reaches this
+// as unset: the checks here are those of values set in Go.
+func (c *runCheck) values() {
+	o, s := c.o, c.s
+	durations := []run.TimeoutStep{{Name: "idle_timeout", Duration: &o.IdleTimeout}, {Name: "completion_timeout", Duration: &o.CompletionTimeout}}
+	for _, st := range o.Timeouts.Steps() {
+		durations = append(durations, run.TimeoutStep{Name: "timeouts." + st.Name, Duration: st.Duration})
+	}
+	for _, d := range durations {
+		if *d.Duration < 0 {
+			c.fail(d.Name, "Invalid duration", fmt.Errorf("%s must be positive", d.Name))
+		}
+	}
+	c.diags = append(c.diags, CheckBoundary(Boundary{
+		Block: c.block, SandboxAddr: o.Sandbox.Address, AgentAddr: o.Agent.Address, Caps: c.caps, Desc: c.desc,
+		NoSandbox: o.NoSandbox, Interactive: o.Interactive != nil, AllowUnconfined: o.AllowUnconfined,
+		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
+	})...)
 	if !runNameRE.MatchString(s.Name) || strings.Contains(s.Name, "..") || strings.HasSuffix(s.Name, ".lock") {
-		fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
+		c.fail("name", "Invalid run name", fmt.Errorf("%q cannot name a run: it becomes part of a branch and a directory name, so use letters, digits, '.', '_' and '-', starting with a letter or digit", s.Name))
 	} else if err := runlog.CheckRunName(s.Name); err != nil {
-		fail("name", "Run name too long", err)
+		c.fail("name", "Run name too long", err)
 	}
 	if s.MaxIterations < 0 {
-		fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
+		c.fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
 	}
-	if s.IdleTimeout < 0 {
-		fail("idle_timeout", "Invalid duration", errors.New("idle_timeout must be positive"))
-	}
-	if s.CompletionTimeout < 0 {
-		fail("completion_timeout", "Invalid duration", errors.New("completion_timeout must be positive"))
-	}
-	if slices.Contains(s.Signals, "") {
-		fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
+	if slices.Contains(s.CompletionSignals, "") {
+		c.fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
 	}
 	if o.Prompt != "" && strings.TrimSpace(o.Prompt) == "" {
-		fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
+		c.fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
 	}
-	for k := range o.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			fail("env", "Invalid env name", fmt.Errorf("%q is not a valid environment variable name", k))
-		}
-	}
-	for _, h := range o.Hooks.SandboxOnSandboxReady {
-		if h.Sudo && !caps.Sudo {
-			fail("hooks", "Sandbox cannot run hooks with sudo", fmt.Errorf("a sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", o.SandboxAddr))
-			break
-		}
-	}
-	for _, hs := range [][]hooks.Hook{o.Hooks.HostOnWorktreeReady, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady} {
-		for _, h := range hs {
-			if strings.TrimSpace(h.Command) == "" {
-				fail("hooks", "Empty hook command", errors.New("a hook needs a command"))
-			}
-		}
-	}
-	for _, c := range o.CopyToWorktree {
-		clean, err := worktree.CheckRelPath(c)
+	c.hooks()
+	for _, p := range o.CopyToWorktree {
+		clean, err := worktree.CheckRelPath(p)
 		if err != nil {
-			fail("copy_to_worktree", "Invalid copy_to_worktree path", err)
+			c.fail("copy_to_worktree", "Invalid copy_to_worktree path", err)
 			continue
 		}
 		s.CopyPaths = append(s.CopyPaths, clean)
 	}
 	switch {
 	case o.ForkSession && o.ResumeSession == "":
-		fail("fork_session", "fork_session needs resume_session", errors.New("fork_session forks the session named by resume_session; set resume_session too"))
+		c.fail("fork_session", "fork_session needs resume_session", errors.New("fork_session forks the session named by resume_session; set resume_session too"))
 	case o.ResumeSession != "" && s.MaxIterations > 1:
-		fail("resume_session", "resume_session needs max_iterations = 1",
+		c.fail("resume_session", "resume_session needs max_iterations = 1",
 			fmt.Errorf("a resumed session continues one conversation, so the run can have only one iteration; max_iterations is %d", s.MaxIterations))
 	case o.ResumeSession != "":
-		if err := session.CheckResume(desc, o.ForkSession); err != nil {
-			fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.AgentAddr, err))
+		if err := session.CheckResume(c.desc, o.ForkSession); err != nil {
+			c.fail("resume_session", "Cannot resume a session with this agent", fmt.Errorf("%s: %w", o.Agent.Address, err))
 		}
 	}
-	promptAttr := "prompt"
-	if o.PromptFile != "" {
-		promptAttr = "prompt_file"
+}
+
+// hooks checks each hook at its own attributes (run.Hooks.Path).
+func (c *runCheck) hooks() {
+	for _, h := range c.o.Hooks.All() {
+		if strings.TrimSpace(h.Command) == "" {
+			c.fail(h.Path+".command", "Empty hook command", errors.New("a hook needs a command"))
+		}
+		if h.Sudo && !c.caps.Sudo {
+			c.fail(h.Path+".sudo", "Sandbox cannot run hooks with sudo", fmt.Errorf("this sandbox hook has sudo = true, but %s cannot run commands as root: remove sudo, or use a sandbox provider that supports it (e.g. docker)", c.o.Sandbox.Address))
+		}
 	}
-	src := prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.MergeArgs}
-	if interactive && o.Ask != nil {
-		// Checked here without asking; asked once everything else holds.
-		src.Ask = func(string) (string, error) { return "", nil }
+}
+
+// promptAttr is the attribute the prompt comes from.
+func (c *runCheck) promptAttr() string {
+	if c.o.PromptFile != "" {
+		return "prompt_file"
 	}
-	tpl, err := prompt.Load(src)
+	return "prompt"
+}
+
+// prompt loads the prompt (an interactive session's missing arguments
+// are asked for once every check holds: ask) and checks the structured
+// output it asks for.
+func (c *runCheck) prompt() {
+	o := c.o
+	c.src = prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.MergeArgs}
+	if o.Interactive != nil && o.Ask != nil {
+		c.src.Ask = func(string) (string, error) { return "", nil }
+	}
+	tpl, err := prompt.Load(c.src)
 	if err != nil {
-		fail(promptAttr, "Invalid prompt", err)
+		c.fail(c.promptAttr(), "Invalid prompt", err)
 	}
-	s.Prompt = tpl
+	c.s.Prompt = tpl
 	if o.Output != nil {
 		out := *o.Output
-		diags = append(diags, CheckOutput(OutputCheck{Block: block, Spec: &out, MaxIterations: s.MaxIterations,
-			Prompt: tpl, PromptAttr: promptAttr, Interactive: interactive})...)
-		s.Output = &out
+		c.diags = append(c.diags, CheckOutput(OutputCheck{Block: c.block, Spec: &out, MaxIterations: c.s.MaxIterations,
+			Prompt: tpl, PromptAttr: c.promptAttr(), Interactive: o.Interactive != nil})...)
+		c.s.Output = &out
 	}
+}
 
+// repository resolves what depends on the run's repository: the branch
+// strategy, the session to resume and the env layers. Without a
+// repository the strategy and the env are checked all the same.
+func (c *runCheck) repository() {
+	o, s := c.o, c.s
 	repoDir := absPath(o.BaseDir, o.Repo)
 	if repoDir == "" {
 		repoDir = "."
 	}
-	rs := p.repos.Open(p.ctx, repoDir)
+	rs := c.p.repos.Open(c.p.ctx, repoDir)
+	var err error
 	if rs.Repo == nil {
 		d := rs.Err
-		d.Block = block
-		// What does not depend on the repository is checked all the same.
-		if err := worktree.CheckStrategy(o.BranchStrategy, caps.Contract, len(s.CopyPaths) > 0); err != nil {
-			fail(strategyAttr(err), "Invalid branch strategy", err)
+		d.Block = c.block
+		c.diags = append(c.diags, d)
+		if err := worktree.CheckStrategy(o.BranchStrategy, c.caps.Contract, len(s.CopyPaths) > 0); err != nil {
+			c.fail(strategyAttr(err), "Invalid branch strategy", err)
 		}
-		return nil, append(diags, d)
-	}
-	s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
-	if s.Strategy, err = worktree.Resolve(o.BranchStrategy, caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
-		fail(strategyAttr(err), "Invalid branch strategy", err)
-	}
-	if o.ResumeSession != "" && desc.Sessions != nil {
-		if _, err := session.FindHost(p.ctx, o.Agent, *desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
-			fail("resume_session", "Session not found", err)
+	} else {
+		s.Repo, s.HostBranch = rs.Repo, rs.HostBranch
+		if s.Strategy, err = worktree.Resolve(o.BranchStrategy, c.caps.Contract, rs.HostBranch, len(s.CopyPaths) > 0); err != nil {
+			c.fail(strategyAttr(err), "Invalid branch strategy", err)
+		}
+		if o.ResumeSession != "" && c.desc.Sessions != nil {
+			if _, err := session.FindHost(c.p.ctx, o.Agent.Provider, *c.desc.Sessions, rs.Repo.Root, "", o.ResumeSession); err != nil {
+				c.fail("resume_session", "Session not found", err)
+			}
 		}
 	}
 	if s.Env, err = env.Resolve(env.Layers{
-		DotEnv: rs.DotEnv, Agent: desc.Env, Sandbox: sbDesc.Env, Run: o.Env, Required: desc.RequiredEnv,
+		DotEnv: rs.DotEnv, Agent: c.desc.Env, Sandbox: c.sbDesc.Env, Run: o.Env, Required: c.desc.RequiredEnv,
 	}); err != nil {
-		fail("env", "Invalid env", err)
+		c.fail("env", "Invalid env", err)
 	}
-	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, desc.RequiredEnv, o.ShowEnv))
-	if p.redact != nil {
-		p.redact(s.Redact)
+	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, c.desc.RequiredEnv, o.ShowEnv))
+	if c.p.redact != nil {
+		c.p.redact(s.Redact)
 	}
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	if src.Ask != nil {
-		src.Ask = o.Ask
-		if s.Prompt, err = prompt.Load(src); err != nil {
-			fail(promptAttr, "Invalid prompt", err)
-			return nil, diags
+}
+
+// ask loads an interactive session's prompt again, asking for the
+// arguments it lacks, and warns of the arguments the prompt does not use.
+func (c *runCheck) ask() {
+	if c.src.Ask != nil {
+		c.src.Ask = c.o.Ask
+		tpl, err := prompt.Load(c.src)
+		if err != nil {
+			c.fail(c.promptAttr(), "Invalid prompt", err)
+			return
 		}
-		tpl = s.Prompt
+		c.s.Prompt = tpl
 	}
-	for _, w := range tpl.Warnings {
-		diags = append(diags, Diagnostic{Severity: Warning, Block: block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
+	for _, w := range c.s.Prompt.Warnings {
+		c.diags = append(c.diags, Diagnostic{Severity: Warning, Block: c.block, Attribute: "prompt_args", Summary: "Unused prompt argument", Detail: w})
 	}
-	return s, diags
 }
 
 // strategyAttr is the attribute a branch strategy's error is at.
@@ -348,68 +330,82 @@ func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]strin
 }
 
 // OptionsOf converts a decoded run block into Options; defaults and checks
-// are planner.run's. base holds what the caller sets for every run.
+// are planner.run's. base holds what the caller sets for every run. A
+// value it cannot read is reported in its diagnostics and left unset, so
+// that planner.run checks the rest of the run without reporting it again.
 func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagnostics) {
 	b := r.Body
 	v := &Values{Block: "run." + r.Label}
-	str := func(s *string) string {
-		if s == nil {
-			return ""
-		}
-		return *s
-	}
 	o := base
-	o.Name, o.BaseDir = r.Name(), f.Dir
-	if o.Repo == "" {
-		o.Repo = str(b.Repo)
-	}
-	o.Prompt, o.PromptFile, o.PromptArgs = str(b.Prompt), str(b.PromptFile), b.PromptArgs
-	o.CopyToWorktree, o.Env, o.ShowEnv, o.ResumeSession = b.CopyToWorktree, b.Env, b.ShowEnv, str(b.ResumeSession)
+	o.Name, o.BaseDir, o.NoSandbox = r.Name(), f.Dir, r.NoSandbox
+	v.workspace(&o, b.Repo, b.BranchStrategy, b.CopyToWorktree, b.Env, b.AllowUnconfined, b.Hooks, b.Logging, b.Timeouts)
+	v.loop(&o, b.Prompt, b.PromptFile, b.PromptArgs, b.MaxIterations, b.CompletionSignal, b.IdleTimeout, b.CompletionTimeout, b.Output)
+	o.ShowEnv, o.ResumeSession = b.ShowEnv, str(b.ResumeSession)
 	o.ForkSession = b.ForkSession != nil && *b.ForkSession
-	o.NoSandbox = r.NoSandbox
-	o.AllowUnconfined = b.AllowUnconfined != nil && *b.AllowUnconfined
-	if b.MaxIterations != nil {
-		if o.MaxIterations = *b.MaxIterations; o.MaxIterations < 1 {
-			v.Diags = append(v.Diags, Diagnostic{Severity: Error, Block: v.Block, Attribute: "max_iterations", Summary: "Invalid max_iterations",
-				Detail: fmt.Sprintf("max_iterations must be at least 1, got %d.", o.MaxIterations)})
-		}
-	}
-	o.IdleTimeout = v.Duration("idle_timeout", b.IdleTimeout)
-	o.CompletionTimeout = v.Duration("completion_timeout", b.CompletionTimeout)
-	o.CompletionSignals = v.Signals(b.CompletionSignal)
-	o.BranchStrategy = v.Strategy(b.BranchStrategy)
-	o.Hooks = v.Hooks(b.Hooks)
-	o.Output = v.Output(b.Output)
-	if t := b.Timeouts; t != nil {
-		o.Timeouts = execute.Timeouts{
-			Worktree: v.Duration("timeouts.worktree", t.Worktree), CreateSandbox: v.Duration("timeouts.create_sandbox", t.CreateSandbox),
-			Hooks: v.Duration("timeouts.hooks", t.Hooks), SyncIn: v.Duration("timeouts.sync_in", t.SyncIn),
-			SyncOut: v.Duration("timeouts.sync_out", t.SyncOut), Merge: v.Duration("timeouts.merge", t.Merge),
-			Copy: v.Duration("timeouts.copy", t.Copy),
-		}
-	}
-	if b.Logging != nil {
-		o.LogMode, o.LogPath = v.Logging(b.Logging)
-	}
-	if base.LogMode != "" { // run --log
-		o.LogMode = base.LogMode
-	}
 	return o, v.Diags
 }
 
+func str(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// workspace reads what a run block and a session say about the
+// repository, the worktree, the env, the hooks, the log and the
+// timeouts into o. The repo and the log mode that o has (from the
+// command line) win.
+func (v *Values) workspace(o *Options, repo *string, strategy cty.Value, copyPaths []string, env map[string]string, allowUnconfined *bool,
+	h *config.HooksBlock, l *config.LoggingBlock, t *config.TimeoutsBlock) {
+	if o.Repo == "" {
+		o.Repo = str(repo)
+	}
+	o.BranchStrategy = v.Strategy(strategy)
+	o.CopyToWorktree, o.Env = copyPaths, env
+	o.AllowUnconfined = allowUnconfined != nil && *allowUnconfined
+	o.Hooks = v.Hooks(h)
+	if t != nil {
+		o.Timeouts = v.Timeouts(t)
+	}
+	if l != nil {
+		mode, path := v.Logging(l)
+		o.Logging.Path = path
+		if o.Logging.Mode == "" { // else run --log
+			o.Logging.Mode = mode
+		}
+	}
+}
+
+// loop reads what a run block and a session's step say about the prompt
+// and the agent's loop into o.
+func (v *Values) loop(o *Options, prompt, promptFile *string, args map[string]string, maxIterations *int, signal cty.Value,
+	idle, completion *string, out *config.OutputBlock) {
+	o.Prompt, o.PromptFile, o.PromptArgs = str(prompt), str(promptFile), args
+	if n := maxIterations; n != nil && *n < 1 { // read as unset: reported once, here
+		v.bad("max_iterations", "Invalid max_iterations", "max_iterations must be at least 1, got %d.", *n)
+	} else if n != nil {
+		o.MaxIterations = *n
+	}
+	o.IdleTimeout = v.Duration("idle_timeout", idle)
+	o.CompletionTimeout = v.Duration("completion_timeout", completion)
+	o.CompletionSignals = v.Signals(signal)
+	o.Output = v.Output(out)
+}
+
 // PlanRun plans one run built in Go (core.PlanRun), whose providers the
-// caller configured. A failure is a *execute.RunError.
+// caller configured. A failure is a *run.Error.
 func PlanRun(ctx context.Context, o Options) (*Plan, error) {
 	if o.Name == "" {
 		o.Name = "run"
 	}
 	fail := func(ds Diagnostics) (*Plan, error) {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: ds.Errors()}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: ds.Errors()}
 	}
 	if ctx.Err() != nil {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: context.Cause(ctx), Cancelled: true}
 	}
-	if (o.Sandbox == nil && !o.NoSandbox) || o.Agent == nil {
+	if (o.Sandbox.Provider == nil && !o.NoSandbox) || o.Agent.Provider == nil {
 		return fail(Diagnostics{{Severity: Error, Block: "run." + o.Name, Summary: "A run needs a sandbox provider and an agent provider"}})
 	}
 	if o.NoSandbox {
@@ -419,9 +415,9 @@ func PlanRun(ctx context.Context, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	desc, err := o.Agent.Describe(ctx, o.AgentCfg)
+	desc, err := o.Agent.Provider.Describe(ctx, o.Agent.Config)
 	if err != nil {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.AgentAddr, Err: err}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.Agent.Address, Err: err}
 	}
 	p := &planner{ctx: ctx, repos: Repos{}}
 	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, desc)
@@ -443,7 +439,7 @@ func PlanEnv(ctx context.Context, o Options) (*execute.Spec, error) {
 	p := &planner{ctx: ctx, repos: Repos{}}
 	spec, ds := p.run("run."+o.Name, o, caps, sbDesc, sdk.AgentDescription{})
 	if ds.HasErrors() {
-		return nil, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig, Err: ds.Errors()}
+		return nil, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: ds.Errors()}
 	}
 	return spec, nil
 }
@@ -451,20 +447,20 @@ func PlanEnv(ctx context.Context, o Options) (*execute.Spec, error) {
 // describeSandbox asks a sandbox provider the caller configured for its
 // capabilities and its description; none is the host's.
 func describeSandbox(ctx context.Context, o Options) (sdk.SandboxCapabilities, sdk.SandboxDescription, error) {
-	if o.Sandbox == nil {
+	if o.Sandbox.Provider == nil {
 		return NoSandboxCaps, sdk.SandboxDescription{}, nil
 	}
-	info, err := o.Sandbox.Info(ctx)
+	info, err := o.Sandbox.Provider.Info(ctx)
 	if err != nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
 	}
 	if info.Sandbox == nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhaseConfig,
-			Err: Diagnostics{{Severity: Error, Block: o.SandboxAddr, Summary: "The plugin declares no sandbox capabilities"}}}
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig,
+			Err: Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}}}
 	}
-	desc, err := o.Sandbox.Describe(ctx, o.SandboxCfg)
+	desc, err := o.Sandbox.Provider.Describe(ctx, o.Sandbox.Config)
 	if err != nil {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &execute.RunError{Run: o.Name, Phase: execute.PhasePreflight, Plugin: o.SandboxAddr, Err: err}
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
 	}
 	return *info.Sandbox, desc, nil
 }

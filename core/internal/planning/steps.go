@@ -7,7 +7,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
-	"github.com/missingstudio/sanddune/core/session"
+	"github.com/missingstudio/sanddune/core/internal/session"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -62,17 +62,27 @@ var stepAttrs = map[string]bool{
 	"completion_signal": true, "idle_timeout": true, "completion_timeout": true, "resume": true, "resume_session": true, "output": true,
 }
 
-// session plans a session block: each step is planned as a run made of
-// the session's attributes and the step's, and their diagnostics are
-// attributed to the session ("step.<label>.<attr>" for a step's own).
+// session plans a session block: its own values are read once, and each
+// step is planned as a run of them and of the step's values; the
+// diagnostics are attributed to the session ("step.<label>.<attr>" for
+// a step's own).
 func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map[*config.ProviderBlock]*Sandbox,
 	agents map[*config.ProviderBlock]*Agent, base Options) (*Planned, Diagnostics) {
 	block := "session." + ss.Label
-	diags := FromHCL(block, ss.Diags)
+	diags := config.FromHCL(block, ss.Diags)
 	sb, sbOK := sandboxes[ss.Sandbox]
 	if diags.HasErrors() || !sbOK {
 		return nil, diags
 	}
+	b := ss.Body
+	shared := base
+	shared.Name, shared.BaseDir = ss.Name(), f.Dir
+	v := &Values{Block: block}
+	v.workspace(&shared, b.Repo, b.BranchStrategy, b.CopyToWorktree, b.Env, b.AllowUnconfined, b.Hooks, b.Logging, b.Timeouts)
+	shared.useSandbox(ss.Sandbox.Address, sb)
+	diags = append(diags, v.Diags...)
+	// Each step's check pass checks the session's values too: a problem
+	// of the session is kept once, not once per step.
 	seen := map[string]bool{}
 	var steps []execute.Step
 	previous := "" // the previous step's agent plugin
@@ -81,31 +91,21 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 		if !agOK {
 			continue // reported with the agent block
 		}
-		b := st.Body
-		env := maps.Clone(ss.Body.Env)
-		if env == nil {
-			env = map[string]string{}
+		stb := st.Body
+		o := shared
+		sv := &Values{Block: block}
+		sv.loop(&o, stb.Prompt, stb.PromptFile, stb.PromptArgs, stb.MaxIterations, stb.CompletionSignal, stb.IdleTimeout, stb.CompletionTimeout, stb.Output)
+		o.Env = maps.Clone(shared.Env)
+		if o.Env == nil {
+			o.Env = map[string]string{}
 		}
-		maps.Copy(env, b.Env)
-		run := &config.RunBlock{Label: ss.Label, Sandbox: ss.Sandbox, Agent: st.Agent, Body: config.RunBody{
-			Name: ss.Body.Name, Repo: ss.Body.Repo, BranchStrategy: ss.Body.BranchStrategy, CopyToWorktree: ss.Body.CopyToWorktree,
-			Env: env, AllowUnconfined: ss.Body.AllowUnconfined, Hooks: ss.Body.Hooks, Logging: ss.Body.Logging, Timeouts: ss.Body.Timeouts,
-			Prompt: b.Prompt, PromptFile: b.PromptFile, PromptArgs: b.PromptArgs, MaxIterations: b.MaxIterations,
-			CompletionSignal: b.CompletionSignal, IdleTimeout: b.IdleTimeout, CompletionTimeout: b.CompletionTimeout, Output: b.Output,
-		}}
-		o, ds := OptionsOf(f, run, base)
-		o.useSandbox(ss.Sandbox.Address, sb)
+		maps.Copy(o.Env, stb.Env)
 		o.useAgent(st.Agent, ag)
-		resume := b.Resume != nil
-		ds = append(ds, CheckStepResume(StepResume{Block: block, Resume: b.Resume, First: i == 0,
+		ds := append(sv.Diags, CheckStepResume(StepResume{Block: block, Resume: stb.Resume, First: i == 0,
 			MaxIterations: o.MaxIterations, Desc: ag.Desc, AgentAddr: st.Agent.Address, Plugin: st.Agent.Plugin, PreviousPlugin: previous})...)
 		previous = st.Agent.Plugin
-		var spec *execute.Spec
-		if !ds.HasErrors() {
-			var more Diagnostics
-			spec, more = p.run(block, o, sb.Caps, sb.Desc, ag.Desc)
-			ds = append(ds, more...)
-		}
+		spec, more := p.run(block, o, sb.Caps, sb.Desc, ag.Desc)
+		ds = append(ds, more...)
 		for _, d := range ds {
 			if stepAttrs[firstName(d.Attribute)] {
 				d.Attribute = "step." + st.Label + "." + d.Attribute
@@ -117,7 +117,7 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 			}
 		}
 		if spec != nil {
-			steps = append(steps, execute.Step{Label: st.Label, Spec: spec, ResumePrevious: resume})
+			steps = append(steps, execute.Step{Label: st.Label, Spec: spec, ResumePrevious: stb.Resume != nil})
 		}
 	}
 	if diags.HasErrors() || len(steps) != len(ss.Steps) {

@@ -13,7 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/run"
 )
 
 // Node is one run block (or session) of the graph: the runs it stands for
@@ -39,7 +39,7 @@ type Runs[R any] struct {
 	Name func(R) string
 	// Key is a for_each instance's key, as a string and as its value.
 	Key func(R) (string, cty.Value)
-	Run func(context.Context, R) (*execute.Result, error)
+	Run func(context.Context, R) (*run.Result, error)
 }
 
 // Execute runs the nodes: each once the nodes it needs have succeeded, at
@@ -48,10 +48,10 @@ type Runs[R any] struct {
 // first (runs start in file order). A node whose need failed or was
 // skipped is skipped. The outcomes are in node order, instances in key
 // order.
-func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R]) []execute.Outcome {
+func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R]) []run.Outcome {
 	type state struct {
 		done   chan struct{}
-		outs   []execute.Outcome
+		outs   []run.Outcome
 		failed bool
 		value  cty.Value
 	}
@@ -70,10 +70,10 @@ func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R
 		}
 	}
 	places.start()
-	runOne := func(r R, t *ticket) execute.Outcome {
+	runOne := func(r R, t *ticket) run.Outcome {
 		defer places.wait(ctx, t)()
 		res, err := rs.Run(ctx, r)
-		return execute.Outcome{Name: rs.Name(r), Result: res, Err: err}
+		return run.Outcome{Name: rs.Name(r), Result: res, Err: err}
 	}
 	var wg sync.WaitGroup
 	for i, n := range nodes {
@@ -95,21 +95,21 @@ func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R
 				st.failed = true
 				reason := fmt.Sprintf("%s did not succeed", strings.Join(blocked, " and "))
 				if len(runs) == 0 {
-					st.outs = []execute.Outcome{{Name: n.Label, Skipped: reason}}
+					st.outs = []run.Outcome{{Name: n.Label, Skipped: reason}}
 				}
 				for _, r := range runs {
-					st.outs = append(st.outs, execute.Outcome{Name: rs.Name(r), Skipped: reason})
+					st.outs = append(st.outs, run.Outcome{Name: rs.Name(r), Skipped: reason})
 				}
 				return
 			}
 			if n.Expand != nil {
 				var err error
 				if runs, err = n.Expand(ctx, results); err != nil {
-					st.failed, st.outs = true, []execute.Outcome{{Name: n.Label, Err: err}}
+					st.failed, st.outs = true, []run.Outcome{{Name: n.Label, Err: err}}
 					return
 				}
 			}
-			outs := make([]execute.Outcome, len(runs))
+			outs := make([]run.Outcome, len(runs))
 			var iwg sync.WaitGroup
 			for j, r := range runs {
 				var t *ticket
@@ -130,7 +130,7 @@ func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R
 		})
 	}
 	wg.Wait()
-	var out []execute.Outcome
+	var out []run.Outcome
 	for _, n := range nodes {
 		out = append(out, states[n].outs...)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/internal/execute"
+	"github.com/missingstudio/sanddune/core/run"
 )
 
 // recorder runs named runs, recording the order they start in; a run
@@ -26,14 +26,14 @@ func (rec *recorder) runs() Runs[string] {
 	return Runs[string]{
 		Name: func(r string) string { return r },
 		Key:  func(r string) (string, cty.Value) { return r, cty.StringVal(r) },
-		Run: func(ctx context.Context, r string) (*execute.Result, error) {
+		Run: func(ctx context.Context, r string) (*run.Result, error) {
 			rec.mu.Lock()
 			rec.started = append(rec.started, r)
 			rec.mu.Unlock()
 			if rec.fail[r] {
 				return nil, errors.New("failed")
 			}
-			return &execute.Result{Name: r}, nil
+			return &run.Result{Name: r}, nil
 		},
 	}
 }
@@ -78,7 +78,7 @@ func TestPipelineLimitKeepsOrderAcrossPipelines(t *testing.T) {
 	// until a has started: else a goroutine the machine is slow to
 	// schedule lets p1..p3 and b run before a records its start.
 	aStarted := make(chan struct{})
-	rs.Run = func(ctx context.Context, r string) (*execute.Result, error) {
+	rs.Run = func(ctx context.Context, r string) (*run.Result, error) {
 		mu.Lock()
 		if r[0] == 'p' {
 			running[p]++
@@ -146,7 +146,7 @@ func TestCancelledRunsDoNotWaitForPlaces(t *testing.T) {
 	rs := Runs[string]{
 		Name: func(r string) string { return r },
 		Key:  func(r string) (string, cty.Value) { return r, cty.StringVal(r) },
-		Run: func(ctx context.Context, r string) (*execute.Result, error) {
+		Run: func(ctx context.Context, r string) (*run.Result, error) {
 			if r == "first" { // holds the only place until the others ran (or the test times out)
 				cancel()
 				<-others

@@ -3,17 +3,17 @@ package schedule
 import (
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/output"
+	"github.com/missingstudio/sanddune/core/run"
 )
 
 // resultValue is a run's result as run.<label> sees it: name, branch,
 // commits, completion_signal, stdout and output (its structured output,
 // null without one).
-func resultValue(o execute.Outcome) cty.Value {
+func resultValue(o run.Outcome) cty.Value {
 	r := o.Result
 	if r == nil {
-		r = &execute.Result{Name: o.Name}
+		r = &run.Result{Name: o.Name}
 	}
 	commits := make([]cty.Value, len(r.Commits))
 	for i, c := range r.Commits {
@@ -39,7 +39,7 @@ func resultValue(o execute.Outcome) cty.Value {
 
 // nodeValue is run.<label>: the result, or for a for_each run its
 // instances' results, a list (for_each over a list) or a map by key.
-func nodeValue[R any](n *Node[R], runs []R, outs []execute.Outcome, rs Runs[R]) cty.Value {
+func nodeValue[R any](n *Node[R], runs []R, outs []run.Outcome, rs Runs[R]) cty.Value {
 	if !n.ForEach {
 		if len(outs) == 0 {
 			return cty.NullVal(cty.DynamicPseudoType)

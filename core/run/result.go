@@ -1,4 +1,9 @@
-package execute
+// Package run holds the types a run is described and reported with: one
+// description of a run (Options: core.RunOptions, and what a run block is
+// read into) with its timeouts, hooks and defaults, its result and
+// outcome, and its errors. Package core's API and its internal engine
+// share them.
+package run
 
 import (
 	"bytes"
@@ -64,6 +69,17 @@ func (r *Result) Resume(fork bool) ResumeOptions {
 		}
 	}
 	return ResumeOptions{}
+}
+
+// Outcome is how one run, session or step went: its result (also of a
+// failed one, once setup began) and its error, an *Error.
+type Outcome struct {
+	Name   string
+	Result *Result
+	Err    error
+	// Skipped says why a run did not start: a run it depends on did not
+	// succeed. Result and Err are nil then.
+	Skipped string
 }
 
 // MaxStdoutBytes bounds Result.Stdout.
@@ -193,7 +209,7 @@ func errorJSON(err error) *errorDoc {
 		return nil
 	}
 	d := &errorDoc{Kind: KindFailed, Message: err.Error()}
-	var re *RunError
+	var re *Error
 	if errors.As(err, &re) {
 		d.Phase, d.Plugin, d.Hint = nullable(string(re.Phase)), nullable(re.Plugin), nullable(re.Hint)
 		if re.Cancelled {

@@ -8,11 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
-	"github.com/missingstudio/sanddune/core/tempdir"
+	"github.com/missingstudio/sanddune/core/internal/tempdir"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -28,6 +27,10 @@ type Spec struct {
 	Base string
 	// RunName names the patch file of uncommitted work.
 	RunName string
+	// AuthorName and AuthorEmail are the host's identity
+	// (worktree.Repo.Identity), set in the sandbox repo where its git has
+	// none.
+	AuthorName, AuthorEmail string
 	// CommitsOnly leaves uncommitted work in the sandbox (no patch): a
 	// later run there continues it.
 	CommitsOnly bool
@@ -124,20 +127,16 @@ func SyncIn(ctx context.Context, sb sdk.Sandbox, spec Spec) error {
 	if head != spec.Base {
 		return fmt.Errorf("sync in: HEAD mismatch after sync: host %s, sandbox %s", spec.Base, head)
 	}
-	return setIdentity(ctx, s, spec.HostRepo)
+	return setIdentity(ctx, s, spec)
 }
-
-var identRe = regexp.MustCompile(`^(.*) <(.*)> \d+ [+-]\d{4}$`)
 
 // setIdentity sets user.name/user.email in the sandbox repo, from the
 // host's author identity, where the sandbox's git has none.
-func setIdentity(ctx context.Context, s sandbox, hostRepo string) error {
-	ident, err := worktree.Git(ctx, hostRepo, "var", "GIT_AUTHOR_IDENT")
-	m := identRe.FindStringSubmatch(ident)
-	if err != nil || m == nil {
+func setIdentity(ctx context.Context, s sandbox, spec Spec) error {
+	if spec.AuthorName == "" || spec.AuthorEmail == "" {
 		return nil // the host has no identity to pass on
 	}
-	for key, val := range map[string]string{"user.name": m[1], "user.email": m[2]} {
+	for key, val := range map[string]string{"user.name": spec.AuthorName, "user.email": spec.AuthorEmail} {
 		if _, err := s.git(ctx, nil, "config", key); err == nil || exitCode(err) != 1 {
 			continue
 		}

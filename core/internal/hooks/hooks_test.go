@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -74,7 +75,7 @@ func TestHostHooksSequentialInOrder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var lines []string
-	err := RunHost(context.Background(), dir, []Hook{
+	err := RunHost(context.Background(), dir, []run.Hook{
 		{Command: "echo one >> order; sleep 0.1"},
 		{Command: "echo two >> order; pwd"},
 	}, func(where, cmd, line string) { lines = append(lines, line) })
@@ -93,7 +94,7 @@ func TestHostHooksSequentialInOrder(t *testing.T) {
 func TestHostHookFailureFailsFast(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	err := RunHost(context.Background(), dir, []Hook{
+	err := RunHost(context.Background(), dir, []run.Hook{
 		{Command: "echo broken >&2; exit 4"},
 		{Command: "touch second"},
 	}, nil)
@@ -141,7 +142,7 @@ func readPID(t *testing.T, path string) int {
 func TestHostHookTimeoutKillsProcessGroup(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	err := RunHost(context.Background(), dir, []Hook{
+	err := RunHost(context.Background(), dir, []run.Hook{
 		{Command: "sleep 300 & echo $! > bg.pid; wait", Timeout: 2 * time.Second}, // room to start the background process
 	}, nil)
 	var he *Error
@@ -160,7 +161,7 @@ func TestHostHookCancellationKillsIt(t *testing.T) {
 		readPID(t, filepath.Join(dir, "bg.pid"))
 		cancel(cause)
 	}()
-	err := RunHost(ctx, dir, []Hook{{Command: "sleep 300 & echo $! > bg.pid; wait"}}, nil)
+	err := RunHost(ctx, dir, []run.Hook{{Command: "sleep 300 & echo $! > bg.pid; wait"}}, nil)
 	if !errors.Is(err, cause) {
 		t.Fatalf("err = %v", err)
 	}
@@ -173,8 +174,8 @@ func TestParallelHostAndSandboxHooksFake(t *testing.T) {
 	sb := &sandboxFake{dir: dir}
 	// Each hook waits for the other's file: they only finish when run at
 	// the same time.
-	host := []Hook{{Command: "touch h; while [ ! -e s ]; do sleep 0.01; done", Timeout: 20 * time.Second}}
-	box := []Hook{{Command: "touch s; while [ ! -e h ]; do sleep 0.01; done", Timeout: 20 * time.Second, Sudo: true}}
+	host := []run.Hook{{Command: "touch h; while [ ! -e s ]; do sleep 0.01; done", Timeout: 20 * time.Second}}
+	box := []run.Hook{{Command: "touch s; while [ ! -e h ]; do sleep 0.01; done", Timeout: 20 * time.Second, Sudo: true}}
 	if err := RunParallel(context.Background(), dir, host, sb, box, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +189,9 @@ func TestParallelFailureCancelsOthersFake(t *testing.T) {
 	dir := t.TempDir()
 	sb := &sandboxFake{dir: dir}
 	err := RunParallel(context.Background(), dir,
-		[]Hook{{Command: "sleep 300 & echo $! > bg.pid; wait"}},
+		[]run.Hook{{Command: "sleep 300 & echo $! > bg.pid; wait"}},
 		sb,
-		[]Hook{{Command: "while [ ! -e bg.pid ]; do sleep 0.01; done; echo nope; exit 2"}}, nil)
+		[]run.Hook{{Command: "while [ ! -e bg.pid ]; do sleep 0.01; done; echo nope; exit 2"}}, nil)
 	var he *Error
 	if !errors.As(err, &he) || he.Where != Sandbox || he.ExitCode != 2 || !strings.Contains(he.Tail, "nope") {
 		t.Fatalf("err = %v", err)
@@ -200,7 +201,7 @@ func TestParallelFailureCancelsOthersFake(t *testing.T) {
 
 func TestSandboxHookTimeoutFake(t *testing.T) {
 	t.Parallel()
-	err := RunSandbox(context.Background(), &sandboxFake{dir: t.TempDir()}, Hook{Command: "sleep 5", Timeout: 50 * time.Millisecond}, nil)
+	err := RunSandbox(context.Background(), &sandboxFake{dir: t.TempDir()}, run.Hook{Command: "sleep 5", Timeout: 50 * time.Millisecond}, nil)
 	var he *Error
 	if !errors.As(err, &he) || !he.TimedOut {
 		t.Fatalf("err = %v", err)

@@ -67,7 +67,8 @@ func prepare(t *testing.T, r *worktree.Repo, s worktree.Strategy) (*worktree.Wor
 	}
 	t.Cleanup(func() { ws.Close(ctx) })
 	sb := newFakeSandbox(t)
-	spec := Spec{HostRepo: r.Root, Branch: ws.Branch, Base: ws.Base, RunName: ws.RunName}
+	name, email := r.Identity(ctx)
+	spec := Spec{HostRepo: r.Root, Branch: ws.Branch, Base: ws.Base, RunName: ws.RunName, AuthorName: name, AuthorEmail: email}
 	if err := SyncIn(ctx, sb, spec); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/missingstudio/sanddune/core/tempdir"
+	"github.com/missingstudio/sanddune/core/internal/tempdir"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 )

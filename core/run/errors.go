@@ -1,8 +1,9 @@
-package execute
+package run
 
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/worktree"
@@ -29,9 +30,9 @@ const (
 	PhaseCleanup   Phase = "cleanup"
 )
 
-// RunError is a failed run. Its message names the run, the phase and the
+// Error is a failed run. Its message names the run, the phase and the
 // plugin involved, where the work is, and what to do next.
-type RunError struct {
+type Error struct {
 	Run   string
 	Phase Phase
 	// Plugin is the provider block involved, e.g. "agent.claude.opus".
@@ -52,7 +53,7 @@ type RunError struct {
 	Hint string
 }
 
-func (e *RunError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %q", e.Run)
 	switch {
@@ -92,10 +93,10 @@ func (e *RunError) Error() string {
 	return b.String()
 }
 
-func (e *RunError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // OutputError is a run whose structured output is missing, not JSON, or
-// does not match its schema (the RunError of PhaseOutput wraps it). The
+// does not match its schema (the Error of PhaseOutput wraps it). The
 // agent session that wrote it can be resumed (resume_session = SessionID)
 // to ask for corrected output.
 type OutputError struct {
@@ -103,7 +104,7 @@ type OutputError struct {
 	// Raw is the last <tag>…</tag> content ("" when there was none).
 	Raw   string
 	Cause output.Cause
-	// Where the work is, as in RunError.
+	// Where the work is, as in Error.
 	Branch            string
 	Commits           []worktree.Commit
 	PreservedWorktree string
@@ -133,4 +134,27 @@ func excerpt(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// IdleTimeoutError is an agent that printed nothing for Timeout.
+type IdleTimeoutError struct{ Timeout time.Duration }
+
+func (e *IdleTimeoutError) Error() string {
+	return fmt.Sprintf("agent idle for %s: no output received; the agent process was stopped", e.Timeout)
+}
+
+// AgentExitError is an agent process that exited non-zero.
+type AgentExitError struct {
+	ExitCode int
+	// Detail is what the agent said: its error events, else the tail of
+	// its stderr, else of its stdout.
+	Detail string
+}
+
+func (e *AgentExitError) Error() string {
+	msg := fmt.Sprintf("agent exited with code %d", e.ExitCode)
+	if d := strings.TrimSpace(e.Detail); d != "" {
+		msg += ":\n    " + strings.ReplaceAll(d, "\n", "\n    ")
+	}
+	return msg
 }

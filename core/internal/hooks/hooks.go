@@ -19,28 +19,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/procgroup"
 )
 
-// DefaultTimeout bounds a hook without its own timeout.
-const DefaultTimeout = 60 * time.Second
-
 const tailBytes = 4 << 10
-
-// Hook is one shell command.
-type Hook struct {
-	Command string
-	Timeout time.Duration // DefaultTimeout when zero
-	Sudo    bool          // sandbox hooks only
-}
-
-// Set is a run's hooks, by when and where they run.
-type Set struct {
-	HostOnWorktreeReady   []Hook // sequential, on the host, in the worktree
-	HostOnSandboxReady    []Hook // on the host, parallel with SandboxOnSandboxReady
-	SandboxOnSandboxReady []Hook // inside the sandbox
-}
 
 // Where a hook runs.
 const (
@@ -82,7 +66,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // RunHost runs hooks one after the other on the host with cwd dir and the
 // process environment, stopping at the first failure.
-func RunHost(ctx context.Context, dir string, hs []Hook, out Output) error {
+func RunHost(ctx context.Context, dir string, hs []run.Hook, out Output) error {
 	for _, h := range hs {
 		if err := runHost(ctx, dir, h, out); err != nil {
 			return err
@@ -93,7 +77,7 @@ func RunHost(ctx context.Context, dir string, hs []Hook, out Output) error {
 
 // RunParallel runs host hooks (cwd hostDir) and sandbox hooks all at once.
 // The first failure cancels the others and is returned.
-func RunParallel(ctx context.Context, hostDir string, host []Hook, sb sdk.Sandbox, sandbox []Hook, out Output) error {
+func RunParallel(ctx context.Context, hostDir string, host []run.Hook, sb sdk.Sandbox, sandbox []run.Hook, out Output) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -126,33 +110,14 @@ func RunParallel(ctx context.Context, hostDir string, host []Hook, sb sdk.Sandbo
 	return first
 }
 
-// WithTimeout returns the set with d as the timeout of each hook that
-// has none of its own.
-func (s Set) WithTimeout(d time.Duration) Set {
-	set := func(hs []Hook) []Hook {
-		if hs == nil {
-			return nil
-		}
-		out := make([]Hook, len(hs))
-		for i, h := range hs {
-			if h.Timeout == 0 {
-				h.Timeout = d
-			}
-			out[i] = h
-		}
-		return out
-	}
-	return Set{HostOnWorktreeReady: set(s.HostOnWorktreeReady), HostOnSandboxReady: set(s.HostOnSandboxReady), SandboxOnSandboxReady: set(s.SandboxOnSandboxReady)}
-}
-
-func timeoutOf(h Hook) time.Duration {
+func timeoutOf(h run.Hook) time.Duration {
 	if h.Timeout > 0 {
 		return h.Timeout
 	}
-	return DefaultTimeout
+	return run.DefaultHookTimeout
 }
 
-func runHost(ctx context.Context, dir string, h Hook, out Output) error {
+func runHost(ctx context.Context, dir string, h run.Hook, out Output) error {
 	if err := ctx.Err(); err != nil {
 		return &Error{Where: Host, Command: h.Command, Err: context.Cause(ctx)}
 	}
@@ -195,7 +160,7 @@ func runHost(ctx context.Context, dir string, h Hook, out Output) error {
 }
 
 // RunSandbox runs one hook inside the sandbox, in its repo directory.
-func RunSandbox(ctx context.Context, sb sdk.Sandbox, h Hook, out Output) error {
+func RunSandbox(ctx context.Context, sb sdk.Sandbox, h run.Hook, out Output) error {
 	if err := ctx.Err(); err != nil {
 		return &Error{Where: Sandbox, Command: h.Command, Err: context.Cause(ctx)}
 	}
