@@ -7,18 +7,23 @@ import (
 	"testing"
 )
 
-// TestSecretsNeverReachTheSinks: values of the run's env and of
-// .sanddune/.env that the agent, a hook and a failing agent's stderr print
+// TestSecretsNeverReachTheSinks: values of every env layer (.sanddune/.env,
+// the sandbox's and the agent's blocks, the run's) that the agent, a hook
+// and a failing agent's stderr print
 // are redacted in the log file, --json (stdout and error), --events (both
 // files mode 0600) and the terminal; a key the run lists in show_env is shown.
 func TestSecretsNeverReachTheSinks(t *testing.T) {
 	t.Parallel()
 	dir := gitRepo(t)
 	const dotSecret, runSecret, shown = "dotenv-s3cr3t-value", "run-s3cr3t-value", "visible-level"
+	const sbSecret, agentSecret = "sandbox-s3cr3t-value", "agent-s3cr3t-value"
 	writeFile(t, filepath.Join(dir, ".sanddune/.env"), "DOT_SECRET="+dotSecret+"\n")
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {
+  env = { SB_SECRET = "`+sbSecret+`" }
+}
 agent "command" "leaky" {
-  command = ["sh", "-c", "echo text $DOT_SECRET $LOG_LEVEL; echo stderr $RUN_SECRET >&2; exit 3"]
+  command = ["sh", "-c", "echo text $DOT_SECRET $LOG_LEVEL $SB_SECRET $AGENT_SECRET; echo stderr $RUN_SECRET $AGENT_SECRET >&2; exit 3"]
+  env     = { AGENT_SECRET = "`+agentSecret+`" }
 }
 run "leaky" {
   prompt   = "x"
@@ -51,7 +56,7 @@ run "leaky" {
 	eventData, _ := os.ReadFile(events)
 	sinks := map[string]string{"stdout (--json)": r.stdout, "stderr": r.stderr, "log file": string(logData), "--events": string(eventData)}
 	for name, text := range sinks {
-		for _, secret := range []string{dotSecret, runSecret} {
+		for _, secret := range []string{dotSecret, runSecret, sbSecret, agentSecret} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s holds the secret %q:\n%s", name, secret, text)
 			}
@@ -59,8 +64,9 @@ run "leaky" {
 	}
 	// What was redacted is still said, by key.
 	for name, want := range map[string]string{
-		"log file": "hook [redacted RUN_SECRET] [redacted DOT_SECRET]", "--events": "text [redacted DOT_SECRET] " + shown,
-		"stdout (--json)": "stderr [redacted RUN_SECRET]",
+		"log file": "hook [redacted RUN_SECRET] [redacted DOT_SECRET]",
+		"--events": "text [redacted DOT_SECRET] " + shown + " [redacted SB_SECRET] [redacted AGENT_SECRET]",
+		"stdout (--json)": "stderr [redacted RUN_SECRET] [redacted AGENT_SECRET]",
 	} {
 		if !strings.Contains(sinks[name], want) {
 			t.Errorf("%s lacks %q:\n%s", name, want, sinks[name])

@@ -264,7 +264,7 @@ func (c *runCheck) repository() {
 	}); err != nil {
 		c.fail("env", "Invalid env", err)
 	}
-	s.Redact = redact.New(secretEnv(s.Env, rs.DotEnv, o.Env, c.desc.RequiredEnv, o.ShowEnv))
+	s.Redact = redact.New(secretEnv(s.Env, c.desc.RequiredEnv, o.ShowEnv, rs.DotEnv, c.desc.Env, c.sbDesc.Env, o.Env))
 	if c.p.redact != nil {
 		c.p.redact(s.Redact)
 	}
@@ -307,9 +307,10 @@ func absPath(base, p string) string {
 }
 
 // secretEnv is what of the resolved env is redacted in logs and output:
-// the values of the credential keys, of .sanddune/.env and of the run's
-// env, except the keys the run shows.
-func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]string, show []string) map[string]string {
+// the values of the credential keys and of every env layer (.sanddune/.env,
+// the agent's and the sandbox's blocks, the run's), except the keys the
+// run shows.
+func secretEnv(resolved map[string]string, credentials [][]string, show []string, layers ...map[string]string) map[string]string {
 	out := map[string]string{}
 	add := func(k string) {
 		if v, ok := resolved[k]; ok && !slices.Contains(show, k) {
@@ -321,7 +322,7 @@ func secretEnv(resolved, dotEnv, runEnv map[string]string, credentials [][]strin
 			add(k)
 		}
 	}
-	for _, m := range []map[string]string{dotEnv, runEnv} {
+	for _, m := range layers {
 		for k := range m {
 			add(k)
 		}
