@@ -382,7 +382,7 @@ func (v *Values) workspace(o *Options, repo *string, strategy cty.Value, copyPat
 // and the agent's loop into o.
 func (v *Values) loop(o *Options, prompt, promptFile *string, args map[string]string, maxIterations *int, signal cty.Value,
 	idle, completion *string, out *config.OutputBlock) {
-	o.Prompt, o.PromptFile, o.PromptArgs = str(prompt), str(promptFile), args
+	o.Prompt, o.PromptFile, o.PromptArgs = str(prompt), str(promptFile), v.promptArgs(args)
 	if n := maxIterations; n != nil && *n < 1 { // read as unset: reported once, here
 		v.bad("max_iterations", "Invalid max_iterations", "max_iterations must be at least 1, got %d.", *n)
 	} else if n != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty/gocty"
 
 	"github.com/missingstudio/sanddune/core/config"
+	"github.com/missingstudio/sanddune/core/internal/prompt"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/core/suggest"
@@ -44,6 +45,24 @@ func (v *Values) Duration(attr string, s *string) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// promptArgs returns args without the keys no placeholder can name ("a b"),
+// each reported here, at its key.
+func (v *Values) promptArgs(args map[string]string) map[string]string {
+	var out map[string]string
+	for k, val := range args {
+		if !prompt.ValidArgName(k) {
+			v.bad("prompt_args."+k, "Invalid prompt argument name",
+				"prompt argument %q can never be used: a placeholder is {{NAME}}, with a name of letters, digits and underscores that does not start with a digit.", k)
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = val
+	}
+	return out
 }
 
 // Timeouts reads the timeouts block: a duration for each step it names.

@@ -48,10 +48,18 @@ const (
 // into shell expressions.
 const EnvPrefix = "SANDDUNE_ARG_"
 
+// argName is what a placeholder's name may be.
+const argName = `[A-Za-z_][A-Za-z0-9_]*`
+
 var (
-	placeholderRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+	placeholderRE = regexp.MustCompile(`\{\{\s*(` + argName + `)\s*\}\}`)
+	argNameRE     = regexp.MustCompile(`^` + argName + `$`)
 	shellRE       = regexp.MustCompile("!`([^`]+)`")
 )
+
+// ValidArgName reports whether a prompt argument can be used: whether
+// {{name}} is a placeholder.
+func ValidArgName(name string) bool { return argNameRE.MatchString(name) }
 
 // Source is where a run's prompt comes from. Exactly one of Inline and File
 // is set; File resolves against BaseDir when relative.
