@@ -287,7 +287,7 @@ func (fp *filePlanner) run(r *config.RunBlock, expandMu *sync.Mutex) (*Node, []*
 	if !ds.HasErrors() && sbOK && agOK {
 		o := fp.req.Base
 		if !fp.wanted(r.Label) {
-			o.Interactive, o.Ask = nil, nil
+			o.Interactive, o.Ask, o.Unselected = nil, nil, true
 		}
 		o.useSandbox(sbAddr, sb)
 		o.useAgent(r.Agent, ag)

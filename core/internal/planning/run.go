@@ -36,6 +36,9 @@ type Options struct {
 	// error).
 	Interactive *execute.Interactive
 	Ask         func(key string) (string, error)
+	// Unselected: the run is planned only to check the file; its
+	// sandbox = "none" may be meant for `sanddune interactive`.
+	Unselected bool
 }
 
 // useSandbox and useAgent make configured blocks o's providers; a nil
@@ -149,7 +152,7 @@ func (c *runCheck) values() {
 	}
 	c.diags = append(c.diags, CheckBoundary(Boundary{
 		Block: c.block, SandboxAddr: o.Sandbox.Address, AgentAddr: o.Agent.Address, Caps: c.caps, Desc: c.desc,
-		NoSandbox: o.NoSandbox, Interactive: o.Interactive != nil, AllowUnconfined: o.AllowUnconfined,
+		NoSandbox: o.NoSandbox, Interactive: o.Interactive != nil || o.NoSandbox && o.Unselected, AllowUnconfined: o.AllowUnconfined,
 		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
 	})...)
 	if !runNameRE.MatchString(s.Name) || strings.Contains(s.Name, "..") || strings.HasSuffix(s.Name, ".lock") {
