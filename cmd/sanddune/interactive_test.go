@@ -330,3 +330,30 @@ run "fix" {
 		t.Fatalf("validate: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
 	}
 }
+
+// TestInteractiveWithoutAPrompt: an interactive session needs no prompt:
+// the agent's TUI opens with none (no prompt argument); run still needs one.
+func TestInteractiveWithoutAPrompt(t *testing.T) {
+	dir := gitRepo(t)
+	// A fake claude TUI: it says how many arguments follow its flags.
+	env := agentEnv(t, dir, "claude", "#!/bin/sh\nfor a; do case $a in --) echo \"prompt given\"; exit 0;; esac; done\necho \"no prompt\"\n", "/dev/null")
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `
+agent "claude" "c" {}
+run "chat" {
+  sandbox = "none"
+  env     = { ANTHROPIC_API_KEY = "k" }
+}
+`)
+	s := startOnPTY(t, dir, env, "interactive")
+	if code := s.wait(); code != 0 {
+		t.Fatalf("exit %d; the terminal shows:\n%s", code, s.output())
+	}
+	s.expect("no prompt")
+
+	cmd := sandduneCmd(dir, "validate")
+	cmd.Env = append(cmd.Env, env...)
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), `set one of prompt = "..." or prompt_file`) {
+		t.Fatalf("validate: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+}

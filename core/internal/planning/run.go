@@ -216,7 +216,8 @@ func (c *runCheck) promptAttr() string {
 // output it asks for.
 func (c *runCheck) prompt() {
 	o := c.o
-	c.src = prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.MergeArgs}
+	c.src = prompt.Source{Inline: o.Prompt, File: o.PromptFile, BaseDir: o.BaseDir, Args: o.PromptArgs, MergeArgs: o.MergeArgs,
+		Optional: o.Interactive != nil}
 	if o.Interactive != nil && o.Ask != nil {
 		c.src.Ask = func(string) (string, error) { return "", nil }
 	}

@@ -62,11 +62,15 @@ var (
 func ValidArgName(name string) bool { return argNameRE.MatchString(name) }
 
 // Source is where a run's prompt comes from. Exactly one of Inline and File
-// is set; File resolves against BaseDir when relative.
+// is set (or neither, when Optional); File resolves against BaseDir when
+// relative.
 type Source struct {
 	Inline  string
 	File    string
 	BaseDir string
+	// Optional allows no prompt at all (an interactive session opens the
+	// agent's TUI with none).
+	Optional bool
 	Args    map[string]string
 	// Ask, when set, supplies the value of a placeholder that Args lacks
 	// (an interactive session asks the user at the terminal); it is called
@@ -115,6 +119,11 @@ func Load(src Source) (*Template, error) {
 	switch {
 	case src.Inline != "" && src.File != "":
 		return nil, &Error{Msg: "set exactly one of prompt and prompt_file, not both"}
+	case src.Inline == "" && src.File == "" && src.Optional:
+		if len(src.Args) > 0 {
+			return nil, &Error{Msg: "prompt_args without a prompt_file: they fill a prompt file's {{KEY}} placeholders"}
+		}
+		return &Template{}, nil
 	case src.Inline == "" && src.File == "":
 		return nil, &Error{Msg: `set one of prompt = "..." or prompt_file = "path/to/prompt.md"`}
 	case src.Inline != "":
