@@ -214,6 +214,7 @@ func TestFakeEnvLayers(t *testing.T) {
 	var term buffer
 	o := options(repo, sb, fake(t, f), &term)
 	o.Env = map[string]string{"RUN": "run", "OVERRIDDEN": "run", "SECRET": "s3cr3t-value"}
+	o.ShowEnv = []string{"SANDBOX_ONLY"} // every layer's values are redacted unless shown
 	res := run(t, o)
 	if got, want := strings.TrimSpace(res.Stdout), "dot,host,agent,sandbox,run,run,unset"; got != want {
 		t.Errorf("agent env %q, want %q", got, want)
