@@ -1,6 +1,6 @@
 module github.com/missingstudio/sanddune/examples
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/missingstudio/sanddune/sdk v0.1.0
