@@ -15,7 +15,7 @@ import (
 // of the checkout's SDK as sdk/version will publish it, and go.work
 // points that version at ./sdk.
 func prepare(root string, args []string) error {
-	if len(args) != 1 || !semver.IsValid(args[0]) || module.CheckPathMajor(args[0], sdkPath) != nil {
+	if len(args) != 1 || !semver.IsValid(args[0]) || module.Check(sdkPath, args[0]) != nil {
 		return fmt.Errorf("usage: go run ./scripts/release prepare vX.Y.Z")
 	}
 	version := args[0]

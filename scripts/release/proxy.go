@@ -100,12 +100,28 @@ func withoutSDK(gosum []byte) []byte {
 	return out
 }
 
-// withSum adds lines to a go.sum, in the go command's order.
+// withSum adds lines to a go.sum, in the go command's order (module.Sort:
+// path, then semver, "/go.mod" after the module's own line).
 func withSum(gosum []byte, lines []string) []byte {
-	all := strings.Split(strings.TrimSpace(string(gosum)), "\n")
-	all = slices.DeleteFunc(append(all, lines...), func(s string) bool { return s == "" })
-	slices.Sort(all)
-	return []byte(strings.Join(all, "\n") + "\n")
+	byMod := map[module.Version]string{}
+	var mods []module.Version
+	for _, l := range append(strings.Split(string(gosum), "\n"), lines...) {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		m := module.Version{Path: f[0], Version: f[1]}
+		if _, dup := byMod[m]; !dup {
+			mods = append(mods, m)
+		}
+		byMod[m] = l
+	}
+	module.Sort(mods)
+	var out strings.Builder
+	for _, m := range mods {
+		out.WriteString(byMod[m] + "\n")
+	}
+	return []byte(out.String())
 }
 
 // writeModule writes m's .info, .mod and .zip (from files) under dir in the

@@ -119,3 +119,14 @@ func zipContents(t *testing.T, path string) map[string]string {
 	}
 	return files
 }
+
+// TestWithSum keeps go.sum in the go command's order: by path, then by
+// semantic version, a version's go.mod line after its own.
+func TestWithSum(t *testing.T) {
+	old := "a.example/m v1.1.24 h1:a=\na.example/m v1.1.24/go.mod h1:b=\nz.example/m v1.0.0/go.mod h1:c=\n"
+	got := string(withSum([]byte(old), []string{"a.example/m v1.1.9/go.mod h1:d=", "m.example/sdk v0.1.0 h1:e=", "m.example/sdk v0.1.0/go.mod h1:f="}))
+	want := "a.example/m v1.1.9/go.mod h1:d=\na.example/m v1.1.24 h1:a=\na.example/m v1.1.24/go.mod h1:b=\nm.example/sdk v0.1.0 h1:e=\nm.example/sdk v0.1.0/go.mod h1:f=\nz.example/m v1.0.0/go.mod h1:c=\n"
+	if got != want {
+		t.Errorf("withSum:\n%s\nwant:\n%s", got, want)
+	}
+}
