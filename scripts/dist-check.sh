@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:-$(git describe --tags --always --dirty)}
+# Fixed once, so a commit made meanwhile changes neither build.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go run ./scripts/release dist -version "$version" -out "$tmp/a" >/dev/null

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,8 +26,8 @@ var platforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/a
 // writes, into out, one .tar.gz per platform, a CycloneDX SBOM and
 // SHA256SUMS naming them. Everything is a function of the commit: builds
 // are -trimpath without VCS stamping, archive entries carry the commit
-// time, root owner and sorted names, and the SBOM has no serial number
-// and the commit time as its timestamp.
+// time (or SOURCE_DATE_EPOCH), root owner and sorted names, and the SBOM
+// has no serial number and that time as its timestamp.
 func dist(root string, args []string) error {
 	fs := flag.NewFlagSet("dist", flag.ExitOnError)
 	out := fs.String("out", filepath.Join(root, "dist"), "where the archives go")
@@ -40,8 +41,18 @@ func dist(root string, args []string) error {
 		*version = v
 	}
 	mtime := commitTime(root)
-	if err := os.RemoveAll(*out); err != nil {
-		return err
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		sec, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("SOURCE_DATE_EPOCH=%s: %v", s, err)
+		}
+		mtime = time.Unix(sec, 0)
+	}
+	old, _ := filepath.Glob(filepath.Join(*out, "sanddune_*"))
+	for _, f := range append(old, filepath.Join(*out, "SHA256SUMS")) {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			return err
+		}
 	}
 	build, err := os.MkdirTemp("", "sanddune-dist-")
 	if err != nil {

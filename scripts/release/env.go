@@ -36,7 +36,8 @@ func goEnv(scratch, proxy string) ([]string, error) {
 	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !isSet(set, k) {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ours := set[k]; !ours {
 			env = append(env, kv)
 		}
 	}
@@ -47,8 +48,6 @@ func goEnv(scratch, proxy string) ([]string, error) {
 	}
 	return env, nil
 }
-
-func isSet(set map[string]string, k string) bool { _, ok := set[k]; return ok }
 
 // run runs name args in dir with env and returns its combined output,
 // which an error carries too.

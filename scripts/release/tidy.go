@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -85,7 +86,11 @@ func tidy(root string, args []string) error {
 					}
 					continue
 				}
-				diff, _ := exec.Command("diff", "-u", "--label", path, "--label", path+" (tidy)", filepath.Join(root, path), filepath.Join(tmp, f)).Output()
+				a, b := filepath.Join(tmp, f+".committed"), filepath.Join(tmp, f+".tidy")
+				if err := errors.Join(os.WriteFile(a, was[f], 0o644), os.WriteFile(b, now, 0o644)); err != nil {
+					return err
+				}
+				diff, _ := exec.Command("diff", "-u", "--label", path, "--label", path+" (tidy)", a, b).Output()
 				fmt.Printf("%s is not tidy:\n%s", path, diff)
 				untidy = append(untidy, path)
 			}
