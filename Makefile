@@ -1,25 +1,27 @@
 # sanddune — build, install and test. `make help` lists the targets.
 GO      ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
-# The Go modules: sanddune itself, the plugin SDK and the examples (built
-# against the SDK as a third party would, ADR 0015). `go test ./...` does
-# not descend into a nested module, so each is run on its own.
-MODULES := . sdk examples
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+# Stripped, without build paths, version stamped (`sanddune version`).
+BUILDFLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+# The Go modules, as go.work lists them: sanddune itself, the plugin SDK,
+# the examples (built against the SDK as a third party would, ADR 0015) and
+# the release tool. `go test ./...` does not descend into a nested module,
+# so each is run on its own.
+MODULES := . sdk examples scripts/release
 # each runs $(1) in every module, and fails if it failed in any.
 each = status=0; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)) || status=1; done; exit $$status
 
-.PHONY: help install build test test-unit cross proto agents-compat vercel-compat bench e2e-k8s chaos fuzz soak
+.PHONY: help install build test test-unit cross release-check dist dist-check proto agents-compat vercel-compat bench e2e-k8s chaos fuzz soak
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 install: ## install sanddune and its built-in plugins into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
 	@bash scripts/install.sh
-	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/...
+	$(GO) install $(BUILDFLAGS) ./cmd/...
 
 build: ## build ./bin/sanddune and its built-in plugins (bin/sanddune-plugin-*)
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
+	$(GO) build $(BUILDFLAGS) -o bin/ ./cmd/...
 
 test: ## set up Docker/Podman/bubblewrap (as root) and run every test
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/ci-setup.sh; \
@@ -31,6 +33,16 @@ test-unit: ## run the tests without setting anything up (engine tests skip loudl
 
 cross: ## check that everything builds for macOS (darwin/arm64, darwin/amd64)
 	@$(call each,GOOS=darwin GOARCH=arm64 $(GO) build ./... && GOOS=darwin GOARCH=amd64 $(GO) build ./...)
+
+release-check: ## publish this checkout at a test version into a file proxy and install, import and build against it as dependents do; check go mod tidy
+	$(GO) run ./scripts/release tidy
+	$(GO) run ./scripts/release check
+
+dist: ## release archives for linux and darwin (amd64, arm64), SHA256SUMS and an SBOM in dist/
+	$(GO) run ./scripts/release dist -version "$(VERSION)"
+
+dist-check: ## build dist twice (the second with an empty build cache) and check both are byte for byte the same
+	@bash scripts/dist-check.sh "$(VERSION)"
 
 proto: ## regenerate the plugin protocol's Go code
 	@bash scripts/genproto.sh

@@ -1,6 +1,6 @@
 module github.com/missingstudio/sanddune
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/agext/levenshtein v1.2.1
@@ -16,7 +16,7 @@ require (
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/joho/godotenv v1.5.1
 	github.com/mattn/go-isatty v0.0.20
-	github.com/missingstudio/sanddune/sdk v0.0.0-00010101000000-000000000000
+	github.com/missingstudio/sanddune/sdk v0.1.0
 	github.com/moby/patternmatcher v0.6.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
@@ -130,5 +130,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/missingstudio/sanddune/sdk => ./sdk

@@ -1,9 +1,9 @@
 module github.com/missingstudio/sanddune/examples
 
-go 1.26.8
+go 1.26.0
 
 require (
-	github.com/missingstudio/sanddune/sdk v0.0.0-00010101000000-000000000000
+	github.com/missingstudio/sanddune/sdk v0.1.0
 	github.com/zclconf/go-cty v1.20.0
 )
 
@@ -28,5 +28,3 @@ require (
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/missingstudio/sanddune/sdk => ../sdk

@@ -51,7 +51,7 @@ func runInteractive(cmd *cobra.Command, g *globals, f *configFlags, names []stri
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Progress would garble the TUI: it goes to the run's log file.
-	base := core.RunOptions{Repo: f.repo, Logging: core.Logging{Mode: core.LogFile, Terminal: runlog.Stdio()}, Version: version, Logger: g.logger()}
+	base := core.RunOptions{Repo: f.repo, Logging: core.Logging{Mode: core.LogFile, Terminal: runlog.Stdio()}, Version: sandduneVersion(), Logger: g.logger()}
 	if base.Repo != "" {
 		base.Repo, _ = filepath.Abs(base.Repo)
 	}

@@ -11,9 +11,6 @@ import (
 	"github.com/missingstudio/sanddune/core"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
-
 // Exit codes.
 const (
 	exitOK        = 0

@@ -62,7 +62,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 	// agents, keep the work, and the command exits 130.
 	ctx := cmd.Context()
 
-	base := core.RunOptions{Repo: f.configFlags.repo, Logging: core.Logging{Mode: core.LogMode(f.log)}, Version: version, Logger: g.logger()}
+	base := core.RunOptions{Repo: f.configFlags.repo, Logging: core.Logging{Mode: core.LogMode(f.log)}, Version: sandduneVersion(), Logger: g.logger()}
 	if base.Repo != "" {
 		base.Repo, _ = filepath.Abs(base.Repo)
 	}

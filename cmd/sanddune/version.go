@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -9,6 +10,10 @@ import (
 
 	"github.com/missingstudio/sanddune/sdk/host"
 )
+
+// version is stamped by make install and make dist (-ldflags "-X
+// main.version=…", from git describe); empty otherwise.
+var version string
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
@@ -20,7 +25,48 @@ func newVersionCommand() *cobra.Command {
 			for _, v := range host.Versions() {
 				vs = append(vs, strconv.Itoa(v))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sanddune %s (plugin protocol %s)\n", version, strings.Join(vs, ", "))
+			fmt.Fprintf(cmd.OutOrStdout(), "sanddune %s (plugin protocol %s)\n", sandduneVersion(), strings.Join(vs, ", "))
 		},
 	}
+}
+
+// sandduneVersion is the version this binary was built as.
+func sandduneVersion() string {
+	info, _ := debug.ReadBuildInfo()
+	return versionOf(version, info)
+}
+
+// versionOf picks the version to report: the stamped one, else the module
+// version the go command recorded (v1.2.3 for go install …@v1.2.3, a
+// pseudo-version when it stamped a checkout's VCS state), else "(devel)"
+// with the VCS revision when there is one.
+func versionOf(stamped string, info *debug.BuildInfo) string {
+	if stamped != "" {
+		return stamped
+	}
+	if info == nil {
+		return "(devel)"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "(devel)"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "-dirty"
+	}
+	return "(devel) " + rev
 }
