@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # Staticcheck 2026.2.2, the first release line that supports Go 1.26 and
 # 1.27 code; go run builds it once into the Go build cache.
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
-MODULES=(. sdk examples)
+MODULES=(. sdk examples scripts/release)
 # The real-cluster tests build only with this tag (make e2e-k8s): check them too.
 TAGS=e2ek8s
 
