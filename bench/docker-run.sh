@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Docker benchmark: the physical floor (docker run, docker exec, git worktree
 # add/remove) and, when a sanddune binary is available, end-to-end runs with
-# the fake Claude agent from shared/bench/fake-claude on the baseline's
-# workload (reference/baseline-predecessor.md):
+# the fake Claude agent from $shared/bench/fake-claude on the predecessor's
+# baseline workload:
 #   a: 1 run, 1 iteration, head              (FAKE_CLAUDE_COMPLETE_AT=1)
 #   b: 1 run, 5 iterations, merge-to-head    (FAKE_CLAUDE_COMPLETE_AT=5)
 #   c: 4 concurrent runs, branch strategy    (FAKE_CLAUDE_COMPLETE_AT=1)

@@ -1,5 +1,6 @@
-# Shared by the bench scripts (sourced): the workload of
-# shared/reference/baseline-predecessor.md. Expects $root, $shared, $work.
+# Shared by the bench scripts (sourced): the predecessor's baseline workload
+# (a 50-file repo, the fake Claude CLI under $shared/bench/fake-claude).
+# Expects $root, $shared, $work.
 
 bench_image="sanddune-bench:latest"
 bench_prompt="Append one line to fake-claude.log and commit it. When the task is done, reply with <promise>COMPLETE</promise>."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make chaos: interrupt real runs at random moments and check that nothing
-# is lost or leaked (issue 17). Each trial starts `sanddune run` in a fresh
+# is lost or leaked. Each trial starts `sanddune run` in a fresh
 # repo on docker, bubblewrap or local, with a branch or merge-to-head
 # strategy, and an agent that commits in a loop; after a random delay it
 # sends SIGINT, SIGTERM, SIGHUP, a double Ctrl-C, or SIGKILL followed by

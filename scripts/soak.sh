@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make soak: run the whole test suite ROUNDS times in a row (default 3) while
 # another sanddune run keeps using the same Docker daemon, as on a machine
-# shared with other work (issue 8). The other run is a loop of real
+# shared with other work. The other run is a loop of real
 # `sanddune run`s on docker in a repo of its own; each round's verdict and
 # the loop's run count are printed, and the loop's failures are shown.
 # Exit 1 when a round failed, the loop failed, or it left a container.

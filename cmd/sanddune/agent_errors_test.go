@@ -10,8 +10,7 @@ import (
 	"testing"
 )
 
-// Fake agent CLIs that commit, then fail the way the real CLIs do (see
-// ../shared/reference/agents.md): the error is in the stream and, for
+// Fake agent CLIs that commit, then fail the way the real CLIs do: the error is in the stream and, for
 // claude and pi, the exit code is 0. The run must fail with exit 1, show
 // the CLI's own message on the terminal and say where the commit is.
 const commitThenPrint = `#!/bin/sh

@@ -549,8 +549,7 @@ func TestInitBuildImageBuildsWithProgressThroughDocker(t *testing.T) {
 	}
 }
 
-// TestParallelPlannerTemplatePlansImplementsAndMergesInDocker is issue 10's
-// first "done when": init --template parallel-planner with github-issues,
+// TestParallelPlannerTemplatePlansImplementsAndMergesInDocker: init --template parallel-planner with github-issues,
 // then a scripted agent plans 3 issues (structured output), implements
 // each on its own branch in parallel, and the merge run merges the 3
 // branches and closes the issues through the fake gh.

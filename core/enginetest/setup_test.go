@@ -121,8 +121,8 @@ func withEnv(m map[string]string) sdk.Config {
 }
 
 // TestEnvRunLayerWinsOverAgentAndSandboxEnv: the run's env is the top
-// layer for every agent (issue 16): the command agent's own env and the
-// local sandbox's env (which local accepts, seed 002) sit below it.
+// layer for every agent: the command agent's own env and the local
+// sandbox's env sit below it.
 func TestEnvRunLayerWinsOverAgentAndSandboxEnv(t *testing.T) {
 	repo := newRepo(t)
 	var term buffer

@@ -1,6 +1,6 @@
 // Package vercelfake is a fake Vercel Sandbox API server for tests: the v2
 // named-sandbox + session routes the vercel plugin and the official
-// @vercel/sandbox SDK use (../shared/reference/vercel-api.md), with the
+// @vercel/sandbox SDK use (as documented by Vercel), with the
 // documented JSON shapes, status and error codes, NDJSON framing and gzip
 // tar uploads.
 //
