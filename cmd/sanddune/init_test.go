@@ -549,8 +549,9 @@ func TestInitBuildImageBuildsWithProgressThroughDocker(t *testing.T) {
 	}
 }
 
-// TestParallelPlannerTemplatePlansImplementsAndMergesInDocker: init --template parallel-planner with github-issues,
-// then a scripted agent plans 3 issues (structured output), implements
+// TestParallelPlannerTemplatePlansImplementsAndMergesInDocker: init
+// --template parallel-planner with github-issues, then a scripted agent
+// plans 3 issues (structured output), implements
 // each on its own branch in parallel, and the merge run merges the 3
 // branches and closes the issues through the fake gh.
 func TestParallelPlannerTemplatePlansImplementsAndMergesInDocker(t *testing.T) {

@@ -64,8 +64,8 @@ run "leaky" {
 	}
 	// What was redacted is still said, by key.
 	for name, want := range map[string]string{
-		"log file": "hook [redacted RUN_SECRET] [redacted DOT_SECRET]",
-		"--events": "text [redacted DOT_SECRET] " + shown + " [redacted SB_SECRET] [redacted AGENT_SECRET]",
+		"log file":        "hook [redacted RUN_SECRET] [redacted DOT_SECRET]",
+		"--events":        "text [redacted DOT_SECRET] " + shown + " [redacted SB_SECRET] [redacted AGENT_SECRET]",
 		"stdout (--json)": "stderr [redacted RUN_SECRET] [redacted AGENT_SECRET]",
 	} {
 		if !strings.Contains(sinks[name], want) {

@@ -71,7 +71,7 @@ type Source struct {
 	// Optional allows no prompt at all (an interactive session opens the
 	// agent's TUI with none).
 	Optional bool
-	Args    map[string]string
+	Args     map[string]string
 	// Ask, when set, supplies the value of a placeholder that Args lacks
 	// (an interactive session asks the user at the terminal); it is called
 	// once per missing key, in the order the keys appear.
