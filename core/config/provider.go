@@ -2,11 +2,13 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -193,4 +195,31 @@ func nestedBlock(s sdk.Schema, name string) (sdk.NestedBlock, bool) {
 		}
 	}
 	return sdk.NestedBlock{}, false
+}
+
+// ParseProviderBody parses src, the body of a `sandbox` or `agent` block
+// written in Go (HCL text, or JSON when filename ends in .json), into a
+// one-block File: the block to decode with File.DecodeProvider, as a
+// provider block of a config file is. Paths in it resolve against the
+// working directory.
+func ParseProviderBody(kind sdk.Kind, plugin, name string, src []byte, filename string) (*File, *ProviderBlock, hcl.Diagnostics) {
+	f := &File{Path: filename, Dir: ".", parser: hclparse.NewParser()}
+	if abs, err := filepath.Abs("."); err == nil {
+		f.Dir = abs
+	}
+	f.evalCtx = evalContext(nil, f.Dir)
+	var hf *hcl.File
+	var diags hcl.Diagnostics
+	if isJSON(filename) {
+		hf, diags = f.parser.ParseJSON(src, filename)
+	} else {
+		hf, diags = f.parser.ParseHCL(src, filename)
+	}
+	b := &ProviderBlock{Kind: kind, Plugin: plugin, Name: name, Address: string(kind) + "." + plugin + "." + name}
+	if hf != nil {
+		b.Body = hf.Body
+		b.DeclRange = hf.Body.MissingItemRange()
+		b.PluginRange = b.DeclRange
+	}
+	return f, b, diags
 }

@@ -99,14 +99,16 @@ func configure[P configurer](ctx context.Context, p Providers, b *config.Provide
 	if err != nil {
 		return prov, comp, cfg, append(diags, pluginDiag(b, err))
 	}
-	cfg, ds := decode(ctx, p.File, b, prov, comp)
+	cfg, ds := Decode(ctx, p.File, b, prov, comp.Source.String())
 	return prov, comp, cfg, append(diags, ds...)
 }
 
-func decode(ctx context.Context, f *config.File, b *config.ProviderBlock, prov configurer, comp pluginhost.Component) (sdk.Config, Diagnostics) {
+// Decode decodes provider block b of f against prov's schema and has prov
+// check it; source names the plugin in errors.
+func Decode(ctx context.Context, f *config.File, b *config.ProviderBlock, prov configurer, source string) (sdk.Config, Diagnostics) {
 	failed := func(summary string, err error) Diagnostics {
 		return Diagnostics{{Severity: Error, Block: b.Address, Subject: b.DeclRange.Ptr(), Err: err,
-			Summary: summary, Detail: fmt.Sprintf("%s (%s): %v", b.Address, comp.Source, err)}}
+			Summary: summary, Detail: fmt.Sprintf("%s (%s): %v", b.Address, source, err)}}
 	}
 	schema, err := prov.ConfigSchema(ctx)
 	if err != nil {

@@ -8,13 +8,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-
-	"github.com/zclconf/go-cty/cty"
+	"strconv"
 
 	"github.com/missingstudio/sanddune/core"
 	"github.com/missingstudio/sanddune/plugins/command"
 	"github.com/missingstudio/sanddune/plugins/local"
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 const script = `cat > api.txt && git add api.txt && git -c user.name=api -c user.email=api@sanddune.invalid commit -qm "api: a commit from the Go API" && echo "<promise>COMPLETE</promise>"`
@@ -24,16 +22,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: apiuser REPO BRANCH")
 		os.Exit(2)
 	}
-	res, err := core.Run(context.Background(), core.RunOptions{
-		Name: "api",
-		Repo: os.Args[1],
-		Sandbox: core.SandboxRef{Address: "sandbox.local.api", Plugin: "local", Provider: local.New(),
-			Config: sdk.Config{Value: cty.EmptyObjectVal}},
-		Agent: core.AgentRef{Address: "agent.command.api", Plugin: "command", Provider: command.New(),
-			Config: sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{
-				"command": cty.ListVal([]cty.Value{cty.StringVal("sh"), cty.StringVal("-c"), cty.StringVal(script)}),
-				"env":     cty.NullVal(cty.Map(cty.String)),
-			})}},
+	ctx := context.Background()
+	sbCfg, diags := core.ProviderConfig(ctx, local.New(), "sandbox.local.api", ``)
+	agCfg, more := core.ProviderConfig(ctx, command.New(), "agent.command.api", "command = [\"sh\", \"-c\", "+strconv.Quote(script)+"]")
+	if diags = append(diags, more...); diags.HasErrors() {
+		fmt.Fprintln(os.Stderr, "apiuser:", diags)
+		os.Exit(1)
+	}
+	res, err := core.Run(ctx, core.RunOptions{
+		Name:           "api",
+		Repo:           os.Args[1],
+		Sandbox:        core.SandboxRef{Address: "sandbox.local.api", Plugin: "local", Provider: local.New(), Config: sbCfg},
+		Agent:          core.AgentRef{Address: "agent.command.api", Plugin: "command", Provider: command.New(), Config: agCfg},
 		Prompt:         "a note from the Go API",
 		BranchStrategy: core.BranchStrategy{Type: core.StrategyBranch, Branch: os.Args[2]},
 		MaxIterations:  1,
