@@ -48,6 +48,44 @@ command = ["sh", "-c", "cat > note.txt && git add note.txt && git -c user.name=a
 	// Output: 1 commit(s) on agent/note, signal <promise>COMPLETE</promise>
 }
 
+// A sandbox kept open across runs, as a session's steps use it: each run
+// has its own prompt and agent, and finds what the one before left.
+func ExampleCreateSandbox() {
+	ctx := context.Background()
+	repo := exampleRepo()
+	defer os.RemoveAll(repo)
+	sbCfg, _ := core.ProviderConfig(ctx, local.New(), "sandbox.local.dev", ``)
+	agCfg, diags := core.ProviderConfig(ctx, command.New(), "agent.command.step", `
+command = ["sh", "-c", "cat >> steps.txt && git add steps.txt && git -c user.name=a -c user.email=a@example.com commit -qm \"$(tail -1 steps.txt)\" && echo '<promise>COMPLETE</promise>'"]
+`)
+	if diags.HasErrors() {
+		fmt.Println(diags)
+		return
+	}
+	agent := core.AgentRef{Address: "agent.command.step", Plugin: "command", Provider: command.New(), Config: agCfg}
+	sb, err := core.CreateSandbox(ctx, core.CreateSandboxOptions{
+		WorktreeOptions: core.WorktreeOptions{Name: "pair", Repo: repo, Logging: core.Logging{Mode: core.LogFile, Path: os.DevNull},
+			BranchStrategy: core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/pair"}},
+		SandboxOptions: core.SandboxOptions{Sandbox: core.SandboxRef{Address: "sandbox.local.dev", Plugin: "local", Provider: local.New(), Config: sbCfg}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sb.Close(ctx) // removes the sandbox and the (clean) worktree
+	for _, prompt := range []string{"implement", "review"} {
+		res, err := sb.Run(ctx, core.RunOptions{Agent: agent, Prompt: prompt})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %d commit(s) on %s\n", prompt, len(res.Commits), res.Branch)
+	}
+	// Output:
+	// implement: 1 commit(s) on agent/pair
+	// review: 1 commit(s) on agent/pair
+}
+
 // A provider block's mistakes are the diagnostics the CLI reports, at the
 // attribute.
 func ExampleProviderConfigFromMap() {
