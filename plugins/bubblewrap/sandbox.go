@@ -120,7 +120,8 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 	env["HOME"] = s.home
 	env["TMPDIR"] = "/tmp"
 	s.env = env
-	s.info = sdk.SandboxInfo{ID: s.dir, RepoPath: s.repo, HomePath: s.home}
+	uid := os.Getuid() // no user namespace: commands run as this process's user
+	s.info = sdk.SandboxInfo{ID: s.dir, RepoPath: s.repo, HomePath: s.home, UID: &uid}
 	return nil
 }
 

@@ -47,12 +47,14 @@ func recoverSandbox(root string) (*sandbox, error) {
 }
 
 func openSandbox(root string, env map[string]string) (*sandbox, error) {
+	uid := os.Getuid() // commands run as this process's user: the host needs not ask
 	return &sandbox{
 		root: root,
 		info: sdk.SandboxInfo{
 			ID:       root,
 			RepoPath: filepath.Join(root, "repo"),
 			HomePath: filepath.Join(root, "home"),
+			UID:      &uid,
 		},
 		env: env,
 	}, nil
