@@ -54,7 +54,7 @@ func detectPodman(dir string) (string, error) {
 	if err := cmd.Run(); err == nil {
 		return "", nil
 	}
-	_, after, ok := strings.Cut(stderr.String(), "add them to the sandbox block:\n")
+	_, after, ok := strings.Cut(stderr.String(), "set them in the sandbox block:\n")
 	if !ok {
 		return "", fmt.Errorf("a podman run with default settings failed, and preflight named no settings:\n%s", stderr.String())
 	}

@@ -183,23 +183,46 @@ func TestPreflight(t *testing.T) {
 }
 
 // On a host where podman's defaults cannot start a container (here: crun
-// on hybrid cgroups, nofile/nproc above the hard limits), preflight names
-// the settings that make it start, and those settings do.
-func TestPreflightNamesTheSettingsThisHostNeeds(t *testing.T) {
+// on hybrid cgroups, nofile/nproc above the hard limits), preflight finds
+// the settings that make it start and Create applies them to a block that
+// leaves them unset, saying so in the run's progress: no host numbers in
+// the config, nothing written into the repository.
+func TestPreflightAdjustsWhatTheBlockLeavesUnset(t *testing.T) {
 	t.Parallel()
 	needed := requirePodman(t)
 	if len(needed) == 0 {
-		t.Skip("podman's defaults start containers on this host: nothing to detect")
+		t.Skip("podman's defaults start containers on this host: nothing to adjust")
 	}
+	p := New().(*Provider)
+	p.checked.cache = t.TempDir()
+	repo := t.TempDir()
 	bare := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(testImage())})}
-	err := New().Preflight(context.Background(), sdk.PreflightRequest{Config: bare, HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()})
-	if err == nil || !strings.Contains(err.Error(), "add them to the sandbox block:") {
+	if err := p.Preflight(context.Background(), sdk.PreflightRequest{Config: bare, HostRepoPath: repo, HostUID: os.Getuid(), HostGID: os.Getgid()}); err != nil {
 		t.Fatalf("preflight with podman's defaults: %v", err)
 	}
+	var progress []string
+	sb, err := p.Create(context.Background(), sdk.CreateRequest{
+		Config: bare, RunID: runID(), RunName: t.Name(), HostRepoPath: repo, WorktreePath: repo,
+		HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Labels:   map[string]string{sdk.LabelRun: "test", sdk.LabelSandbox: "sandbox.podman.test", sdk.LabelVersion: "test"},
+		Progress: func(pr sdk.Progress) { progress = append(progress, pr.Message) },
+	})
+	if err != nil {
+		t.Fatalf("Create with podman's defaults after preflight: %v", err)
+	}
+	defer sb.Close(context.Background())
+	res, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	said := strings.Join(progress, "\n")
 	for name := range needed {
-		if !strings.Contains(err.Error(), "\n  "+name+" = ") {
-			t.Errorf("the message does not set %s:\n%v", name, err)
+		if !strings.Contains(said, name+" = ") {
+			t.Errorf("the progress does not say %s was adjusted:\n%s", name, said)
 		}
+	}
+	if entries, _ := os.ReadDir(repo); len(entries) != 0 {
+		t.Errorf("the repository holds %v after preflight and create", entries)
 	}
 }
 

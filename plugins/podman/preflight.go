@@ -185,8 +185,9 @@ func hasSubIDs(file, name, uid string) bool {
 // plugin process (one sanddune invocation) starts each shape only once;
 // across processes, the cache directory remembers them (passedKey).
 type checkedConfigs struct {
-	mu    sync.Mutex
-	ok    map[string]bool
+	mu sync.Mutex
+	// ok are the shapes that start, with what they need on this host.
+	ok    map[string]*adjustment
 	cache string // see preflightCache; "" remembers nothing across processes
 }
 
@@ -194,34 +195,41 @@ type checkedConfigs struct {
 // mounts), unless the same shape passed before (in this process, or in
 // the cache directory: passedKey of the image's id and podman's version),
 // and, when it does not start, looks for the settings that make it start.
+// Settings the block leaves unset are then adjusted for this host, and
+// Create applies them (adjustmentFor); a setting the block made is never
+// changed: the error names the one that works.
 func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, rootless bool, image, imageID, version string, uid, gid int) error {
 	args := containerArgs(cfg, rootless, uid, gid)
 	mem := strings.Join(append(c.argv(args...), image), "\x00")
 	key := passedKey(c, args, imageID, version)
 	cc.mu.Lock()
-	ok := cc.ok[mem]
+	_, ok := cc.ok[mem]
 	cc.mu.Unlock()
-	if ok || passed(cc.cache, key) {
+	if ok {
+		return nil
+	}
+	if adj, ok := passed(cc.cache, key); ok {
+		cc.remember(mem, adj)
 		return nil
 	}
 	first := startTest(ctx, c, cfg, rootless, image, uid, gid)
 	if first == nil {
-		rememberPassed(cc.cache, key)
-		cc.mu.Lock()
-		if cc.ok == nil {
-			cc.ok = map[string]bool{}
-		}
-		cc.ok[mem] = true
-		cc.mu.Unlock()
+		rememberPassed(cc.cache, key, nil)
+		cc.remember(mem, nil)
 		return nil
 	}
-	_, settings, err := fixTest(ctx, cfg, rootless, first, image, uid, gid)
+	fixed, settings, err := fixTest(ctx, cfg, rootless, first, image, uid, gid)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	msg := fmt.Sprintf("a test container cannot start with this config (%v)", first)
 	if err == nil {
-		return fmt.Errorf("%s. It starts with these settings; add them to the sandbox block:\n  %s", msg, strings.Join(settings, "\n  "))
+		if adj, ok := adjustmentOf(cfg, fixed, settings); ok {
+			rememberPassed(cc.cache, key, adj)
+			cc.remember(mem, adj)
+			return nil
+		}
+		return fmt.Errorf("%s. It starts with these settings; set them in the sandbox block:\n  %s", msg, strings.Join(settings, "\n  "))
 	}
 	if hint := hintFor(cfg, rootless, err); hint != "" {
 		msg += ". " + hint
@@ -230,6 +238,97 @@ func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, 
 		msg += fmt.Sprintf(". Tried %s, but then: %v", strings.Join(settings, ", "), err)
 	}
 	return errors.New(msg)
+}
+
+// remember notes that the shape mem starts, with adj applied (nil: as it
+// is).
+func (cc *checkedConfigs) remember(mem string, adj *adjustment) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.ok == nil {
+		cc.ok = map[string]*adjustment{}
+	}
+	cc.ok[mem] = adj
+}
+
+// adjustmentFor returns the adjustment preflight found for a container of
+// cfg in this process, or nil.
+func (cc *checkedConfigs) adjustmentFor(c cli, cfg config, rootless bool, image string, uid, gid int) *adjustment {
+	mem := strings.Join(append(c.argv(containerArgs(cfg, rootless, uid, gid)...), image), "\x00")
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.ok[mem]
+}
+
+// adjustment is what a config needs on this host that its block leaves
+// unset: the settings preflight found (runtime, cgroup manager, ulimits,
+// user namespace).
+type adjustment struct {
+	Runtime       string            `json:"runtime,omitempty"`
+	CgroupManager string            `json:"cgroup_manager,omitempty"`
+	Ulimits       map[string]string `json:"ulimits,omitempty"`
+	UserNS        *string           `json:"userns,omitempty"`
+	// Settings are the same, as HCL: what the run's progress says.
+	Settings []string `json:"settings"`
+}
+
+// adjustmentOf is the change from orig to fixed, when it sets only what
+// orig leaves unset.
+func adjustmentOf(orig, fixed config, settings []string) (*adjustment, bool) {
+	a := &adjustment{Settings: settings}
+	if fixed.Runtime != orig.Runtime {
+		if orig.Runtime != "" {
+			return nil, false
+		}
+		a.Runtime = fixed.Runtime
+	}
+	if fixed.CgroupManager != orig.CgroupManager {
+		if orig.CgroupManager != "" {
+			return nil, false
+		}
+		a.CgroupManager = fixed.CgroupManager
+	}
+	for k, v := range fixed.Ulimits {
+		if o, set := orig.Ulimits[k]; set {
+			if o != v {
+				return nil, false
+			}
+			continue
+		}
+		if a.Ulimits == nil {
+			a.Ulimits = map[string]string{}
+		}
+		a.Ulimits[k] = v
+	}
+	if (fixed.UserNS == nil) != (orig.UserNS == nil) || fixed.UserNS != nil && *fixed.UserNS != *orig.UserNS {
+		if orig.UserNS != nil {
+			return nil, false
+		}
+		a.UserNS = fixed.UserNS
+	}
+	return a, true
+}
+
+// apply returns cfg with the adjustment.
+func (a *adjustment) apply(cfg config) config {
+	if a.Runtime != "" {
+		cfg.Runtime = a.Runtime
+	}
+	if a.CgroupManager != "" {
+		cfg.CgroupManager = a.CgroupManager
+	}
+	if len(a.Ulimits) > 0 {
+		ul := maps.Clone(cfg.Ulimits)
+		if ul == nil {
+			ul = map[string]string{}
+		}
+		maps.Copy(ul, a.Ulimits)
+		cfg.Ulimits = ul
+	}
+	if a.UserNS != nil {
+		cfg.UserNS = a.UserNS
+	}
+	return cfg
 }
 
 // fixTest tries, one round at a time, the fixes a test container's error

@@ -3,6 +3,7 @@ package podman
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,22 +90,38 @@ func passedKey(c cli, args []string, imageID, version string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// passed reports whether the shape with key passed before.
-func passed(cache, key string) bool {
+// passed reports whether the shape with key passed before, and with which
+// adjustment (nil: as it is).
+func passed(cache, key string) (*adjustment, bool) {
 	if key == "" || cache == "" {
-		return false
+		return nil, false
 	}
-	_, err := os.Stat(filepath.Join(cache, key))
-	return err == nil
+	b, err := os.ReadFile(filepath.Join(cache, key))
+	if err != nil {
+		return nil, false
+	}
+	if len(b) == 0 {
+		return nil, true
+	}
+	var a adjustment
+	if json.Unmarshal(b, &a) != nil {
+		return nil, false // test again
+	}
+	return &a, true
 }
 
-// rememberPassed records that the shape with key passed. It is a cache:
-// when the directory cannot be written, the next preflight tests again.
-func rememberPassed(cache, key string) {
+// rememberPassed records that the shape with key passed, with adj (nil: as
+// it is). It is a cache: when the directory cannot be written, the next
+// preflight tests again.
+func rememberPassed(cache, key string, adj *adjustment) {
 	if key == "" || cache == "" || os.MkdirAll(cache, 0o700) != nil {
 		return
 	}
-	_ = os.WriteFile(filepath.Join(cache, key), nil, 0o600)
+	var b []byte
+	if adj != nil {
+		b, _ = json.Marshal(adj)
+	}
+	_ = os.WriteFile(filepath.Join(cache, key), b, 0o600)
 }
 
 // forgetPassed forgets every shape that passed: a container did not start

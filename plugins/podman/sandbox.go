@@ -41,6 +41,14 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
+	if adj := p.checked.adjustmentFor(c, cfg, rootless, spec.Image, spec.UID, spec.GID); adj != nil {
+		cfg = adj.apply(cfg)
+		if c, err = newCLI(cfg); err != nil {
+			return nil, err
+		}
+		req.Report(sdk.Progress{Message: "adjusted for this host (podman's defaults cannot start a container here; set them in the sandbox block to choose): " +
+			strings.Join(adj.Settings, ", ")})
+	}
 	args := []string{"create", "--name", spec.Name}
 	for _, k := range slices.Sorted(maps.Keys(req.Labels)) {
 		args = append(args, "--label", k+"="+req.Labels[k])
