@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/missingstudio/sanddune/core/gc"
 )
@@ -283,5 +285,62 @@ func TestGCSaysWhenNothingIsLeft(t *testing.T) {
 	printGC(&out, gc.Report{Temp: []gc.SweptTemp{{Path: "/tmp/sanddune-sync-1-x", PID: 1, Action: "removed"}}}, false)
 	if strings.Contains(out.String(), "nothing") || !strings.Contains(out.String(), "/tmp/sanddune-sync-1-x") {
 		t.Fatalf("report with a temp dir printed %q", out.String())
+	}
+}
+
+// TestGCSeesARunKilledButNotYetReaped: a sanddune killed with SIGKILL
+// whose parent has not waited for it yet (a zombie, as under a script that
+// reaps later) is gone: gc removes what it left at once.
+func TestGCSeesARunKilledButNotYetReaped(t *testing.T) {
+	t.Parallel()
+	dir, tmp := gitRepo(t), t.TempDir()
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "hang" {
+  command = ["sh", "-c", "echo $$ > ../agent.pid; echo started; exec sleep 1000"]
+}
+run "orphan" {
+  prompt = "wait"
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	go io.Copy(io.Discard, stdout)
+	cmd.Process.Signal(syscall.SIGKILL)
+	defer cmd.Wait() // reaped only after gc ran
+	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
+	if len(sandboxes) != 1 {
+		t.Fatalf("want the killed run's sandbox dir in %s, found %v", tmp, sandboxes)
+	}
+	if data, err := os.ReadFile(filepath.Join(sandboxes[0], "agent.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for i := 0; ; i++ { // the kernel makes it a zombie a moment after the signal
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err != nil {
+			t.Skip("no /proc here")
+		}
+		if j := bytes.LastIndexByte(stat, ')'); j > 0 && stat[j+2] == 'Z' {
+			break
+		}
+		if i > 500 {
+			t.Fatalf("sanddune is not a zombie: %s", stat)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := gcIn(dir, tmp); r.code != 0 || !strings.Contains(r.stdout, "removed "+sandboxes[0]) {
+		t.Fatalf("gc beside the unreaped run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -44,8 +44,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
+	"github.com/missingstudio/sanddune/core/internal/proc"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -270,7 +270,7 @@ func Orphaned(labels map[string]string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	return proc.Gone(pid)
 }
 
 // OfRun reports whether a resource belongs to run (its sdk.LabelRun;

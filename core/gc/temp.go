@@ -1,11 +1,10 @@
 package gc
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 
+	"github.com/missingstudio/sanddune/core/internal/proc"
 	"github.com/missingstudio/sanddune/core/internal/tempdir"
 )
 
@@ -29,7 +28,7 @@ func sweepTemp(dryRun bool) ([]SweptTemp, error) {
 	var out []SweptTemp
 	for _, e := range entries {
 		pid, ok := tempdir.Owner(e.Name())
-		if !ok || !e.IsDir() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		if !ok || !e.IsDir() || !proc.Gone(pid) {
 			continue
 		}
 		s := SweptTemp{Path: filepath.Join(os.TempDir(), e.Name()), PID: pid, Action: "would remove"}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/missingstudio/sanddune/core/internal/proc"
 )
 
 // LockInfo says who holds a lock: it is written inside the locked file.
@@ -137,7 +139,7 @@ func isFileAt(f *os.File, path string) bool {
 
 // live reports whether info names a process that still exists.
 func live(info LockInfo) bool {
-	return info.PID != 0 && !errors.Is(syscall.Kill(info.PID, 0), syscall.ESRCH)
+	return info.PID != 0 && !proc.Gone(info.PID)
 }
 
 // readHolder reads what the holder wrote into a lock file; an empty or
