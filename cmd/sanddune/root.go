@@ -45,7 +45,8 @@ func newRootCommand() (*cobra.Command, *globals) {
 		Use:   "sanddune",
 		Short: "Turn a prompt, a coding agent and a sandbox into commits on a git branch",
 		Long: `sanddune runs a coding agent in a sandbox, in a loop, until it signals completion,
-and returns the commits it made on a git branch — without touching your working tree.
+and returns the commits it made on a git branch: a worktree's branch of its own ("branch",
+"merge-to-head"), or, with "head" (the default of bind-mount sandboxes), your checkout's.
 
 Providers (sandboxes and agents) are plugins: built in, or binaries named
 sanddune-plugin-<name> on SANDDUNE_PLUGIN_PATH, $XDG_DATA_HOME/sanddune/plugins,
