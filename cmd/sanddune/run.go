@@ -28,10 +28,11 @@ func newRunCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [RUN...]",
 		Short: "Run agents: the named runs, or every run in the config in file order",
-		Long: `Run the named runs, sessions and pipelines (default: every run and session, in file
-order: runs, then sessions). Each run prepares its branch (a worktree of its own, or your checkout with the "head"
-strategy, the default of bind-mount sandboxes) and a sandbox, renders the prompt, and runs the
-agent until it prints a completion signal or reaches max_iterations; its commits land on a branch.
+		Long: `Run the named runs, sessions and pipelines (default: every run, then every session, in
+file order). Each run prepares its branch (a worktree of its own, or your checkout with the
+"head" strategy, the default of bind-mount sandboxes) and a sandbox, renders the prompt, and runs
+the agent until it prints a completion signal or reaches max_iterations; its commits land on a
+branch.
 
 Exit codes: 0 success, 1 a run failed, 2 config or usage error, 130 cancelled (SIGINT/SIGTERM/SIGHUP;
 a second Ctrl-C does not abandon the teardown, a third does).
