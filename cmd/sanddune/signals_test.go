@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // localRunConfig is a local-sandbox run whose agent runs script, then
@@ -386,4 +388,38 @@ run "m" {
 		t.Fatalf("the agent's commit was not merged: %q\n%s", got, stderr.String())
 	}
 	assertNothingLeft(t, dir, tmp)
+}
+
+// TestInterruptedHeadRunSaysWhereTheWorkIs: Ctrl-C on a head run (the
+// agent works in your checkout) says that what it did not commit is in
+// the checkout, where it stays.
+func TestInterruptedHeadRunSaysWhereTheWorkIs(t *testing.T) {
+	_, err := exec.LookPath("bwrap")
+	kittest.RequireEngine(t, "bubblewrap", err)
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "bubblewrap" "b" {}
+agent "command" "wip" {
+  command = ["sh", "-c", "echo draft > wip.txt; echo started; exec sleep 1000"]
+}
+run "h" {
+  prompt          = "x"
+  branch_strategy = "head"
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	cmd, stderr := startUntil(t, t.TempDir(), 1, dir, "run")
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d, want 130\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "what it did not commit is there (git status)") {
+		t.Errorf("the cancellation does not say where the uncommitted work is:\n%s", stderr.String())
+	}
+	if got := gitOut(t, dir, "status", "--porcelain", "wip.txt"); got != "?? wip.txt" {
+		t.Errorf("the agent's file in the checkout: %q", got)
+	}
 }

@@ -213,6 +213,8 @@ func (r *runner) rerunHint() string {
 			res.PreservedWorktreePath, res.Branch, res.PreservedWorktreePath)
 	case res.PatchPath != "":
 		return fmt.Sprintf("a rerun does not apply the saved patch: apply it where you want the work (git apply %s)", res.PatchPath)
+	case r.Strategy.Type == worktree.StrategyHead:
+		return "nothing was lost: the agent worked in your checkout, so what it did not commit is there (git status); run again to continue"
 	}
 	return "nothing was lost (see above); run again to continue"
 }
