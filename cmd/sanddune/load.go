@@ -108,7 +108,7 @@ func planConfig(ctx context.Context, g *globals, f *configFlags, sel core.Select
 	if _, err := os.Stat(f.path); err != nil {
 		hint := ""
 		if f.path == DefaultConfigPath {
-			hint = " (create one, or pass -c FILE; the README's quick start has an example)"
+			hint = " (sanddune init writes one; or pass -c FILE)"
 		}
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("config file %s: %w%s", f.path, errors.Unwrap(err), hint)}
 	}

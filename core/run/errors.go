@@ -1,6 +1,8 @@
 package run
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -70,7 +72,9 @@ func (e *Error) Error() string {
 	if e.Plugin != "" {
 		fmt.Fprintf(&b, " [%s]", e.Plugin)
 	}
-	fmt.Fprintf(&b, ": %v", e.Err)
+	if !e.Cancelled || !errors.Is(e.Err, context.Canceled) { // "cancelled" said it
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
 	if len(e.Commits) > 0 && e.Branch != "" {
 		fmt.Fprintf(&b, "\n  %d commit(s) kept on branch %s", len(e.Commits), e.Branch)
 	}
