@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/creack/pty v1.1.24
-	github.com/docker/go-units v0.5.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/zclconf/go-cty v1.20.0
