@@ -1,6 +1,7 @@
 // Package codex is the agent provider for OpenAI's Codex CLI (`codex`,
 // checked against 0.169). Print mode is `codex exec --json` (or `codex exec
-// resume|fork <id> ... -`) with the prompt on stdin.
+// resume|fork <id> ... -`, behind a shell prelude that prints the thread's
+// usage so far) with the prompt on stdin.
 package codex
 
 import (
@@ -63,6 +64,17 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 	}, nil
 }
 
+// resumePrelude is a shell script that prints the last token_count line of
+// the session's rollout, then execs its arguments. On a resumed or forked
+// thread turn.completed reports the thread's running total; the parser
+// subtracts the total this line carries to report the iteration's own
+// usage. The id is safe in a shell word (CheckSessionID).
+func resumePrelude(session string) string {
+	return `f=$(ls -t "${CODEX_HOME:-$HOME/.codex}"/sessions/*/*/*/rollout-*-` + session + `.jsonl 2>/dev/null | head -n 1)
+[ -z "$f" ] || grep -F '"type":"token_count"' "$f" | tail -n 1
+exec "$@"`
+}
+
 func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	c := p.Common(req.Config)
 	session, err := agentkit.ResumeSession(req)
@@ -109,6 +121,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 	if req.Mode == sdk.ModePrint {
 		if resume {
 			argv = append(argv, "-") // resume and fork read stdin only for "-"
+			argv = append([]string{"sh", "-c", resumePrelude(session), "sh"}, argv...)
 		}
 		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil
 	}
