@@ -213,8 +213,8 @@ for (const file of goldens) {
   const cli = path.basename(path.dirname(path.dirname(file)));
   for (const line of fs.readFileSync(file, "utf8").split("\n").filter(Boolean)) {
     const c = JSON.parse(line);
-    // codex's resume prelude: sh -c <script> sh <codex argv...>
-    if (c.argv[0] === "sh") c.argv = c.argv.slice(4);
+    // A shell prelude (codex's resume, pi's base_url): sh -c <script> sh <args...> <cli argv...>
+    if (c.argv[0] === "sh") c.argv = c.argv.slice(c.argv.indexOf(cli, 4));
     const argv = [path.join(bin, cli), ...c.argv.slice(1)];
     const problem = checks[cli](c, argv);
     if (problem) { failed++; console.log(`FAIL ${cli}: ${c.name}\n     ${JSON.stringify(c.argv)}\n     ${problem}`); }

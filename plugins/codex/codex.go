@@ -35,6 +35,7 @@ func New() sdk.AgentProvider {
 			{Name: "effort", Type: cty.String, Description: "Reasoning effort, passed as -c model_reasoning_effort: low, medium, high or xhigh."},
 		},
 		EnvExample:      "OPENAI_API_KEY",
+		BaseURL:         "passed as -c openai_base_url (an OpenAI Responses API, for the built-in openai provider).",
 		CaptureSessions: "Copy each iteration's session rollout to ~/.codex/sessions on the host, where `codex resume` finds it.",
 		// 0.169 writes the cwd in session_meta, turn_context, world_state
 		// and thread_settings payloads, and workspace roots beside it.
@@ -114,6 +115,9 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 	}
 	if c.Model != "" {
 		argv = append(argv, "--model", c.Model)
+	}
+	if c.BaseURL != "" {
+		argv = append(argv, "-c", fmt.Sprintf("openai_base_url=%q", c.BaseURL))
 	}
 	if effort := agentkit.String(req.Config, "effort"); effort != "" {
 		argv = append(argv, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))

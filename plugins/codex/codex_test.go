@@ -23,6 +23,8 @@ func TestBuildCommandGolden(t *testing.T) {
 	full := map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print default model", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print base_url resume", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
+		{Name: "interactive base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
 		{Name: "print model and effort in sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
 		{Name: "print resume", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
 		{Name: "print resume without sandbox", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session}},
@@ -93,6 +95,8 @@ func TestBuildCommandErrors(t *testing.T) {
 func TestConfigure(t *testing.T) {
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "defaults"},
+		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
+		{Name: "ftp base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("ftp://127.0.0.1/")}, Want: []string{"base_url"}},
 		{Name: "xhigh", Attrs: map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}},
 		{Name: "claude's max is not codex's", Attrs: map[string]cty.Value{"effort": cty.StringVal("max")}, Want: []string{"effort"}},
 		{Name: "empty model", Attrs: map[string]cty.Value{"model": cty.StringVal("")}, Want: []string{"model"}},

@@ -6,6 +6,7 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -30,6 +31,7 @@ func New() sdk.AgentProvider {
 			{Name: "agent", Type: cty.String, Description: "opencode agent to use, passed as --agent."},
 		},
 		EnvExample: "ANTHROPIC_API_KEY",
+		BaseURL:    "set as the model's provider's options.baseURL in OPENCODE_CONFIG_CONTENT (merged over opencode's other config).",
 		NewParser:  func(sdk.Config) sdk.Parser { return NewParser() },
 	}}
 }
@@ -47,6 +49,7 @@ func (p provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics,
 	for _, a := range []string{"variant", "agent", "binary"} {
 		ds = append(ds, agentkit.CheckNotEmpty(cfg, a)...)
 	}
+	ds = append(ds, agentkit.CheckBaseURL(cfg)...)
 	ds = append(ds, sdk.CheckEnv(c.Env, "env")...)
 	return ds, nil
 }
@@ -84,6 +87,15 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 	if req.ResumeSessionID != "" || req.ForkSession {
 		return sdk.Command{}, ErrNoResume
 	}
+	var env map[string]string
+	if c.BaseURL != "" {
+		prov, _, _ := strings.Cut(c.Model, "/")
+		conf, err := json.Marshal(map[string]any{"provider": map[string]any{prov: map[string]any{"options": map[string]any{"baseURL": c.BaseURL}}}})
+		if err != nil {
+			return sdk.Command{}, fmt.Errorf("opencode: %w", err)
+		}
+		env = map[string]string{"OPENCODE_CONFIG_CONTENT": string(conf)}
+	}
 	switch req.Mode {
 	case sdk.ModePrint:
 		argv := []string{c.Binary, "run", "--format", "json", "--model", c.Model}
@@ -98,7 +110,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		}
 		// No message argument: opencode quotes argv messages containing
 		// spaces; stdin reaches the model verbatim.
-		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil
+		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt), Env: env}, nil
 	case sdk.ModeInteractive:
 		argv := []string{c.Binary, "--model", c.Model}
 		if agent != "" {
@@ -110,7 +122,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		if req.Prompt != "" {
 			argv = append(argv, "--prompt="+req.Prompt)
 		}
-		return sdk.Command{Argv: argv}, nil
+		return sdk.Command{Argv: argv, Env: env}, nil
 	}
 	return sdk.Command{}, fmt.Errorf("opencode: unknown mode %q", req.Mode)
 }

@@ -19,6 +19,8 @@ func TestBuildCommandGolden(t *testing.T) {
 	full := map[string]cty.Value{"model": cty.StringVal("opencode/big-pickle"), "variant": cty.StringVal("high"), "agent": cty.StringVal("build")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true}},
+		{Name: "interactive base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
 		{Name: "print variant and agent in sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
 		{Name: "print custom binary", Attrs: map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "binary": cty.StringVal("/opt/opencode")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 3}},
 		{Name: "interactive without sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
@@ -45,6 +47,8 @@ func TestBuildCommandRejectsResume(t *testing.T) {
 func TestConfigure(t *testing.T) {
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "provider/model", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}},
+		{Name: "base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
+		{Name: "base_url without host", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http:///v1")}, Want: []string{"base_url"}},
 		{Name: "bare model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}, Want: []string{"model"}},
 		{Name: "empty variant", Attrs: map[string]cty.Value{"model": cty.StringVal("a/b"), "variant": cty.StringVal("")}, Want: []string{"variant"}},
 		{Name: "bad env", Attrs: map[string]cty.Value{"model": cty.StringVal("a/b"), "env": cty.MapVal(map[string]cty.Value{"A B": cty.StringVal("")})}, Want: []string{"env"}},
