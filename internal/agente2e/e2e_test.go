@@ -92,14 +92,16 @@ func sandduneRun(t *testing.T, repo string, c agentCase, url string, extra strin
 variable "resume" { default = "" }
 run "e2e" {
   prompt          = "Append a line to e2e.txt and commit it."
-  max_iterations  = 2
+  max_iterations  = var.resume == "" ? 2 : 1
   branch_strategy = { type = "branch", branch = "agent/e2e" }
   resume_session  = var.resume
   idle_timeout    = "3m"
 ` + extra + `}
 `
 	writeFile(t, filepath.Join(repo, ".sanddune/sanddune.hcl"), hcl)
-	home := t.TempDir()
+	// The host home, where sanddune captures sessions: one per test, so a
+	// later run resumes what an earlier one captured.
+	home := filepath.Join(filepath.Dir(repo), "home")
 	cmd := exec.Command(sanddune, append([]string{"run", "--json"}, args...)...)
 	cmd.Dir = repo
 	cmd.Env = []string{
@@ -176,7 +178,7 @@ func checkCommitRun(t *testing.T, repo string, o outcome, s *Server) {
 	if log := git(t, repo, "log", "--format=%s", "main..agent/e2e"); log != "e2e: agent commit" || len(o.Commits) != 1 {
 		t.Fatalf("commits on agent/e2e: %q, reported %d; want the agent's one\n%v", log, len(o.Commits), o)
 	}
-	if got := git(t, repo, "show", "agent/e2e:e2e.txt"); got != "e2e" {
+	if got := git(t, repo, "show", "agent/e2e:e2e.txt"); !strings.HasSuffix(got, "e2e") {
 		t.Fatalf("e2e.txt on agent/e2e = %q", got)
 	}
 	it := o.Iterations[0]
@@ -254,3 +256,27 @@ var claude = agentCase{cli: "claude", keyVar: "ANTHROPIC_API_KEY", server: Anthr
 }}
 
 func TestClaude(t *testing.T) { testAgent(t, claude) }
+
+var codex = agentCase{cli: "codex", keyVar: "OPENAI_API_KEY", server: OpenAIResponses, block: func(url string) string {
+	return `agent "codex" "e2e" {
+  model    = "gpt-5.4"
+  base_url = "` + url + `/v1"
+}`
+}}
+
+func TestCodex(t *testing.T) {
+	testAgent(t, codex)
+	// A resumed thread: Codex reports the thread's running total; the
+	// iteration reports its own two calls.
+	t.Run("resume", func(t *testing.T) {
+		repo := gitRepo(t)
+		s := OpenAIResponses(t, Commit)
+		first := sandduneRun(t, repo, codex, s.URL, "")
+		checkCommitRun(t, repo, first, s)
+		// The next run starts from main with the first run's commit.
+		git(t, repo, "merge", "-q", "--ff-only", "agent/e2e")
+		git(t, repo, "branch", "-q", "-D", "agent/e2e")
+		o := sandduneRun(t, repo, codex, s.URL, "", "--var", "resume="+*first.Iterations[0].SessionID)
+		checkCommitRun(t, repo, o, s)
+	})
+}

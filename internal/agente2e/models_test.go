@@ -100,8 +100,26 @@ func (s *Server) finalText() string {
 	return FinalText
 }
 
-// hasToolResult reports whether a request's conversation holds an item
-// or content block of the given type (a tool's result).
+// afterPrompt returns the items of a conversation after its last user
+// prompt: a user message that is not only tool results (Anthropic carries
+// tool results in user messages). A resumed conversation holds the earlier
+// turns' tool calls and results before it.
+func afterPrompt(v any) []any {
+	items, _ := v.([]any)
+	last := 0
+	for i, it := range items {
+		m, _ := it.(map[string]any)
+		if m["role"] == "user" && !hasType(m["content"], "tool_result") {
+			last = i
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	return items[last:]
+}
+
+// hasType reports whether v holds an object of the given type anywhere.
 func hasType(v any, typ string) bool {
 	switch v := v.(type) {
 	case map[string]any:
@@ -174,7 +192,7 @@ func Anthropic(t testing.TB, script Script) *Server {
 			// A side call (a title, a summary): plain text.
 			stage = "side"
 			block = map[string]any{"type": "text", "text": "ok"}
-		case hasType(body["messages"], "tool_result"):
+		case hasType(afterPrompt(body["messages"]), "tool_result"):
 			stage = "final"
 			block = map[string]any{"type": "text", "text": s.finalText()}
 		default:
@@ -216,6 +234,11 @@ func OpenAIResponses(t testing.TB, script Script) *Server {
 			s.record(r, "models")
 			writeJSON(w, http.StatusOK, map[string]any{"models": []any{}})
 			return
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/responses"):
+			// Codex tries a websocket first, then falls back to HTTP.
+			s.record(r, "websocket")
+			http.Error(w, "no websocket", http.StatusNotFound)
+			return
 		case r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses"):
 			s.record(r, "unknown")
 			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "not scripted", "type": "invalid_request_error"}})
@@ -228,7 +251,7 @@ func OpenAIResponses(t testing.TB, script Script) *Server {
 		}
 		var item map[string]any
 		stage := "final"
-		if hasType(body["input"], "function_call_output") || hasType(body["input"], "custom_tool_call_output") {
+		if in := afterPrompt(body["input"]); hasType(in, "function_call_output") || hasType(in, "custom_tool_call_output") {
 			item = map[string]any{"type": "message", "role": "assistant", "id": "msg_e2e", "status": "completed",
 				"content": []any{map[string]any{"type": "output_text", "text": s.finalText(), "annotations": []any{}}}}
 		} else {
