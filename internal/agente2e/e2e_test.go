@@ -280,3 +280,29 @@ func TestCodex(t *testing.T) {
 		checkCommitRun(t, repo, o, s)
 	})
 }
+
+var pi = agentCase{cli: "pi", keyVar: "ANTHROPIC_API_KEY", server: Anthropic, block: func(url string) string {
+	return `agent "pi" "e2e" {
+  model    = "anthropic/claude-sonnet-4-5"
+  base_url = "` + url + `"
+  env = {
+    PI_OFFLINE   = "1"
+    PI_TELEMETRY = "0"
+  }
+}`
+}}
+
+func TestPi(t *testing.T) { testAgent(t, pi) }
+
+var opencode = agentCase{cli: "opencode", keyVar: "ANTHROPIC_API_KEY", server: Anthropic, block: func(url string) string {
+	return `agent "opencode" "e2e" {
+  model    = "anthropic/claude-sonnet-4-5"
+  base_url = "` + url + `/v1" # the AI SDK's Anthropic base URL ends in /v1
+  env = {
+    OPENCODE_DISABLE_AUTOUPDATE   = "1"
+    OPENCODE_DISABLE_MODELS_FETCH = "1"
+  }
+}`
+}}
+
+func TestOpencode(t *testing.T) { testAgent(t, opencode) }
