@@ -82,6 +82,24 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 // in its SQLite database inside the sandbox.
 var ErrNoResume = fmt.Errorf("%w: opencode keeps sessions in its SQLite database; sanddune cannot resume them", sdk.ErrNotSupported)
 
+// noPluginInstall is a shell script that marks opencode's global config
+// dir as holding its plugin package, then execs its arguments. opencode
+// otherwise installs @opencode-ai/plugin and its dependencies from npm into
+// that dir (in the background; a run waits for it when plugins or custom
+// tools are configured) in every fresh sandbox home: a config dir whose
+// node_modules exists and whose package-lock.json lists the package is
+// left alone. A dir that has either file already is not touched; neither
+// are a project's .opencode dirs.
+const noPluginInstall = `d="${XDG_CONFIG_HOME:-$HOME/.config}/opencode"
+if [ ! -e "$d/node_modules" ] && [ ! -e "$d/package-lock.json" ]; then
+  mkdir -p "$d/node_modules" && printf '%s\n' '{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}' > "$d/package-lock.json"
+fi
+exec "$@"`
+
+func withoutPluginInstall(argv []string) []string {
+	return append([]string{"sh", "-c", noPluginInstall, "sh"}, argv...)
+}
+
 func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	c, variant, agent := p.Common(req.Config), agentkit.String(req.Config, "variant"), agentkit.String(req.Config, "agent")
 	if req.ResumeSessionID != "" || req.ForkSession {
@@ -110,7 +128,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		}
 		// No message argument: opencode quotes argv messages containing
 		// spaces; stdin reaches the model verbatim.
-		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt), Env: env}, nil
+		return sdk.Command{Argv: withoutPluginInstall(argv), Stdin: []byte(req.Prompt), Env: env}, nil
 	case sdk.ModeInteractive:
 		argv := []string{c.Binary, "--model", c.Model}
 		if agent != "" {
@@ -122,7 +140,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		if req.Prompt != "" {
 			argv = append(argv, "--prompt="+req.Prompt)
 		}
-		return sdk.Command{Argv: argv, Env: env}, nil
+		return sdk.Command{Argv: withoutPluginInstall(argv), Env: env}, nil
 	}
 	return sdk.Command{}, fmt.Errorf("opencode: unknown mode %q", req.Mode)
 }

@@ -2,7 +2,11 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -163,4 +167,57 @@ func TestReplay(t *testing.T) {
 
 func TestConformance(t *testing.T) {
 	agenttest.Run(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}))
+}
+
+// TestNoPluginInstallPrelude runs a command's prelude: in a fresh home it
+// marks opencode's config dir as holding @opencode-ai/plugin, which stops
+// opencode's npm install there; a config dir of its own is left alone.
+func TestNoPluginInstallPrelude(t *testing.T) {
+	cfg := agentkittest.Config(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "binary": cty.StringVal("echo")})
+	cmd, err := New().BuildCommand(context.Background(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(home string) {
+		c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+		out, err := c.CombinedOutput()
+		if err != nil || string(out) != "run --format json --model anthropic/claude-sonnet-4-6\n" {
+			t.Fatalf("%v: %q", err, out)
+		}
+	}
+	fresh := t.TempDir()
+	run(fresh)
+	dir := filepath.Join(fresh, ".config", "opencode")
+	var lock struct {
+		Packages map[string]struct{ Dependencies map[string]string }
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	if err != nil || json.Unmarshal(b, &lock) != nil || lock.Packages[""].Dependencies["@opencode-ai/plugin"] == "" {
+		t.Fatalf("package-lock.json %q (%v) should list @opencode-ai/plugin", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil || !fi.IsDir() {
+		t.Fatalf("node_modules: %v", err)
+	}
+
+	own := t.TempDir()
+	dir = filepath.Join(own, ".config", "opencode")
+	writeTestFile(t, filepath.Join(dir, "package-lock.json"), `{"mine":true}`)
+	run(own)
+	if b, _ := os.ReadFile(filepath.Join(dir, "package-lock.json")); string(b) != `{"mine":true}` {
+		t.Fatalf("an existing package-lock.json was changed: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
+		t.Fatal("node_modules created beside an existing package-lock.json")
+	}
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
