@@ -292,7 +292,22 @@ var pi = agentCase{cli: "pi", keyVar: "ANTHROPIC_API_KEY", server: Anthropic, bl
 }`
 }}
 
-func TestPi(t *testing.T) { testAgent(t, pi) }
+// piChat is pi with an openai-completions provider.
+var piChat = agentCase{cli: "pi", keyVar: "DEEPSEEK_API_KEY", server: ChatCompletions, block: func(url string) string {
+	return `agent "pi" "e2e" {
+  model    = "deepseek/deepseek-v4-flash"
+  base_url = "` + url + `"
+  env = {
+    PI_OFFLINE   = "1"
+    PI_TELEMETRY = "0"
+  }
+}`
+}}
+
+func TestPi(t *testing.T) {
+	testAgent(t, pi)
+	t.Run("chat completions", func(t *testing.T) { testAgent(t, piChat) })
+}
 
 var opencode = agentCase{cli: "opencode", keyVar: "ANTHROPIC_API_KEY", server: Anthropic, block: func(url string) string {
 	return `agent "opencode" "e2e" {

@@ -293,3 +293,62 @@ func codexToolCall(tools []string) map[string]any {
 	}
 	return nil
 }
+
+// ChatCompletions serves OpenAI-compatible Chat Completions (POST
+// .../chat/completions, streaming) under its URL: pi with an
+// openai-completions provider (deepseek/ here).
+func ChatCompletions(t testing.TB, script Script) *Server {
+	return newServer(t, script, func(s *Server, w http.ResponseWriter, r *http.Request, body map[string]any) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			s.record(r, "unknown")
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "not scripted", "type": "invalid_request_error"}})
+			return
+		}
+		if s.script == Unauthorized {
+			s.record(r, "401")
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"message": ErrorMessage, "type": "invalid_request_error", "code": "invalid_api_key"}})
+			return
+		}
+		shell := ""
+		for _, n := range toolNames(body) {
+			if strings.EqualFold(n, "bash") {
+				shell = n
+			}
+		}
+		toolResult := false
+		for _, m := range afterPrompt(body["messages"]) {
+			if m, _ := m.(map[string]any); m["role"] == "tool" {
+				toolResult = true
+			}
+		}
+		var delta map[string]any
+		stage, finish := "final", "stop"
+		switch {
+		case shell == "":
+			stage = "side"
+			delta = map[string]any{"role": "assistant", "content": "ok"}
+		case toolResult:
+			delta = map[string]any{"role": "assistant", "content": s.finalText()}
+		default:
+			stage, finish = "tool", "tool_calls"
+			args, _ := json.Marshal(map[string]any{"command": CommitCommand})
+			delta = map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": "call_e2e_1", "type": "function",
+				"function": map[string]any{"name": shell, "arguments": string(args)}}}}
+		}
+		s.record(r, stage)
+		model, _ := body["model"].(string)
+		chunk := func(choices []any, usage any) map[string]any {
+			c := map[string]any{"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices}
+			if usage != nil {
+				c["usage"] = usage
+			}
+			return c
+		}
+		e := startSSE(w)
+		e.send("", chunk([]any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}, nil))
+		e.send("", chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}, nil))
+		e.send("", chunk([]any{}, map[string]any{"prompt_tokens": CallInput, "completion_tokens": CallOutput, "total_tokens": CallInput + CallOutput,
+			"prompt_tokens_details": map[string]any{"cached_tokens": CallCached}}))
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	})
+}
