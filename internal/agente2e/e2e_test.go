@@ -64,7 +64,8 @@ type run struct {
 			Output        int64 `json:"output_tokens"`
 		}
 	}
-	Error *struct{ Kind, Message string }
+	Output any
+	Error  *struct{ Kind, Message string }
 }
 
 type outcome struct {
@@ -87,12 +88,13 @@ type agentCase struct {
 // the CLIs' PATH and returns its outcome.
 func sandduneRun(t *testing.T, repo string, c agentCase, url string, extra string, args ...string) outcome {
 	t.Helper()
-	hcl := `sandbox "bubblewrap" "box" {}
+	hcl := `sandbox "bubblewrap" "box" {` + cliMount(c.cli) + `}
 ` + c.block(url) + `
 variable "resume" { default = "" }
+variable "iterations" { default = 2 }
 run "e2e" {
-  prompt          = "Append a line to e2e.txt and commit it."
-  max_iterations  = var.resume == "" ? 2 : 1
+  prompt          = "Append a line to e2e.txt and commit it. Then answer inside <plan></plan>."
+  max_iterations  = var.iterations
   branch_strategy = { type = "branch", branch = "agent/e2e" }
   resume_session  = var.resume
   idle_timeout    = "3m"
@@ -128,6 +130,25 @@ run "e2e" {
 		return nil
 	})
 	return o
+}
+
+// cliMount binds the npm install of the CLI into the sandbox when it sits
+// where the sandbox sees its own dir instead (the host's /tmp).
+func cliMount(cli string) string {
+	p, err := exec.LookPath(cli)
+	if err != nil || filepath.Base(filepath.Dir(p)) != ".bin" {
+		return ""
+	}
+	modules, err := filepath.Abs(filepath.Dir(filepath.Dir(p)))
+	if err != nil || filepath.Base(modules) != "node_modules" {
+		return ""
+	}
+	return fmt.Sprintf(`
+  mount {
+    host_path = %q
+    readonly  = true
+  }
+`, modules)
 }
 
 func gitRepo(t *testing.T) string {
@@ -239,6 +260,19 @@ func testAgent(t *testing.T, c agentCase) {
 		s := c.server(t, NoSignal)
 		checkNoSignal(t, repo, sandduneRun(t, repo, c, s.URL, ""))
 	})
+	t.Run("structured output", func(t *testing.T) {
+		repo := gitRepo(t)
+		s := c.server(t, Output)
+		o := sandduneRun(t, repo, c, s.URL, `  output {
+    tag    = "plan"
+    schema = { type = "object", required = ["steps"], properties = { steps = { type = "integer" } } }
+  }
+`, "--var", "iterations=1")
+		checkCommitRun(t, repo, o, s)
+		if got, _ := json.Marshal(o.Output); string(got) != `{"steps":1}` {
+			t.Fatalf("output %s, want the final text's <plan>: %v", got, o)
+		}
+	})
 }
 
 var claude = agentCase{cli: "claude", keyVar: "ANTHROPIC_API_KEY", server: Anthropic, block: func(url string) string {
@@ -276,37 +310,31 @@ func TestCodex(t *testing.T) {
 		// The next run starts from main with the first run's commit.
 		git(t, repo, "merge", "-q", "--ff-only", "agent/e2e")
 		git(t, repo, "branch", "-q", "-D", "agent/e2e")
-		o := sandduneRun(t, repo, codex, s.URL, "", "--var", "resume="+*first.Iterations[0].SessionID)
+		o := sandduneRun(t, repo, codex, s.URL, "", "--var", "iterations=1", "--var", "resume="+*first.Iterations[0].SessionID)
 		checkCommitRun(t, repo, o, s)
 	})
 }
 
-var pi = agentCase{cli: "pi", keyVar: "ANTHROPIC_API_KEY", server: Anthropic, block: func(url string) string {
-	return `agent "pi" "e2e" {
-  model    = "anthropic/claude-sonnet-4-5"
+// piCase is pi with a model of a provider whose key is keyVar.
+func piCase(model, keyVar string, server func(testing.TB, Script) *Server) agentCase {
+	return agentCase{cli: "pi", keyVar: keyVar, server: server, block: func(url string) string {
+		return `agent "pi" "e2e" {
+  model    = "` + model + `"
   base_url = "` + url + `"
   env = {
     PI_OFFLINE   = "1"
     PI_TELEMETRY = "0"
   }
 }`
-}}
-
-// piChat is pi with an openai-completions provider.
-var piChat = agentCase{cli: "pi", keyVar: "DEEPSEEK_API_KEY", server: ChatCompletions, block: func(url string) string {
-	return `agent "pi" "e2e" {
-  model    = "deepseek/deepseek-v4-flash"
-  base_url = "` + url + `"
-  env = {
-    PI_OFFLINE   = "1"
-    PI_TELEMETRY = "0"
-  }
-}`
-}}
+	}}
+}
 
 func TestPi(t *testing.T) {
-	testAgent(t, pi)
-	t.Run("chat completions", func(t *testing.T) { testAgent(t, piChat) })
+	testAgent(t, piCase("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY", Anthropic))
+	// An openai-completions provider.
+	t.Run("chat completions", func(t *testing.T) {
+		testAgent(t, piCase("deepseek/deepseek-v4-flash", "DEEPSEEK_API_KEY", ChatCompletions))
+	})
 }
 
 var opencode = agentCase{cli: "opencode", keyVar: "ANTHROPIC_API_KEY", server: Anthropic, block: func(url string) string {

@@ -24,6 +24,8 @@ const (
 	Unauthorized
 	// NoSignal is Commit whose final text lacks the completion signal.
 	NoSignal
+	// Output is Commit whose final text carries OutputText too.
+	Output
 )
 
 const (
@@ -31,6 +33,7 @@ const (
 	FinalText     = "Committed e2e.txt. <promise>COMPLETE</promise>"
 	NoSignalText  = "Committed e2e.txt, more to do."
 	ErrorMessage  = "scripted 401: invalid api key"
+	OutputText    = `<plan>{"steps": 1}</plan>`
 	// Each scripted model call reports these tokens: the tool call turn
 	// and the final turn, so an iteration uses 2x of each.
 	CallInput, CallCached, CallOutput = 150, 50, 12
@@ -94,8 +97,11 @@ func (e sse) send(event string, data any) {
 }
 
 func (s *Server) finalText() string {
-	if s.script == NoSignal {
+	switch s.script {
+	case NoSignal:
 		return NoSignalText
+	case Output:
+		return OutputText + "\n" + FinalText
 	}
 	return FinalText
 }
@@ -141,6 +147,16 @@ func hasType(v any, typ string) bool {
 	return false
 }
 
+// bashTool returns the name of a request's bash tool (Bash, bash), or "".
+func bashTool(body map[string]any) string {
+	for _, n := range toolNames(body) {
+		if strings.EqualFold(n, "bash") {
+			return n
+		}
+	}
+	return ""
+}
+
 // toolNames lists the names of a request's tools.
 func toolNames(body map[string]any) []string {
 	var names []string
@@ -156,6 +172,12 @@ func toolNames(body map[string]any) []string {
 		}
 	}
 	return names
+}
+
+// openAIError records a request as stage and answers an OpenAI error.
+func (s *Server) openAIError(w http.ResponseWriter, r *http.Request, status int, stage, message string) {
+	s.record(r, stage)
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -179,12 +201,7 @@ func Anthropic(t testing.TB, script Script) *Server {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"type": "error", "error": map[string]any{"type": "authentication_error", "message": ErrorMessage}})
 			return
 		}
-		shell := ""
-		for _, n := range toolNames(body) {
-			if strings.EqualFold(n, "bash") {
-				shell = n
-			}
-		}
+		shell := bashTool(body)
 		var block map[string]any
 		stage, stop := "text", "end_turn"
 		switch {
@@ -240,13 +257,11 @@ func OpenAIResponses(t testing.TB, script Script) *Server {
 			http.Error(w, "no websocket", http.StatusNotFound)
 			return
 		case r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses"):
-			s.record(r, "unknown")
-			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "not scripted", "type": "invalid_request_error"}})
+			s.openAIError(w, r, http.StatusNotFound, "unknown", "not scripted")
 			return
 		}
 		if s.script == Unauthorized {
-			s.record(r, "401")
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"message": ErrorMessage, "type": "invalid_request_error", "code": "invalid_api_key"}})
+			s.openAIError(w, r, http.StatusUnauthorized, "401", ErrorMessage)
 			return
 		}
 		var item map[string]any
@@ -300,21 +315,14 @@ func codexToolCall(tools []string) map[string]any {
 func ChatCompletions(t testing.TB, script Script) *Server {
 	return newServer(t, script, func(s *Server, w http.ResponseWriter, r *http.Request, body map[string]any) {
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-			s.record(r, "unknown")
-			writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "not scripted", "type": "invalid_request_error"}})
+			s.openAIError(w, r, http.StatusNotFound, "unknown", "not scripted")
 			return
 		}
 		if s.script == Unauthorized {
-			s.record(r, "401")
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"message": ErrorMessage, "type": "invalid_request_error", "code": "invalid_api_key"}})
+			s.openAIError(w, r, http.StatusUnauthorized, "401", ErrorMessage)
 			return
 		}
-		shell := ""
-		for _, n := range toolNames(body) {
-			if strings.EqualFold(n, "bash") {
-				shell = n
-			}
-		}
+		shell := bashTool(body)
 		toolResult := false
 		for _, m := range afterPrompt(body["messages"]) {
 			if m, _ := m.(map[string]any); m["role"] == "tool" {

@@ -202,22 +202,14 @@ func TestNoPluginInstallPrelude(t *testing.T) {
 
 	own := t.TempDir()
 	dir = filepath.Join(own, ".config", "opencode")
-	writeTestFile(t, filepath.Join(dir, "package-lock.json"), `{"mine":true}`)
+	if err := os.MkdirAll(dir, 0o755); err != nil || os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(`{"mine":true}`), 0o644) != nil {
+		t.Fatal(err)
+	}
 	run(own)
 	if b, _ := os.ReadFile(filepath.Join(dir, "package-lock.json")); string(b) != `{"mine":true}` {
 		t.Fatalf("an existing package-lock.json was changed: %s", b)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
 		t.Fatal("node_modules created beside an existing package-lock.json")
-	}
-}
-
-func writeTestFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
