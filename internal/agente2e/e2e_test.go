@@ -72,7 +72,7 @@ type outcome struct {
 	run
 	code           int
 	stdout, stderr string
-	logs           string // the run logs sanddune kept
+	logs           string // the files sanddune wrote: run logs, sessions
 }
 
 // agentCase is one CLI's agent block and key variable.
@@ -120,15 +120,20 @@ run "e2e" {
 		t.Fatalf("exit %d, stdout is not a one-run JSON document (%v):\n%s\nstderr:\n%s", o.code, err, o.stdout, o.stderr)
 	}
 	o.run = doc.Runs[0]
-	// Every file sanddune wrote: logs, session copies.
-	_ = filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if b, err := os.ReadFile(p); err == nil {
-				o.logs += string(b)
+	// Every file sanddune wrote: run logs, session copies.
+	for _, dir := range []string{home, filepath.Join(repo, ".sanddune")} {
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if b, err := os.ReadFile(p); err == nil {
+					o.logs += string(b)
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
+	if !strings.Contains(o.logs, "iteration") {
+		t.Fatalf("no run log read:\n%v", o)
+	}
 	return o
 }
 
