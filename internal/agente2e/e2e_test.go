@@ -82,13 +82,21 @@ type agentCase struct {
 	block func(url string) string
 	// server starts the model API the CLI talks to.
 	server func(t testing.TB, s Script) *Server
+	// files are put in the sandbox read-only: path (~/...) -> content.
+	files map[string]string
 }
 
 // sandduneRun writes the config, runs `sanddune run --json` in repo with
 // the CLIs' PATH and returns its outcome.
 func sandduneRun(t *testing.T, repo string, c agentCase, url string, extra string, args ...string) outcome {
 	t.Helper()
-	hcl := `sandbox "bubblewrap" "box" {` + cliMount(c.cli) + `}
+	mounts := cliMount(c.cli)
+	for path, content := range c.files {
+		host := filepath.Join(t.TempDir(), filepath.Base(path))
+		writeFile(t, host, content)
+		mounts += fmt.Sprintf("\n  mount {\n    host_path    = %q\n    sandbox_path = %q\n    readonly     = true\n  }\n", host, path)
+	}
+	hcl := `sandbox "bubblewrap" "box" {` + mounts + `}
 ` + c.block(url) + `
 variable "resume" { default = "" }
 variable "iterations" { default = 2 }
@@ -301,7 +309,10 @@ var codex = agentCase{cli: "codex", keyVar: "OPENAI_API_KEY", server: OpenAIResp
   model    = "gpt-5.4"
   base_url = "` + url + `/v1"
 }`
-}}
+},
+	// Codex syncs its curated plugin marketplace from github.com otherwise.
+	files: map[string]string{"~/.codex/config.toml": "[features]\nplugins = false\n"},
+}
 
 func TestCodex(t *testing.T) {
 	testAgent(t, codex)
