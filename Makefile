@@ -11,7 +11,7 @@ MODULES := . sdk examples scripts/release
 # each runs $(1) in every module, and fails if it failed in any.
 each = status=0; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)) || status=1; done; exit $$status
 
-.PHONY: help install build test test-unit cross release-check dist dist-check proto agents-compat vercel-compat bench e2e-k8s chaos fuzz soak
+.PHONY: help install build test test-unit cross release-check dist dist-check proto agents-compat agents-e2e vercel-compat bench e2e-k8s chaos fuzz soak
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ check: ## static checks: gofmt, go vet, staticcheck, generated protocol code up 
 
 agents-compat: ## check built agent command lines against the real CLIs (npm)
 	@bash scripts/agents-compat.sh
+
+agents-e2e: ## run the real agent CLIs (npm) through sanddune in bubblewrap against scripted model servers
+	@bash scripts/agents-e2e.sh
 
 vercel-compat: ## drive the fake Vercel API with the official @vercel/sandbox SDK (npm)
 	@bash scripts/vercel-compat.sh

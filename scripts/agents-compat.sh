@@ -2,8 +2,7 @@
 # Checks the command lines the agent plugins build against the real CLIs.
 #
 # 1. Installs Claude Code, Codex, opencode and pi from the npm registry at
-#    pinned versions (cached under $SANDDUNE_AGENTS_COMPAT_DIR, default
-#    ~/.cache/sanddune/agents-compat).
+#    pinned versions (agents-install.sh caches them).
 # 2. Makes sure the plugins' golden command files (plugins/*/testdata/
 #    commands.golden, one built command per line) are current.
 # 3. Replays every golden command through the real CLI's own parser, with
@@ -22,29 +21,12 @@
 # port, so no model is ever contacted. Needs go, node and npm.
 set -euo pipefail
 
-CLAUDE_VERSION=2.1.197
-CODEX_VERSION=0.169.0
-OPENCODE_VERSION=1.18.33
-PI_VERSION=0.73.1
-
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 log() { echo "agents-compat: $*"; }
 start=$(date +%s)
 
-cache="${SANDDUNE_AGENTS_COMPAT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sanddune/agents-compat}"
-prefix="$cache/claude-$CLAUDE_VERSION.codex-$CODEX_VERSION.opencode-$OPENCODE_VERSION.pi-$PI_VERSION"
-bin="$prefix/node_modules/.bin"
-if [ ! -x "$bin/claude" ] || [ ! -x "$bin/codex" ] || [ ! -x "$bin/opencode" ] || [ ! -x "$bin/pi" ]; then
-  log "installing the CLIs into $prefix"
-  rm -rf "$prefix.tmp"
-  mkdir -p "$prefix.tmp"
-  npm install --prefix "$prefix.tmp" --no-audit --no-fund --loglevel=error \
-    "@anthropic-ai/claude-code@$CLAUDE_VERSION" "@openai/codex@$CODEX_VERSION" \
-    "opencode-ai@$OPENCODE_VERSION" "@mariozechner/pi-coding-agent@$PI_VERSION"
-  rm -rf "$prefix"
-  mv "$prefix.tmp" "$prefix"
-fi
+bin="$(bash "$here/agents-install.sh")"
 log "CLIs ready ($(( $(date +%s) - start ))s)"
 
 cd "$repo"
@@ -213,6 +195,8 @@ for (const file of goldens) {
   const cli = path.basename(path.dirname(path.dirname(file)));
   for (const line of fs.readFileSync(file, "utf8").split("\n").filter(Boolean)) {
     const c = JSON.parse(line);
+    // A shell prelude (codex's resume, pi's base_url): sh -c <script> sh <args...> <cli argv...>
+    if (c.argv[0] === "sh") c.argv = c.argv.slice(c.argv.indexOf(cli, 4));
     const argv = [path.join(bin, cli), ...c.argv.slice(1)];
     const problem = checks[cli](c, argv);
     if (problem) { failed++; console.log(`FAIL ${cli}: ${c.name}\n     ${JSON.stringify(c.argv)}\n     ${problem}`); }

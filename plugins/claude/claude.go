@@ -35,6 +35,7 @@ func New() sdk.AgentProvider {
 			{Name: "effort", Type: cty.String, Description: "Reasoning effort passed as --effort: low, medium, high, xhigh or max (max needs an Opus model)."},
 		},
 		EnvExample:      "ANTHROPIC_API_KEY",
+		BaseURL:         "passed as ANTHROPIC_BASE_URL (an Anthropic Messages API).",
 		CaptureSessions: "Copy each iteration's session transcript to ~/.claude/projects on the host, where `claude --resume` finds it.",
 		SessionFields:   []string{"cwd"},
 		NewParser:       func(sdk.Config) sdk.Parser { return NewParser() },
@@ -95,11 +96,17 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		argv = append(argv, "--effort", effort)
 	}
 	var env map[string]string
+	if c.BaseURL != "" {
+		env = map[string]string{"ANTHROPIC_BASE_URL": c.BaseURL}
+	}
 	if req.SkipPermissions {
 		argv = append(argv, "--dangerously-skip-permissions")
 		if req.RunsAsRoot {
 			// Claude refuses the bypass as root outside a declared sandbox.
-			env = map[string]string{"IS_SANDBOX": "1"}
+			if env == nil {
+				env = map[string]string{}
+			}
+			env["IS_SANDBOX"] = "1"
 		}
 	}
 	session, err := agentkit.ResumeSession(req)

@@ -18,6 +18,8 @@ func TestBuildCommandGolden(t *testing.T) {
 	opus := map[string]cty.Value{"model": cty.StringVal("opus"), "effort": cty.StringVal("max")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print default model", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print base_url as root", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
+		{Name: "interactive base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
 		{Name: "print model and effort", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6"), "effort": cty.StringVal("high")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
 		{Name: "print opus max in sandbox", Attrs: opus, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true}},
 		{Name: "print in sandbox as root", Attrs: opus, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, SkipPermissions: true, RunsAsRoot: true}},
@@ -42,6 +44,8 @@ func TestConfigure(t *testing.T) {
 	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "defaults"},
+		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
+		{Name: "relative base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("127.0.0.1:8080")}, Want: []string{"base_url"}},
 		{Name: "opus max", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-opus-4-8"), "effort": cty.StringVal("max")}},
 		{Name: "sonnet max", Attrs: map[string]cty.Value{"model": cty.StringVal("sonnet"), "effort": cty.StringVal("max")}, Want: []string{"effort"}},
 		{Name: "default model max", Attrs: map[string]cty.Value{"effort": cty.StringVal("max")}, Want: []string{"effort"}},

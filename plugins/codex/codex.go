@@ -1,6 +1,7 @@
 // Package codex is the agent provider for OpenAI's Codex CLI (`codex`,
 // checked against 0.169). Print mode is `codex exec --json` (or `codex exec
-// resume|fork <id> ... -`) with the prompt on stdin.
+// resume|fork <id> ... -`, behind a shell prelude that prints the thread's
+// usage so far) with the prompt on stdin.
 package codex
 
 import (
@@ -34,6 +35,7 @@ func New() sdk.AgentProvider {
 			{Name: "effort", Type: cty.String, Description: "Reasoning effort, passed as -c model_reasoning_effort: low, medium, high or xhigh."},
 		},
 		EnvExample:      "OPENAI_API_KEY",
+		BaseURL:         "passed as -c openai_base_url (an OpenAI Responses API, for the built-in openai provider).",
 		CaptureSessions: "Copy each iteration's session rollout to ~/.codex/sessions on the host, where `codex resume` finds it.",
 		// 0.169 writes the cwd in session_meta, turn_context, world_state
 		// and thread_settings payloads, and workspace roots beside it.
@@ -61,6 +63,17 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 
 		BypassesPermissions: true,
 	}, nil
+}
+
+// resumePrelude is a shell script that prints the last token_count line of
+// the session's rollout, then execs its arguments. On a resumed or forked
+// thread turn.completed reports the thread's running total; the parser
+// subtracts the total this line carries to report the iteration's own
+// usage. The id is safe in a shell word (CheckSessionID).
+func resumePrelude(session string) string {
+	return `f=$(ls -t "${CODEX_HOME:-$HOME/.codex}"/sessions/*/*/*/rollout-*-` + session + `.jsonl 2>/dev/null | head -n 1)
+[ -z "$f" ] || grep -F '"type":"token_count"' "$f" | tail -n 1
+exec "$@"`
 }
 
 func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
@@ -103,12 +116,16 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 	if c.Model != "" {
 		argv = append(argv, "--model", c.Model)
 	}
+	if c.BaseURL != "" {
+		argv = append(argv, "-c", fmt.Sprintf("openai_base_url=%q", c.BaseURL))
+	}
 	if effort := agentkit.String(req.Config, "effort"); effort != "" {
 		argv = append(argv, "-c", fmt.Sprintf("model_reasoning_effort=%q", effort))
 	}
 	if req.Mode == sdk.ModePrint {
 		if resume {
 			argv = append(argv, "-") // resume and fork read stdin only for "-"
+			argv = append([]string{"sh", "-c", resumePrelude(session), "sh"}, argv...)
 		}
 		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil
 	}

@@ -1,7 +1,12 @@
 package codex
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,6 +24,8 @@ func TestBuildCommandGolden(t *testing.T) {
 	full := map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print default model", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print base_url resume", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
+		{Name: "interactive base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
 		{Name: "print model and effort in sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
 		{Name: "print resume", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, SkipPermissions: true}},
 		{Name: "print resume without sandbox", Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session}},
@@ -33,6 +40,55 @@ func TestBuildCommandGolden(t *testing.T) {
 	})
 }
 
+// TestResumePrelude runs a resume command's prelude against a session
+// rollout: it prints the rollout's last token_count line, which the parser
+// takes as the thread's total, then runs the CLI (echo here) with stdin.
+func TestResumePrelude(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "sessions", "2026", "07", "01")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rollout := strings.Join([]string{
+		`{"timestamp":"2026-07-01T10:00:00.000Z","type":"session_meta","payload":{"id":"` + session + `","cwd":"/w"}}`,
+		`{"timestamp":"2026-07-01T10:00:01.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}}}`,
+		`{"timestamp":"2026-07-01T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"say {\"type\":\"token_count\"}"}]}}`,
+		tokenCountLine,
+		`{"timestamp":"2026-07-01T10:00:10.000Z","type":"event_msg","payload":{"type":"task_complete"}}`,
+	}, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "rollout-2026-07-01T10-00-00-"+session+".jsonl"), []byte(rollout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, fork := range []bool{false, true} {
+		cfg := agentkittest.Config(t, New(), map[string]cty.Value{"binary": cty.StringVal("cat")})
+		cmd, err := New().BuildCommand(context.Background(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: fork, Prompt: "go on"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// cat reads the prompt from stdin; its arguments are dropped.
+		argv := cmd.Argv[:4:4]
+		c := exec.Command(argv[0], append(argv[1:], "cat")...)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=/nonexistent", "CODEX_HOME=" + home}
+		c.Stdin = bytes.NewReader(cmd.Stdin)
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("fork=%v: %v", fork, err)
+		}
+		if want := tokenCountLine + "\ngo on"; string(out) != want {
+			t.Fatalf("fork=%v: output\n%s\nwant\n%s", fork, out, want)
+		}
+		p := NewParser()
+		var got []sdk.Event
+		for _, l := range append(strings.Split(string(out), "\n")[:1], `{"type":"turn.completed","usage":{"input_tokens":2186,"cached_input_tokens":600,"output_tokens":95}}`) {
+			got = append(got, p.Parse([]byte(l))...)
+		}
+		want := []sdk.Event{{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 1207, CacheReadInputTokens: 100, OutputTokens: 41}}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("fork=%v: events %+v (usage %+v), want usage %+v", fork, got, got[0].Usage, want[0].Usage)
+		}
+	}
+}
+
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
 	agentkittest.CheckBadRequests(t, New(), nil)
@@ -42,6 +98,8 @@ func TestConfigure(t *testing.T) {
 	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "defaults"},
+		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
+		{Name: "ftp base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("ftp://127.0.0.1/")}, Want: []string{"base_url"}},
 		{Name: "xhigh", Attrs: map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "effort": cty.StringVal("xhigh")}},
 		{Name: "claude's max is not codex's", Attrs: map[string]cty.Value{"effort": cty.StringVal("max")}, Want: []string{"effort"}},
 		{Name: "empty model", Attrs: map[string]cty.Value{"model": cty.StringVal("")}, Want: []string{"model"}},

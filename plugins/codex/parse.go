@@ -19,6 +19,8 @@ type line struct {
 	Item     json.RawMessage `json:"item"`
 	Usage    json.RawMessage `json:"usage"`
 	Error    json.RawMessage `json:"error"`
+	// Payload: a session rollout line (see ResumePrelude).
+	Payload json.RawMessage `json:"payload"`
 }
 
 type item struct {
@@ -40,6 +42,14 @@ type usage struct {
 	OutputTokens      int64 `json:"output_tokens"`
 }
 
+// tokenCount is the payload of a rollout's token_count line.
+type tokenCount struct {
+	Type string `json:"type"`
+	Info struct {
+		Total usage `json:"total_token_usage"`
+	} `json:"info"`
+}
+
 // Parser parses one iteration of `codex exec --json`.
 type Parser struct {
 	shown map[string]bool // tool items already reported, by item id
@@ -48,6 +58,9 @@ type Parser struct {
 	hasLast    bool
 	ended      bool   // turn.completed or turn.failed seen
 	lastNotice string // last stream-level error notice
+	// thread is the thread's usage before this turn: turn.completed
+	// reports the running total of a resumed or forked thread.
+	thread usage
 }
 
 // NewParser returns a parser for one iteration.
@@ -60,6 +73,13 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		return agentkit.TextLine(raw)
 	}
 	switch l.Type {
+	case "event_msg":
+		// The resumed session's last token_count, printed by the resume
+		// prelude: the thread's total so far.
+		var tc tokenCount
+		if agentkit.DecodeObject(l.Payload, &tc) && tc.Type == "token_count" {
+			p.thread = tc.Info.Total
+		}
 	case "thread.started":
 		if l.ThreadID != "" {
 			return []sdk.Event{{Type: sdk.EventSessionID, SessionID: l.ThreadID}}
@@ -76,6 +96,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		var evs []sdk.Event
 		var u usage
 		if agentkit.DecodeObject(l.Usage, &u) {
+			u, p.thread = u.since(p.thread), u
 			// cached_input_tokens is a subset of input_tokens.
 			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: &sdk.Usage{
 				InputTokens:          u.InputTokens - u.CachedInputTokens,
@@ -105,6 +126,16 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 		}
 	}
 	return nil
+}
+
+// since returns the usage added to the running total u since prev; u itself
+// when the total did not grow from prev (a thread whose count was reset).
+func (u usage) since(prev usage) usage {
+	d := usage{u.InputTokens - prev.InputTokens, u.CachedInputTokens - prev.CachedInputTokens, u.OutputTokens - prev.OutputTokens}
+	if d.InputTokens < 0 || d.CachedInputTokens < 0 || d.OutputTokens < 0 {
+		return u
+	}
+	return d
 }
 
 func (p *Parser) item(event string, it *item) []sdk.Event {

@@ -12,6 +12,10 @@ import (
 
 const fixtureFinal = "Fixed the sign error in `src/sum.ts`; all tests pass.\n\n<promise>COMPLETE</promise>"
 
+// tokenCountLine is a rollout's token_count line (codex 0.169) for a thread
+// that used 879 input (500 cached) and 54 output tokens.
+const tokenCountLine = `{"timestamp":"2026-07-01T10:00:09.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":879,"cached_input_tokens":500,"output_tokens":54,"reasoning_output_tokens":0,"total_tokens":933},"last_token_usage":{"input_tokens":879,"cached_input_tokens":500,"output_tokens":54,"reasoning_output_tokens":0,"total_tokens":933},"model_context_window":258400},"rate_limits":null}}`
+
 func parseCases(t *testing.T) []agenttest.Case {
 	huge := strings.Repeat("y", 2<<20)
 	return []agenttest.Case{
@@ -29,6 +33,21 @@ func parseCases(t *testing.T) []agenttest.Case {
 				{Type: sdk.EventText, Text: fixtureFinal},
 				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 48210 - 40192, CacheReadInputTokens: 40192, OutputTokens: 1337}},
 				{Type: sdk.EventResult, Text: fixtureFinal},
+			},
+		},
+		{
+			// turn.completed of a resumed thread is its running total; the
+			// resume prelude prints the total before the turn.
+			Name: "resumed thread",
+			Lines: []string{
+				tokenCountLine,
+				`{"type":"thread.started","thread_id":"t0"}`,
+				`{"type":"turn.started"}`,
+				`{"type":"turn.completed","usage":{"input_tokens":2186,"cached_input_tokens":600,"output_tokens":95}}`,
+			},
+			Want: []sdk.Event{
+				{Type: sdk.EventSessionID, SessionID: "t0"},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 1307 - 100, CacheReadInputTokens: 100, OutputTokens: 41}},
 			},
 		},
 		{

@@ -6,6 +6,7 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -30,6 +31,7 @@ func New() sdk.AgentProvider {
 			{Name: "agent", Type: cty.String, Description: "opencode agent to use, passed as --agent."},
 		},
 		EnvExample: "ANTHROPIC_API_KEY",
+		BaseURL:    "set as the model's provider's options.baseURL in OPENCODE_CONFIG_CONTENT (merged over opencode's other config).",
 		NewParser:  func(sdk.Config) sdk.Parser { return NewParser() },
 	}}
 }
@@ -47,6 +49,7 @@ func (p provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics,
 	for _, a := range []string{"variant", "agent", "binary"} {
 		ds = append(ds, agentkit.CheckNotEmpty(cfg, a)...)
 	}
+	ds = append(ds, agentkit.CheckBaseURL(cfg)...)
 	ds = append(ds, sdk.CheckEnv(c.Env, "env")...)
 	return ds, nil
 }
@@ -79,10 +82,37 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 // in its SQLite database inside the sandbox.
 var ErrNoResume = fmt.Errorf("%w: opencode keeps sessions in its SQLite database; sanddune cannot resume them", sdk.ErrNotSupported)
 
+// noPluginInstall is a shell script that marks opencode's global config
+// dir as holding its plugin package, then execs its arguments. opencode
+// otherwise installs @opencode-ai/plugin and its dependencies from npm into
+// that dir (in the background; a run waits for it when plugins or custom
+// tools are configured) in every fresh sandbox home: a config dir whose
+// node_modules exists and whose package-lock.json lists the package is
+// left alone. A dir that has either file already is not touched; neither
+// are a project's .opencode dirs.
+const noPluginInstall = `d="${XDG_CONFIG_HOME:-$HOME/.config}/opencode"
+if [ ! -e "$d/node_modules" ] && [ ! -e "$d/package-lock.json" ]; then
+  mkdir -p "$d/node_modules" && printf '%s\n' '{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}' > "$d/package-lock.json"
+fi
+exec "$@"`
+
+func withoutPluginInstall(argv []string) []string {
+	return append([]string{"sh", "-c", noPluginInstall, "sh"}, argv...)
+}
+
 func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	c, variant, agent := p.Common(req.Config), agentkit.String(req.Config, "variant"), agentkit.String(req.Config, "agent")
 	if req.ResumeSessionID != "" || req.ForkSession {
 		return sdk.Command{}, ErrNoResume
+	}
+	var env map[string]string
+	if c.BaseURL != "" {
+		prov, _, _ := strings.Cut(c.Model, "/")
+		conf, err := json.Marshal(map[string]any{"provider": map[string]any{prov: map[string]any{"options": map[string]any{"baseURL": c.BaseURL}}}})
+		if err != nil {
+			return sdk.Command{}, fmt.Errorf("opencode: %w", err)
+		}
+		env = map[string]string{"OPENCODE_CONFIG_CONTENT": string(conf)}
 	}
 	switch req.Mode {
 	case sdk.ModePrint:
@@ -98,7 +128,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		}
 		// No message argument: opencode quotes argv messages containing
 		// spaces; stdin reaches the model verbatim.
-		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil
+		return sdk.Command{Argv: withoutPluginInstall(argv), Stdin: []byte(req.Prompt), Env: env}, nil
 	case sdk.ModeInteractive:
 		argv := []string{c.Binary, "--model", c.Model}
 		if agent != "" {
@@ -110,7 +140,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		if req.Prompt != "" {
 			argv = append(argv, "--prompt="+req.Prompt)
 		}
-		return sdk.Command{Argv: argv}, nil
+		return sdk.Command{Argv: withoutPluginInstall(argv), Env: env}, nil
 	}
 	return sdk.Command{}, fmt.Errorf("opencode: unknown mode %q", req.Mode)
 }

@@ -2,7 +2,11 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,6 +24,8 @@ func TestBuildCommandGolden(t *testing.T) {
 	full := map[string]cty.Value{"model": cty.StringVal("opencode/big-pickle"), "variant": cty.StringVal("high"), "agent": cty.StringVal("build")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true}},
+		{Name: "interactive base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
 		{Name: "print variant and agent in sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
 		{Name: "print custom binary", Attrs: map[string]cty.Value{"model": cty.StringVal("openai/gpt-5.4"), "binary": cty.StringVal("/opt/opencode")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 3}},
 		{Name: "interactive without sandbox", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive}},
@@ -48,6 +54,8 @@ func TestConfigure(t *testing.T) {
 	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "provider/model", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}},
+		{Name: "base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
+		{Name: "base_url without host", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http:///v1")}, Want: []string{"base_url"}},
 		{Name: "bare model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}, Want: []string{"model"}},
 		{Name: "empty variant", Attrs: map[string]cty.Value{"model": cty.StringVal("a/b"), "variant": cty.StringVal("")}, Want: []string{"variant"}},
 		{Name: "bad env", Attrs: map[string]cty.Value{"model": cty.StringVal("a/b"), "env": cty.MapVal(map[string]cty.Value{"A B": cty.StringVal("")})}, Want: []string{"env"}},
@@ -166,4 +174,49 @@ func TestReplay(t *testing.T) {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	agenttest.Run(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}))
+}
+
+// TestNoPluginInstallPrelude runs a command's prelude: in a fresh home it
+// marks opencode's config dir as holding @opencode-ai/plugin, which stops
+// opencode's npm install there; a config dir of its own is left alone.
+func TestNoPluginInstallPrelude(t *testing.T) {
+	cfg := agentkittest.Config(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "binary": cty.StringVal("echo")})
+	cmd, err := New().BuildCommand(context.Background(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(home string) {
+		c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+		out, err := c.CombinedOutput()
+		if err != nil || string(out) != "run --format json --model anthropic/claude-sonnet-4-6\n" {
+			t.Fatalf("%v: %q", err, out)
+		}
+	}
+	fresh := t.TempDir()
+	run(fresh)
+	dir := filepath.Join(fresh, ".config", "opencode")
+	var lock struct {
+		Packages map[string]struct{ Dependencies map[string]string }
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	if err != nil || json.Unmarshal(b, &lock) != nil || lock.Packages[""].Dependencies["@opencode-ai/plugin"] == "" {
+		t.Fatalf("package-lock.json %q (%v) should list @opencode-ai/plugin", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil || !fi.IsDir() {
+		t.Fatalf("node_modules: %v", err)
+	}
+
+	own := t.TempDir()
+	dir = filepath.Join(own, ".config", "opencode")
+	if err := os.MkdirAll(dir, 0o755); err != nil || os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(`{"mine":true}`), 0o644) != nil {
+		t.Fatal(err)
+	}
+	run(own)
+	if b, _ := os.ReadFile(filepath.Join(dir, "package-lock.json")); string(b) != `{"mine":true}` {
+		t.Fatalf("an existing package-lock.json was changed: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
+		t.Fatal("node_modules created beside an existing package-lock.json")
+	}
 }

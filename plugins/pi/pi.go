@@ -38,6 +38,7 @@ func New() sdk.AgentProvider {
 			{Name: "thinking", Type: cty.String, Description: "Thinking level passed as --thinking: off, minimal, low, medium, high or xhigh."},
 		},
 		EnvExample:      "ANTHROPIC_API_KEY",
+		BaseURL:         "set as the model's provider's baseUrl in the sandbox's ~/.pi/agent/models.json (merged into the file, before pi starts); needs the model as provider/id.",
 		CaptureSessions: "Copy each iteration's session file to ~/.pi/agent/sessions on the host, where `pi --session` finds it.",
 		// The session header carries the cwd; pi runs a resumed session there.
 		SessionFields: []string{"cwd"},
@@ -47,6 +48,13 @@ func New() sdk.AgentProvider {
 
 func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	ds := agentkit.CheckOneOf(agentkit.String(cfg, "thinking"), ThinkingLevels, "thinking")
+	if model := agentkit.String(cfg, "model"); agentkit.String(cfg, "base_url") != "" && model != "" && !strings.Contains(model, "/") {
+		ds = append(ds, sdk.Diagnostic{
+			Summary:   "base_url needs a provider",
+			Detail:    fmt.Sprintf("base_url applies to one provider of pi: set the model as provider/id (e.g. anthropic/%s).", model),
+			Attribute: "base_url",
+		})
+	}
 	return append(ds, agentkit.CheckCommon(cfg)...), nil
 }
 
@@ -106,6 +114,24 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 	}, nil
 }
 
+// setBaseURL is a shell script that sets provider $1's baseUrl to $2 in
+// pi's models.json (keeping what else the file holds), then execs the rest
+// of its arguments. pi reads a provider's URL only from that file; node is
+// there, as pi runs on it.
+const setBaseURL = `node -e '
+const fs = require("fs"), path = require("path");
+const dir = process.env.PI_CODING_AGENT_DIR || path.join(require("os").homedir(), ".pi", "agent");
+const file = path.join(dir, "models.json");
+let m = {};
+try { m = JSON.parse(fs.readFileSync(file, "utf8")); } catch (e) { if (e.code !== "ENOENT") throw e; }
+m.providers = m.providers || {};
+m.providers[process.argv[1]] = { ...m.providers[process.argv[1]], baseUrl: process.argv[2] };
+fs.mkdirSync(dir, { recursive: true });
+fs.writeFileSync(file, JSON.stringify(m, null, 2) + "\n");
+' "$1" "$2" || exit
+shift 2
+exec "$@"`
+
 func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	c := p.Common(req.Config)
 	var argv []string
@@ -137,6 +163,9 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 			flag = "--fork"
 		}
 		argv = append(argv, flag, session)
+	}
+	if prov, _, ok := strings.Cut(c.Model, "/"); ok && c.BaseURL != "" {
+		argv = append([]string{"sh", "-c", setBaseURL, "sh", prov, c.BaseURL}, argv...)
 	}
 	if req.Mode == sdk.ModePrint {
 		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil

@@ -1,6 +1,11 @@
 package pi
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,6 +25,8 @@ func TestBuildCommandGolden(t *testing.T) {
 	full := map[string]cty.Value{"model": cty.StringVal("anthropic/claude-opus-4-7"), "thinking": cty.StringVal("xhigh")}
 	agentkittest.CheckCommands(t, New(), "testdata/commands.golden", []agentkittest.CommandCase{
 		{Name: "print", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "print base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1}},
+		{Name: "interactive base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Req: sdk.CommandRequest{Mode: sdk.ModeInteractive, Prompt: "hi"}},
 		{Name: "print thinking, sandbox is irrelevant", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, SkipPermissions: true, RunsAsRoot: true}},
 		{Name: "print resume", Attrs: full, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session}},
 		{Name: "print resume on iteration 2 is ignored", Attrs: model, Req: sdk.CommandRequest{Mode: sdk.ModePrint, Iteration: 2, ResumeSessionID: session}},
@@ -41,6 +48,9 @@ func TestConfigure(t *testing.T) {
 	t.Parallel()
 	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
 		{Name: "model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}},
+		{Name: "base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
+		{Name: "base_url without provider", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Want: []string{"base_url"}},
+		{Name: "bad base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("https://u:p@gw.example")}, Want: []string{"base_url"}},
 		{Name: "thinking", Attrs: map[string]cty.Value{"model": cty.StringVal("m"), "thinking": cty.StringVal("minimal")}},
 		{Name: "bad thinking", Attrs: map[string]cty.Value{"model": cty.StringVal("m"), "thinking": cty.StringVal("max")}, Want: []string{"thinking"}},
 		{Name: "empty model", Attrs: map[string]cty.Value{"model": cty.StringVal("")}, Want: []string{"model"}},
@@ -194,4 +204,43 @@ func TestReplay(t *testing.T) {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	agenttest.Run(t, New(), cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}))
+}
+
+// TestBaseURLPrelude runs a base_url command's prelude: it sets the
+// provider's baseUrl in models.json, keeps the rest of the file, then runs
+// the CLI (echo here) with its arguments.
+func TestBaseURLPrelude(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("needs node, which pi runs on")
+	}
+	home := t.TempDir()
+	dir := filepath.Join(home, ".pi", "agent")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const existing = `{"providers":{"anthropic":{"headers":{"x-team":"a"}},"ollama":{"baseUrl":"http://localhost:11434/v1","api":"openai-completions","models":[{"id":"llama3.1:8b"}]}}}`
+	if err := os.WriteFile(filepath.Join(dir, "models.json"), []byte(existing), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := agentkittest.Config(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gw"), "binary": cty.StringVal("echo")})
+	cmd, err := New().BuildCommand(context.Background(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
+	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := "--mode json --model anthropic/claude-sonnet-4-6\n"; string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	var got, want any
+	b, _ := os.ReadFile(filepath.Join(dir, "models.json"))
+	_ = json.Unmarshal(b, &got)
+	_ = json.Unmarshal([]byte(`{"providers":{"anthropic":{"headers":{"x-team":"a"},"baseUrl":"http://127.0.0.1:8080/gw"},"ollama":{"baseUrl":"http://localhost:11434/v1","api":"openai-completions","models":[{"id":"llama3.1:8b"}]}}}`), &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("models.json %s", b)
+	}
 }

@@ -3,6 +3,8 @@ package agentkit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -26,6 +28,9 @@ type Base struct {
 	Attributes []sdk.Attribute
 	// EnvExample is the credential variable env's description shows.
 	EnvExample string
+	// BaseURL says how the CLI receives base_url (the model API's URL, for
+	// a gateway or proxy); "" leaves base_url out.
+	BaseURL string
 	// CaptureSessions describes capture_sessions (default true, returned
 	// as AgentDescription.CaptureSessions via Common); "" leaves it out.
 	CaptureSessions string
@@ -50,6 +55,9 @@ func (b Base) Info(context.Context) (sdk.Info, error) {
 func (b Base) ConfigSchema(context.Context) (sdk.Schema, error) {
 	attrs := []sdk.Attribute{{Name: "model", Type: cty.String, Required: b.ModelRequired, Description: b.Model}}
 	attrs = append(attrs, b.Attributes...)
+	if b.BaseURL != "" {
+		attrs = append(attrs, sdk.Attribute{Name: "base_url", Type: cty.String, Description: "Base URL of the model API, an absolute http(s) URL (a gateway or proxy; the CLI's default when unset): " + b.BaseURL})
+	}
 	attrs = append(attrs, sdk.Attribute{Name: "env", Type: cty.Map(cty.String), Description: `Environment for the agent, e.g. { ` + b.EnvExample + ` = "..." }.`})
 	if b.CaptureSessions != "" {
 		attrs = append(attrs, sdk.Attribute{Name: "capture_sessions", Type: cty.Bool, Default: cty.True, Description: b.CaptureSessions})
@@ -81,6 +89,8 @@ func (textParser) Close() []sdk.Event            { return nil }
 // Common holds the common attributes of an agent block.
 type Common struct {
 	Model, Binary string
+	// BaseURL is base_url, "" when unset.
+	BaseURL string
 	// Env goes in AgentDescription.Env, never in Command.Env.
 	Env map[string]string
 	// CaptureSessions goes in AgentDescription.CaptureSessions (false when
@@ -90,7 +100,7 @@ type Common struct {
 
 // Common reads the common attributes; binary is Name when unset.
 func (b Base) Common(cfg sdk.Config) Common {
-	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), Env: StringMap(cfg, "env"),
+	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), BaseURL: String(cfg, "base_url"), Env: StringMap(cfg, "env"),
 		CaptureSessions: b.CaptureSessions != "" && boolAttr(cfg, "capture_sessions", true)}
 	if c.Binary == "" {
 		c.Binary = b.Name
@@ -98,11 +108,42 @@ func (b Base) Common(cfg sdk.Config) Common {
 	return c
 }
 
-// CheckCommon reports model or binary set to "" and invalid env names.
+// CheckCommon reports model or binary set to "", a base_url that is not an
+// absolute http(s) URL and invalid env names.
 func CheckCommon(cfg sdk.Config) sdk.Diagnostics {
 	ds := CheckNotEmpty(cfg, "model")
 	ds = append(ds, CheckNotEmpty(cfg, "binary")...)
+	ds = append(ds, CheckBaseURL(cfg)...)
 	return append(ds, sdk.CheckEnv(StringMap(cfg, "env"), "env")...)
+}
+
+// CheckBaseURL reports a base_url that is set but not an absolute http or
+// https URL with a host (and no credentials: they would reach logs).
+func CheckBaseURL(cfg sdk.Config) sdk.Diagnostics {
+	v := attr(cfg, "base_url")
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return nil
+	}
+	u, err := url.Parse(v.AsString())
+	problem := ""
+	switch {
+	case err != nil:
+		problem = "it does not parse"
+	case u.Scheme != "http" && u.Scheme != "https":
+		problem = "it must start with http:// or https://"
+	case u.Host == "":
+		problem = "it has no host"
+	case u.User != nil:
+		problem = "it must not carry credentials; pass the key in env"
+	}
+	if problem == "" {
+		return nil
+	}
+	return sdk.Diagnostics{{
+		Summary:   "Invalid base_url",
+		Detail:    fmt.Sprintf("base_url must be an absolute http(s) URL, like https://gateway.example/v1: %s.", problem),
+		Attribute: "base_url",
+	}}
 }
 
 // ResumeSession returns the session a command resumes or forks: the

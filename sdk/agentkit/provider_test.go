@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -49,6 +50,11 @@ func TestBaseInfoAndSchema(t *testing.T) {
 	b.CaptureSessions = ""
 	if s, _ := b.ConfigSchema(ctx); len(s.Attributes) != 4 || s.Attributes[3].Name != "binary" {
 		t.Errorf("without capture_sessions: %+v", s.Attributes)
+	}
+	b.BaseURL = "set as MY_BASE_URL."
+	s, _ = b.ConfigSchema(ctx)
+	if a := s.Attributes[2]; a.Name != "base_url" || a.Type != cty.String || !strings.HasSuffix(a.Description, ": set as MY_BASE_URL.") {
+		t.Errorf("base_url %+v", a)
 	}
 }
 
@@ -117,6 +123,39 @@ func TestCommon(t *testing.T) {
 	}
 	if ds := CheckCommon(cfg(map[string]cty.Value{"model": cty.NullVal(cty.String)})); len(ds) != 0 {
 		t.Errorf("null model: %v", ds)
+	}
+	if c := b.Common(cfg(map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/v1")})); c.BaseURL != "http://127.0.0.1:8080/v1" {
+		t.Errorf("base_url %q", c.BaseURL)
+	}
+}
+
+func TestCheckBaseURL(t *testing.T) {
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://gateway.example/v1", true},
+		{"http://127.0.0.1:8080", true},
+		{"http://[::1]:8080/anthropic/", true},
+		{"", false},
+		{"gateway.example/v1", false},
+		{"/v1", false},
+		{"ftp://gateway.example", false},
+		{"https://", false},
+		{"https://user:sk-secret@gateway.example", false},
+		{"http://bad host", false},
+	} {
+		ds := CheckBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(c.url)})})
+		if c.ok != (len(ds) == 0) {
+			t.Errorf("%q: diagnostics %v", c.url, ds)
+			continue
+		}
+		if !c.ok && (len(ds) != 1 || ds[0].Attribute != "base_url" || strings.Contains(ds[0].Detail, "sk-secret")) {
+			t.Errorf("%q: %+v", c.url, ds)
+		}
+	}
+	if ds := CheckBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.NullVal(cty.String)})}); len(ds) != 0 {
+		t.Errorf("null: %v", ds)
 	}
 }
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs the real agent CLIs end to end: `sanddune run` in a bubblewrap
+# sandbox with Claude Code, Codex, pi and opencode (pinned versions, from
+# npm, cached by agents-install.sh) against scripted model servers on
+# 127.0.0.1 (internal/agente2e). No model outside this machine is
+# contacted. Needs go, node, npm, git and bwrap. Extra arguments go to
+# go test (e.g. -run TestClaude).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+start=$(date +%s)
+bin="$(bash "$here/agents-install.sh")"
+echo "agents-e2e: CLIs ready ($(( $(date +%s) - start ))s)"
+
+cd "$here/.."
+PATH="$bin:$PATH" go test -tags agentse2e -count=1 -timeout 30m "$@" ./internal/agente2e/
+echo "agents-e2e: passed in $(( $(date +%s) - start ))s"
