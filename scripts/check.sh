@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 # 1.27 code; go run builds it once into the Go build cache.
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODULES=(. sdk examples scripts/release)
-# The real-cluster tests build only with this tag (make e2e-k8s): check them too.
-TAGS=e2ek8s
+# The real-cluster and real-agent-CLI tests build only with these tags
+# (make e2e-k8s, make agents-e2e): check them too.
+TAGS=e2ek8s,agentse2e
 
 status=0
 failed() { echo "check: $*" >&2; status=1; }
