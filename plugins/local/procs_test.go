@@ -112,7 +112,10 @@ func TestCloseSparesUnrelatedProcessesInTheSandboxDir(t *testing.T) {
 	p := New().(*Provider)
 	for _, end := range []func(sb sdk.Sandbox) error{
 		func(sb sdk.Sandbox) error { return sb.Close(context.Background()) },
-		func(sb sdk.Sandbox) error { _, err := p.Recover(context.Background(), sdk.Config{}, sb.Info().ID); return err },
+		func(sb sdk.Sandbox) error {
+			_, err := p.Recover(context.Background(), sdk.Config{}, sb.Info().ID)
+			return err
+		},
 		func(sb sdk.Sandbox) error { return p.RemoveResource(context.Background(), sdk.Config{}, sb.Info().ID) },
 	} {
 		sb := newTestSandbox(t, nil)
