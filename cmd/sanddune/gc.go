@@ -44,6 +44,9 @@ would be salvaged and removed, and where gc looked.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
+			if _, err := flags.varMap(); err != nil {
+				return err
+			}
 			wd, _ := os.Getwd()
 			file := gcConfig(ctx, &flags)
 			var host *pluginhost.Host

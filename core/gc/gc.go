@@ -187,8 +187,9 @@ func Run(ctx context.Context, repo *worktree.Repo, providers []Provider, opts Op
 	for _, p := range providers {
 		sbs, err := sandboxes(ctx, p.Name, p.Provider, p.Config, opts, func(id string) bool {
 			k := [2]string{p.Name, id}
-			defer func() { seen[k] = true }()
-			return seen[k]
+			dup := seen[k]
+			seen[k] = true
+			return dup
 		})
 		if err != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("sandbox %s: %w", p, err))
