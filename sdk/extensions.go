@@ -34,9 +34,16 @@ type RunCommandRequest struct {
 // ResourceLister lets `sanddune gc` find what a provider left behind. The
 // host decides which resources are orphans from their labels (the run's
 // sanddune process is gone) and asks the provider to remove them.
+//
+// cfg is a sandbox block's config, decoded against the provider's schema
+// as Create gets it: the provider looks where that block's sandboxes live
+// (its endpoint, credentials, cluster, namespace...). A null cfg (the
+// zero Config) means the provider's defaults: gc asks every installed
+// provider that way, so without the credentials or endpoint it needs a
+// provider lists nothing rather than failing.
 type ResourceLister interface {
-	ListResources(ctx context.Context) ([]Resource, error)
-	RemoveResource(ctx context.Context, id string) error
+	ListResources(ctx context.Context, cfg Config) ([]Resource, error)
+	RemoveResource(ctx context.Context, cfg Config, id string) error
 }
 
 // SandboxRecoverer lets `sanddune gc` reattach to a resource that
@@ -49,8 +56,8 @@ type SandboxRecoverer interface {
 	// provider's base environment (CreateRequest.Env is not kept). Close
 	// stops what the handle started and releases it, but leaves the
 	// resource in place: RemoveResource removes it. An unknown or foreign
-	// resourceID is an error.
-	Recover(ctx context.Context, resourceID string) (Sandbox, error)
+	// resourceID is an error. cfg is the config ListResources was given.
+	Recover(ctx context.Context, cfg Config, resourceID string) (Sandbox, error)
 }
 
 // Resource is one provider resource labelled by sanddune.

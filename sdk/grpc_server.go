@@ -402,12 +402,16 @@ func (s sandboxServer) RunCommand(req *pluginpb.RunCommandRequest, stream plugin
 	})
 }
 
-func (s sandboxServer) ListResources(ctx context.Context, ref *pluginpb.ComponentRef) (*pluginpb.ListResourcesResponse, error) {
-	rl, err := optional[ResourceLister](s, ref.GetName(), "does not list resources")
+func (s sandboxServer) ListResources(ctx context.Context, req *pluginpb.ListResourcesRequest) (*pluginpb.ListResourcesResponse, error) {
+	rl, err := optional[ResourceLister](s, req.GetComponent(), "does not list resources")
 	if err != nil {
 		return nil, err
 	}
-	rs, err := rl.ListResources(ctx)
+	cfg, err := resourceConfig(req.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	rs, err := rl.ListResources(ctx, cfg)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -423,7 +427,22 @@ func (s sandboxServer) RemoveResource(ctx context.Context, req *pluginpb.RemoveR
 	if err != nil {
 		return nil, err
 	}
-	return &pluginpb.Empty{}, toStatus(rl.RemoveResource(ctx, req.Id))
+	cfg, err := resourceConfig(req.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	return &pluginpb.Empty{}, toStatus(rl.RemoveResource(ctx, cfg, req.Id))
+}
+
+// resourceConfig decodes the config of a resource call; a host built
+// before these calls carried one sends none: the zero Config, the
+// provider's defaults.
+func resourceConfig(d *pluginpb.DynamicValue) (Config, error) {
+	cfg, err := fromConfig(d)
+	if err != nil {
+		return Config{}, status.Error(codes.InvalidArgument, err.Error())
+	}
+	return cfg, nil
 }
 
 func (s sandboxServer) Recover(ctx context.Context, req *pluginpb.RecoverRequest) (*pluginpb.CreateResponse, error) {
@@ -431,7 +450,11 @@ func (s sandboxServer) Recover(ctx context.Context, req *pluginpb.RecoverRequest
 	if err != nil {
 		return nil, err
 	}
-	sb, err := rec.Recover(ctx, req.Id)
+	cfg, err := resourceConfig(req.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	sb, err := rec.Recover(ctx, cfg, req.Id)
 	if err != nil {
 		return nil, toStatus(err)
 	}

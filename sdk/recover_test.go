@@ -9,6 +9,7 @@ import (
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // recoverer is a stub that also reattaches to its resource "c1".
@@ -17,9 +18,9 @@ type recoverer struct {
 	recovered *recoveredSandbox
 }
 
-func (r *recoverer) Recover(_ context.Context, id string) (sdk.Sandbox, error) {
-	if id != "c1" {
-		return nil, fmt.Errorf("no sandbox %q", id)
+func (r *recoverer) Recover(_ context.Context, cfg sdk.Config, id string) (sdk.Sandbox, error) {
+	if id != "c1" || endpoint(cfg) != "https://e.example" {
+		return nil, fmt.Errorf("no sandbox %q at %s", id, endpoint(cfg))
 	}
 	r.recovered = &recoveredSandbox{stubSandbox: stubSandbox{stub: &r.stub}, id: id}
 	return r.recovered, nil
@@ -51,7 +52,7 @@ func TestFakeRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := p.(sdk.SandboxRecoverer).Recover(ctx, "c1")
+	sb, err := p.(sdk.SandboxRecoverer).Recover(ctx, sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"endpoint": cty.StringVal("https://e.example")})}, "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestFakeRecover(t *testing.T) {
 		t.Error("Exec after Close did not fail")
 	}
 
-	_, err = p.(sdk.SandboxRecoverer).Recover(ctx, "zz")
+	_, err = p.(sdk.SandboxRecoverer).Recover(ctx, sdk.Config{}, "zz")
 	var pe *sdk.PluginError
 	if !errors.As(err, &pe) || pe.Op != "Recover" || pe.Plugin != "r" || errors.Is(err, sdk.ErrNotSupported) {
 		t.Errorf("Recover of an unknown id: %v", err)
@@ -80,7 +81,7 @@ func TestFakeRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.(sdk.SandboxRecoverer).Recover(ctx, "c1"); !errors.Is(err, sdk.ErrNotSupported) {
+	if _, err := c.(sdk.SandboxRecoverer).Recover(ctx, sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"endpoint": cty.StringVal("https://e.example")})}, "c1"); !errors.Is(err, sdk.ErrNotSupported) {
 		t.Errorf("Recover on a provider without it: %v", err)
 	}
 }

@@ -94,6 +94,10 @@ type Config struct {
 // tags (see github.com/zclconf/go-cty/cty/gocty).
 func (c Config) Decode(target any) error { return decodeConfig(c.Value, target) }
 
+// IsNull reports a config that carries no block: the provider's defaults
+// (what `sanddune gc` passes a provider it has no block of).
+func (c Config) IsNull() bool { return c.Value == cty.NilVal || c.Value.IsNull() }
+
 // Severity of a Diagnostic.
 type Severity int
 

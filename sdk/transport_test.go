@@ -98,15 +98,35 @@ func (c *commander) RunCommand(_ context.Context, req sdk.RunCommandRequest, out
 	return len(req.Args), nil
 }
 
-func (c *commander) ListResources(context.Context) ([]sdk.Resource, error) {
-	return []sdk.Resource{{ID: "c1", Labels: map[string]string{sdk.LabelRun: "r1"}}}, nil
+// ListResources lists "c1", or with a config "c1" at the config's
+// endpoint: the resource calls see the block's config.
+func (c *commander) ListResources(_ context.Context, cfg sdk.Config) ([]sdk.Resource, error) {
+	return []sdk.Resource{{ID: "c1", Labels: map[string]string{sdk.LabelRun: "r1", "endpoint": endpoint(cfg)}}}, nil
 }
 
-func (c *commander) RemoveResource(_ context.Context, id string) error {
+func (c *commander) RemoveResource(_ context.Context, cfg sdk.Config, id string) error {
 	if id != "c1" {
 		return errors.New("no such resource")
 	}
+	if e := endpoint(cfg); e != "defaults" && e != "https://e.example" {
+		return fmt.Errorf("no resource c1 at %s", e)
+	}
 	return nil
+}
+
+// endpoint is a resource config's endpoint attribute, "defaults" for a
+// null config.
+func endpoint(cfg sdk.Config) string {
+	if cfg.IsNull() {
+		return "defaults"
+	}
+	var c struct {
+		Endpoint string `cty:"endpoint"`
+	}
+	if err := cfg.Decode(&c); err != nil {
+		return err.Error()
+	}
+	return c.Endpoint
 }
 
 func TestFakeCatalog(t *testing.T) {
@@ -238,7 +258,7 @@ func TestFakeErrors(t *testing.T) {
 	if _, err := p.(sdk.CommandProvider).Commands(ctx); !errors.Is(err, sdk.ErrNotSupported) {
 		t.Errorf("Commands on a provider without them: %v", err)
 	}
-	if _, err := p.(sdk.ResourceLister).ListResources(ctx); !errors.Is(err, sdk.ErrNotSupported) {
+	if _, err := p.(sdk.ResourceLister).ListResources(ctx, sdk.Config{}); !errors.Is(err, sdk.ErrNotSupported) {
 		t.Errorf("ListResources on a provider without it: %v", err)
 	}
 	sb, err := p.Create(ctx, sdk.CreateRequest{})
@@ -281,14 +301,27 @@ func TestFakeCommandsAndResources(t *testing.T) {
 		t.Errorf("RunCommand: %d %q %v", code, lines, err)
 	}
 	rl := p.(sdk.ResourceLister)
-	rs, err := rl.ListResources(ctx)
-	if err != nil || len(rs) != 1 || rs[0].Labels[sdk.LabelRun] != "r1" {
-		t.Errorf("ListResources: %+v, %v", rs, err)
+	rs, err := rl.ListResources(ctx, sdk.Config{})
+	if err != nil || len(rs) != 1 || rs[0].Labels[sdk.LabelRun] != "r1" || rs[0].Labels["endpoint"] != "defaults" {
+		t.Errorf("ListResources with the defaults: %+v, %v", rs, err)
 	}
-	if err := rl.RemoveResource(ctx, "c1"); err != nil {
+	cfg := func(endpoint string) sdk.Config {
+		return sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"endpoint": cty.StringVal(endpoint)})}
+	}
+	rs, err = rl.ListResources(ctx, cfg("https://e.example"))
+	if err != nil || len(rs) != 1 || rs[0].Labels["endpoint"] != "https://e.example" {
+		t.Errorf("ListResources with a block's config: %+v, %v", rs, err)
+	}
+	if err := rl.RemoveResource(ctx, sdk.Config{}, "c1"); err != nil {
 		t.Error(err)
 	}
-	if err := rl.RemoveResource(ctx, "zz"); err == nil {
+	if err := rl.RemoveResource(ctx, cfg("https://e.example"), "c1"); err != nil {
+		t.Error(err)
+	}
+	if err := rl.RemoveResource(ctx, cfg("https://other.example"), "c1"); err == nil {
+		t.Error("RemoveResource did not get the config")
+	}
+	if err := rl.RemoveResource(ctx, sdk.Config{}, "zz"); err == nil {
 		t.Error("RemoveResource of an unknown id did not fail")
 	}
 }

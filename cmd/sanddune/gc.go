@@ -1,21 +1,27 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/gc"
+	"github.com/missingstudio/sanddune/core/pluginhost"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 func newGCCommand(g *globals) *cobra.Command {
 	var opts gc.Options
+	var flags configFlags
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Clean up what dead runs left behind, salvaging their work first",
@@ -24,20 +30,41 @@ sanddune process is gone, clean worktrees in .sanddune/worktrees that no live ru
 files of dead processes, temporary run branches that hold nothing, and the temporary directories
 (sync bundles, plugin sockets) of dead sanddune processes.
 
+gc looks for sandbox resources with each sandbox block of the config file (-c, as for run: the
+block's endpoint, credentials, cluster, namespace...), and with each installed sandbox plugin's
+defaults. Without a usable config file it warns and looks with the defaults only.
+
 An isolated sandbox (e.g. local) may hold commits and uncommitted changes that its run never
 synced out: gc first brings the commits onto the run's branch (or a rescue branch if that branch
 moved) and saves the uncommitted work as a patch under .sanddune/patches, and removes the sandbox
 only then. A sandbox whose work cannot be salvaged is kept, with the reason; --force removes it
 anyway. A worktree with uncommitted work is always kept. --dry-run changes nothing and shows what
-would be salvaged and removed.`,
+would be salvaged and removed, and where gc looked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
+			if _, err := flags.varMap(); err != nil {
+				return err
+			}
 			wd, _ := os.Getwd()
-			host := g.newHost(wd)
-			defer host.Close()
+			file := gcConfig(ctx, &flags)
+			var host *pluginhost.Host
 			var providers []gc.Provider
+			if file != nil {
+				host = g.newHost(file.Dir, file.RequiredPlugins...)
+				ps, diags := core.GCProviders(ctx, file, host)
+				if len(diags) > 0 {
+					file.WriteDiagnostics(os.Stderr, diags.HCL(), termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
+				}
+				if diags.HasErrors() {
+					fmt.Fprintf(os.Stderr, "sanddune gc: %s has errors (see above): gc looks without the sandbox blocks that have them\n", file.Path)
+				}
+				providers = ps
+			} else {
+				host = g.newHost(wd)
+			}
+			defer host.Close()
 			for _, l := range host.List(ctx) {
 				if l.Err != nil || l.Info.Kind != sdk.KindSandbox {
 					continue
@@ -53,6 +80,9 @@ would be salvaged and removed.`,
 				repo = nil // outside a repository: sandboxes only
 			}
 			rep := gc.Run(ctx, repo, providers, opts)
+			if opts.DryRun {
+				printLookedAt(out, providers, file)
+			}
 			failed := printGC(out, rep, opts.DryRun)
 			for _, err := range rep.Errors {
 				fmt.Fprintln(os.Stderr, err)
@@ -64,9 +94,41 @@ would be salvaged and removed.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "only show what would be salvaged and removed")
+	flags.register(cmd)
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "only show what would be salvaged and removed, and where gc looked")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "also remove isolated sandboxes whose work cannot be salvaged (it is lost)")
 	return cmd
+}
+
+// gcConfig loads the config file whose sandbox blocks gc looks with; nil,
+// with a warning on stderr, when there is none or it cannot be loaded.
+func gcConfig(ctx context.Context, f *configFlags) *config.File {
+	if f.path == DefaultConfigPath && !fileExists(findDefaultConfig(ctx, f.path)) {
+		fmt.Fprintf(os.Stderr, "sanddune gc: no config file %s: looking with each sandbox plugin's defaults only (-c FILE names another)\n", f.path)
+		return nil
+	}
+	file, _, err := f.load(ctx) // its problems are printed
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sanddune gc: %v: looking with each sandbox plugin's defaults only\n", err)
+		return nil
+	}
+	return file
+}
+
+// printLookedAt says which providers gc asked, with which config.
+func printLookedAt(w io.Writer, ps []gc.Provider, file *config.File) {
+	var names []string
+	for _, p := range ps {
+		if p.Block == "" {
+			names = append(names, p.Name+" (defaults)")
+		} else {
+			names = append(names, fmt.Sprintf("%s (%s, from %s)", p.Block, p.Name, file.Path))
+		}
+	}
+	if len(names) == 0 {
+		names = []string{"no sandbox plugin is installed"}
+	}
+	fmt.Fprintf(w, "looked at: %s\n", strings.Join(names, ", "))
 }
 
 // printGC prints what gc did, or that there was nothing to do; it reports
@@ -82,6 +144,9 @@ func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
 	for _, s := range rep.Sandboxes {
 		prefix := "sandbox " + s.Provider + ": "
 		what := fmt.Sprintf("%s (run %s)", s.Resource.ID, s.Run())
+		if b := s.Block(); b != "" {
+			what = fmt.Sprintf("%s (run %s, %s)", s.Resource.ID, s.Run(), b)
+		}
 		if s.Salvage != nil && (dryRun || s.Salvage.Landed) {
 			printSalvage(w, prefix, what, s.Salvage, dryRun)
 		}

@@ -57,7 +57,13 @@ run "orphan" {
 // (-1 when killed) and stderr.
 func signalWhenStarted(t *testing.T, dir string, sig syscall.Signal, env ...string) (int, string) {
 	t.Helper()
-	cmd := sandduneCmd(dir, "run")
+	return signalRunWhenStarted(t, dir, sig, []string{"run"}, env...)
+}
+
+// signalRunWhenStarted is signalWhenStarted running `sanddune args...`.
+func signalRunWhenStarted(t *testing.T, dir string, sig syscall.Signal, args []string, env ...string) (int, string) {
+	t.Helper()
+	cmd := sandduneCmd(dir, args...)
 	cmd.Env = append(cmd.Env, env...)
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -129,7 +135,9 @@ func TestGCSalvagesWhatAKilledRunLeft(t *testing.T) {
 	}
 
 	r := gcIn(dir, tmp, "--dry-run")
-	if r.code != 0 || !strings.Contains(r.stdout, "would salvage from "+sandbox+" (run orphan): 1 commit(s) onto branch "+branch) ||
+	if r.code != 0 || !strings.Contains(r.stdout, "would salvage from "+sandbox+" (run orphan, sandbox.local.dev): 1 commit(s) onto branch "+branch) ||
+		!strings.Contains(r.stdout, "looked at: sandbox.local.dev (local, from .sanddune/sanddune.hcl), ") ||
+		!strings.Contains(r.stdout, "local (defaults)") ||
 		!strings.Contains(r.stdout, "uncommitted work as a patch") || !strings.Contains(r.stdout, "would remove "+sandbox) ||
 		!strings.Contains(r.stdout, "agent: work") {
 		t.Fatalf("gc --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -100,22 +100,9 @@ func (e *configError) Unwrap() error { return e.err }
 // Diagnostics, warnings too, are printed on stderr; an error among them is
 // a usage error (exit 2). The caller closes p.host.
 func planConfig(ctx context.Context, g *globals, f *configFlags, sel core.Selection, base core.RunOptions, parallel int) (*planned, error) {
-	vars, err := f.varMap()
+	file, diags, err := f.load(ctx)
 	if err != nil {
 		return nil, err
-	}
-	f.path = findDefaultConfig(ctx, f.path)
-	if _, err := os.Stat(f.path); err != nil {
-		hint := ""
-		if f.path == DefaultConfigPath {
-			hint = " (sanddune init writes one; or pass -c FILE)"
-		}
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("config file %s: %w%s", f.path, errors.Unwrap(err), hint)}
-	}
-	file, diags := config.Load(f.path, vars, os.Environ())
-	if diags.HasErrors() {
-		file.WriteDiagnostics(os.Stderr, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
-		return nil, &exitError{code: exitUsage, err: &configError{fmt.Errorf("%s has errors (see above)", f.path), diags}}
 	}
 	host := g.newHost(file.Dir, file.RequiredPlugins...)
 	plan, err := core.Plan(ctx, core.Config{File: file, Plugins: host, Run: base, Parallel: parallel}, sel)
@@ -136,6 +123,30 @@ func planConfig(ctx context.Context, g *globals, f *configFlags, sel core.Select
 		return nil, &exitError{code: exitUsage, err: &configError{msg, diags}}
 	}
 	return &planned{file: file, plan: plan, host: host, diags: diags}, nil
+}
+
+// load finds and loads the config file of the flags: a usage error when
+// there is none or it has errors (printed on stderr), else the file and
+// its warnings.
+func (f *configFlags) load(ctx context.Context) (*config.File, hcl.Diagnostics, error) {
+	vars, err := f.varMap()
+	if err != nil {
+		return nil, nil, err
+	}
+	f.path = findDefaultConfig(ctx, f.path)
+	if _, err := os.Stat(f.path); err != nil {
+		hint := ""
+		if f.path == DefaultConfigPath {
+			hint = " (sanddune init writes one; or pass -c FILE)"
+		}
+		return nil, nil, &exitError{code: exitUsage, err: fmt.Errorf("config file %s: %w%s", f.path, errors.Unwrap(err), hint)}
+	}
+	file, diags := config.Load(f.path, vars, os.Environ())
+	if diags.HasErrors() {
+		file.WriteDiagnostics(os.Stderr, diags, termWidth(), isatty.IsTerminal(os.Stderr.Fd()))
+		return nil, nil, &exitError{code: exitUsage, err: &configError{fmt.Errorf("%s has errors (see above)", f.path), diags}}
+	}
+	return file, diags, nil
 }
 
 func termWidth() uint {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/gc"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // stopTimeout bounds the cleanup through plugins that had to be killed.
@@ -31,7 +32,7 @@ func stopPlugins(ctx context.Context, host *pluginhost.Host, stderr io.Writer) {
 		prov, _, err := host.Sandbox(ctx, name)
 		var sbs []gc.Sandbox
 		if err == nil {
-			sbs, err = gc.Sandboxes(ctx, name, prov, gc.Options{Mine: true})
+			sbs, err = gc.Sandboxes(ctx, name, prov, sdk.Config{}, gc.Options{Mine: true})
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "sanddune: the %s plugin was killed before it had shut down, and starting it again to remove what it may have left failed: %v; run `sanddune gc`\n", name, err)

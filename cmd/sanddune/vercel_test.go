@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,14 +174,12 @@ run "dropped" {
 	}
 }
 
-// TestVercelKilledRunAgainstFakeAPIIsSalvagedByGC kills sanddune outright
-// while the agent in a vercel sandbox has committed and left an
-// uncommitted file; `sanddune gc` brings the commit onto the run's branch,
-// the file as a patch, and deletes the sandbox.
-func TestVercelKilledRunAgainstFakeAPIIsSalvagedByGC(t *testing.T) {
-	srv, env := fakeVercel(t)
-	dir := gitRepo(t)
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "vm" {}
+// vercelOrphanConfig is a vercel block at baseURL and a run whose agent
+// commits, leaves an uncommitted file and hangs.
+func vercelOrphanConfig(baseURL string) string {
+	return `sandbox "vercel" "vm" {
+  base_url = "` + baseURL + `"
+}
 agent "command" "hang" {
   command = ["sh", "-c", "echo work > work.txt && git add work.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm 'agent: work' && echo wip > wip.txt && echo started && exec sleep 1000"]
 }
@@ -190,15 +190,30 @@ run "orphan" {
     type = "stdout"
   }
 }
-`)
-	base := gitOut(t, dir, "rev-parse", "main")
-	signalWhenStarted(t, dir, syscall.SIGKILL, env...)
-	if n := len(srv.Sandboxes()); n != 1 {
-		t.Fatalf("want the killed run's sandbox left, found %d", n)
-	}
+`
+}
 
-	r := runEnv(t, dir, env, "gc")
-	if r.code != 0 || !strings.Contains(r.stdout, "salvaged from sanddune-") {
+// customBaseURL is fakeVercel serving the block's base_url, with the
+// default API (SANDDUNE_VERCEL_BASE_URL) a second, empty fake: what the
+// defaults find is not what the block made.
+func customBaseURL(t *testing.T) (*vercelfake.Server, []string) {
+	t.Helper()
+	srv, env := fakeVercel(t)
+	def, _ := fakeVercel(t)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "SANDDUNE_VERCEL_BASE_URL=") {
+			env[i] = "SANDDUNE_VERCEL_BASE_URL=" + def.URL
+		}
+	}
+	return srv, env
+}
+
+// checkSalvaged checks that gc's output r says it salvaged the killed
+// run's sandbox, that its commit is on agent/orphan, its uncommitted file
+// in a patch, and that the sandbox is gone from srv.
+func checkSalvaged(t *testing.T, dir, base string, srv *vercelfake.Server, r result) {
+	t.Helper()
+	if r.code != 0 || !strings.Contains(r.stdout, "salvaged from sanddune-") || !strings.Contains(r.stdout, "(run orphan, sandbox.vercel.vm)") {
 		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if got := gitOut(t, dir, "log", "--format=%s%x09%an", base+"..agent/orphan"); got != "agent: work\tagent" {
@@ -213,6 +228,76 @@ run "orphan" {
 	}
 	if got := srv.Sandboxes(); len(got) != 0 {
 		t.Errorf("gc left the salvaged sandbox: %v", got)
+	}
+}
+
+// TestVercelKilledRunAgainstFakeAPIIsSalvagedByGC kills sanddune outright
+// while the agent in a vercel sandbox at the block's base_url has
+// committed and left an uncommitted file; `sanddune gc` reads the block
+// from the default config file, brings the commit onto the run's branch,
+// the file as a patch, and deletes the sandbox.
+func TestVercelKilledRunAgainstFakeAPIIsSalvagedByGC(t *testing.T) {
+	srv, env := customBaseURL(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), vercelOrphanConfig(srv.URL))
+	base := gitOut(t, dir, "rev-parse", "main")
+	signalWhenStarted(t, dir, syscall.SIGKILL, env...)
+	if n := len(srv.Sandboxes()); n != 1 {
+		t.Fatalf("want the killed run's sandbox left, found %d", n)
+	}
+	checkSalvaged(t, dir, base, srv, runEnv(t, dir, env, "gc"))
+}
+
+// TestVercelGCReadsTheConfigFileOfC: the run's config is not the default
+// file; gc without -c looks with the defaults only and finds nothing (it
+// says so with --dry-run), gc -c FILE salvages the run.
+func TestVercelGCReadsTheConfigFileOfC(t *testing.T) {
+	srv, env := customBaseURL(t)
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, "ci/vercel.hcl"), vercelOrphanConfig(srv.URL))
+	base := gitOut(t, dir, "rev-parse", "main")
+	signalRunWhenStarted(t, dir, syscall.SIGKILL, []string{"run", "-c", "ci/vercel.hcl"}, env...)
+	if n := len(srv.Sandboxes()); n != 1 {
+		t.Fatalf("want the killed run's sandbox left, found %d", n)
+	}
+
+	r := runEnv(t, dir, env, "gc", "--dry-run")
+	if r.code != 0 || strings.Contains(r.stdout, "salvage") || !strings.Contains(r.stdout, "vercel (defaults)") || strings.Contains(r.stdout, "sandbox.vercel.vm") ||
+		!strings.Contains(r.stderr, "no config file .sanddune/sanddune.hcl") {
+		t.Fatalf("gc --dry-run without -c: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runEnv(t, dir, env, "gc", "--dry-run", "-c", "ci/vercel.hcl")
+	if r.code != 0 || !strings.Contains(r.stdout, "would salvage from sanddune-") ||
+		!strings.Contains(r.stdout, "looked at: sandbox.vercel.vm (vercel, from ci/vercel.hcl), ") {
+		t.Fatalf("gc --dry-run -c: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	checkSalvaged(t, dir, base, srv, runEnv(t, dir, env, "gc", "-c", "ci/vercel.hcl"))
+}
+
+// TestGCSaysWhichBlockItCannotReach: a sandbox block whose API refuses
+// the credentials is named on stderr, and gc exits 1; a config file that
+// does not load is a warning, and gc goes on with the defaults.
+func TestGCSaysWhichBlockItCannotReach(t *testing.T) {
+	t.Parallel()
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":{"code":"forbidden","message":"no"}}`, http.StatusForbidden)
+	}))
+	defer refuse.Close()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "far" {
+  base_url = "`+refuse.URL+`"
+}
+`)
+	env := []string{"VERCEL_TOKEN=tok", "VERCEL_TEAM_ID=team", "VERCEL_PROJECT_ID=prj", "VERCEL_OIDC_TOKEN=", "SANDDUNE_VERCEL_BASE_URL=" + refuse.URL + "/default"}
+	r := runEnv(t, dir, env, "gc")
+	if r.code != 1 || !strings.Contains(r.stderr, "sandbox sandbox.vercel.far (vercel): listing resources:") {
+		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" {`)
+	r = runEnv(t, dir, []string{"VERCEL_TOKEN=", "VERCEL_OIDC_TOKEN="}, "gc", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stderr, ".sanddune/sanddune.hcl has errors") || !strings.Contains(r.stderr, "looking with each sandbox plugin's defaults only") ||
+		!strings.Contains(r.stdout, "vercel (defaults)") {
+		t.Fatalf("gc with a broken config: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -91,7 +91,7 @@ func localProvider(t *testing.T) sdk.SandboxProvider {
 
 func collect(t *testing.T, p sdk.SandboxProvider, opts gc.Options) []gc.Sandbox {
 	t.Helper()
-	sbs, err := gc.Sandboxes(context.Background(), "local", p, opts)
+	sbs, err := gc.Sandboxes(context.Background(), "local", p, sdk.Config{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,12 @@
 //	rep := gc.Run(ctx, repo, []gc.Provider{{Name: "local", Provider: p}}, gc.Options{DryRun: dry})
 //	// rep.Sandboxes, rep.Worktrees, rep.Locks, rep.Branches, rep.Errors
 //
+// Each Provider carries the config of a sandbox block (or the zero Config,
+// the provider's defaults): the resource calls get it, so gc looks where
+// that block's sandboxes live (an API endpoint, a cluster, a service).
+// A resource two of them list (the same plugin, the same ID) is collected
+// once, by the first.
+//
 // A provider resource (sdk.ResourceLister) is orphaned when its labels say
 // it was made on this host by a sanddune process that is gone (Orphaned).
 // With Options.Mine, gc collects the resources of this process instead
@@ -67,11 +73,24 @@ type Options struct {
 	Run string
 }
 
-// Provider is a sandbox provider to collect from.
+// Provider is a sandbox provider to collect from, with a config.
 type Provider struct {
 	// Name names the provider in reports (the plugin name).
 	Name     string
 	Provider sdk.SandboxProvider
+	// Config is a sandbox block's config, decoded against the provider's
+	// schema; the zero Config for the provider's defaults. Block is that
+	// block's address ("" with the defaults).
+	Config sdk.Config
+	Block  string
+}
+
+// String names the provider and the config it is asked with.
+func (p Provider) String() string {
+	if p.Block == "" {
+		return p.Name + " (defaults)"
+	}
+	return p.Block + " (" + p.Name + ")"
 }
 
 // Action is what happened to an orphaned sandbox.
@@ -107,6 +126,10 @@ type Sandbox struct {
 	// repository is and how to look at the unsynced work.
 	Inspect string
 }
+
+// Block is the address of the sandbox block the resource was made for,
+// from its labels ("" when they do not say).
+func (s Sandbox) Block() string { return s.Resource.Labels[sdk.LabelSandbox] }
 
 // Run is the run name from the resource's labels (its id for older runs).
 func (s Sandbox) Run() string {
@@ -160,10 +183,16 @@ func Run(ctx context.Context, repo *worktree.Repo, providers []Provider, opts Op
 			rep.Errors = append(rep.Errors, fmt.Errorf("locks: %w", err))
 		}
 	}
+	seen := map[[2]string]bool{} // plugin, resource ID
 	for _, p := range providers {
-		sbs, err := Sandboxes(ctx, p.Name, p.Provider, opts)
+		sbs, err := sandboxes(ctx, p.Name, p.Provider, p.Config, opts, func(id string) bool {
+			k := [2]string{p.Name, id}
+			dup := seen[k]
+			seen[k] = true
+			return dup
+		})
 		if err != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("sandbox %s: %w", p.Name, err))
+			rep.Errors = append(rep.Errors, fmt.Errorf("sandbox %s: %w", p, err))
 		}
 		rep.Sandboxes = append(rep.Sandboxes, sbs...)
 	}
@@ -216,14 +245,21 @@ func sameDir(a, b string) bool {
 	return filepath.Clean(a) == filepath.Clean(b)
 }
 
-// Sandboxes collects the orphaned resources of one sandbox provider. A
-// provider that does not list resources has none.
-func Sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, opts Options) ([]Sandbox, error) {
+// Sandboxes collects the orphaned resources of one sandbox provider, with
+// cfg the config its resource calls get (the zero Config for its
+// defaults). A provider that does not list resources has none.
+func Sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, cfg sdk.Config, opts Options) ([]Sandbox, error) {
+	return sandboxes(ctx, name, p, cfg, opts, func(string) bool { return false })
+}
+
+// sandboxes is Sandboxes leaving alone the resources seen (collected
+// already).
+func sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, cfg sdk.Config, opts Options, seen func(id string) bool) ([]Sandbox, error) {
 	rl, ok := p.(sdk.ResourceLister)
 	if !ok {
 		return nil, nil
 	}
-	res, err := rl.ListResources(ctx)
+	res, err := rl.ListResources(ctx, cfg)
 	if errors.Is(err, sdk.ErrNotSupported) {
 		return nil, nil
 	}
@@ -233,7 +269,7 @@ func Sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, opts Opt
 	var out []Sandbox
 	var contract sdk.Contract
 	for _, r := range res {
-		if opts.Mine && !OfRun(r.Labels, opts.Run) || !opts.Mine && !Orphaned(r.Labels) {
+		if opts.Mine && !OfRun(r.Labels, opts.Run) || !opts.Mine && !Orphaned(r.Labels) || seen(r.ID) {
 			continue
 		}
 		if contract == "" {
@@ -249,10 +285,11 @@ func Sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, opts Opt
 		// Anything but bind-mount may hold work of its own.
 		isolated := contract != sdk.ContractBindMount
 		s := Sandbox{Provider: name, Resource: r, Isolated: isolated}
+		rs := resources{rl, cfg}
 		if isolated {
-			salvage(ctx, p, rl, &s, opts)
+			salvage(ctx, p, rs, &s, opts)
 		} else {
-			remove(ctx, rl, &s, opts)
+			remove(ctx, rs, &s, opts)
 		}
 		out = append(out, s)
 	}
@@ -280,13 +317,19 @@ func OfRun(labels map[string]string, run string) bool {
 	return (run == "" || labels[sdk.LabelRun] == run) && labels[sdk.LabelHost] == host && labels[sdk.LabelPID] == strconv.Itoa(os.Getpid())
 }
 
+// resources is a provider's resource calls with the config they get.
+type resources struct {
+	sdk.ResourceLister
+	cfg sdk.Config
+}
+
 // remove removes the resource (or says it would).
-func remove(ctx context.Context, rl sdk.ResourceLister, s *Sandbox, opts Options) {
+func remove(ctx context.Context, rl resources, s *Sandbox, opts Options) {
 	if opts.DryRun {
 		s.Action = WouldRemove
 		return
 	}
-	if err := rl.RemoveResource(ctx, s.Resource.ID); err != nil {
+	if err := rl.RemoveResource(ctx, rl.cfg, s.Resource.ID); err != nil {
 		s.Action, s.Reason = Failed, err.Error()
 		return
 	}

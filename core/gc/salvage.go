@@ -13,7 +13,7 @@ import (
 // salvage brings the unsynced work of an orphaned isolated sandbox back to
 // its repository, then removes it; a sandbox whose work cannot be
 // salvaged is kept (removed with Force).
-func salvage(ctx context.Context, p sdk.SandboxProvider, rl sdk.ResourceLister, s *Sandbox, opts Options) {
+func salvage(ctx context.Context, p sdk.SandboxProvider, rl resources, s *Sandbox, opts Options) {
 	l := s.Resource.Labels
 	spec := gitsync.Spec{HostRepo: l[sdk.LabelRepo], Branch: l[sdk.LabelBranch], Base: l[sdk.LabelBase], RunName: s.Run()}
 	for _, k := range []string{sdk.LabelRepo, sdk.LabelBranch, sdk.LabelBase} {
@@ -31,7 +31,7 @@ func salvage(ctx context.Context, p sdk.SandboxProvider, rl sdk.ResourceLister, 
 	rec, ok := p.(sdk.SandboxRecoverer)
 	var sb sdk.Sandbox
 	if ok {
-		sb, err = rec.Recover(ctx, s.Resource.ID)
+		sb, err = rec.Recover(ctx, rl.cfg, s.Resource.ID)
 	}
 	if !ok || errors.Is(err, sdk.ErrNotSupported) {
 		unsalvageable(ctx, rl, s, opts, "provider "+s.Provider+" cannot reattach to it (no Recover), so it may hold work that was never synced out")
@@ -132,7 +132,7 @@ func keep(s *Sandbox, reason string) {
 
 // unsalvageable keeps a sandbox whose work gc cannot reach; Force removes
 // it.
-func unsalvageable(ctx context.Context, rl sdk.ResourceLister, s *Sandbox, opts Options, reason string) {
+func unsalvageable(ctx context.Context, rl resources, s *Sandbox, opts Options, reason string) {
 	if !opts.Force {
 		keep(s, reason+"; `sanddune gc --force` removes it with anything in it")
 		return
@@ -144,7 +144,7 @@ func unsalvageable(ctx context.Context, rl sdk.ResourceLister, s *Sandbox, opts 
 }
 
 // failed keeps a sandbox whose salvage failed; Force removes it.
-func failed(ctx context.Context, rl sdk.ResourceLister, s *Sandbox, opts Options, err error) {
+func failed(ctx context.Context, rl resources, s *Sandbox, opts Options, err error) {
 	s.SalvageFailed = true
 	unsalvageable(ctx, rl, s, opts, "salvaging its work failed: "+err.Error())
 }

@@ -113,12 +113,18 @@ func (provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, e
 	return &sandbox{root: root, env: req.Env}, nil
 }
 
-func (provider) ListResources(context.Context) ([]sdk.Resource, error) { return dirs.List() }
+// ListResources lists the sandbox directories; where they live does not
+// depend on the block's config.
+func (provider) ListResources(context.Context, sdk.Config) ([]sdk.Resource, error) {
+	return dirs.List()
+}
 
-func (provider) RemoveResource(_ context.Context, id string) error { return dirs.Remove(id) }
+func (provider) RemoveResource(_ context.Context, _ sdk.Config, id string) error {
+	return dirs.Remove(id)
+}
 
 // Recover reattaches to a listed directory; closing it leaves the directory.
-func (provider) Recover(_ context.Context, id string) (sdk.Sandbox, error) {
+func (provider) Recover(_ context.Context, _ sdk.Config, id string) (sdk.Sandbox, error) {
 	root, err := dirs.Open(id)
 	if err != nil {
 		return nil, fmt.Errorf("tmpdir: %w", err)

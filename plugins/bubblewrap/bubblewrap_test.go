@@ -415,7 +415,7 @@ func TestResources(t *testing.T) {
 	requireBwrap(t)
 	sb, req := create(t, cfgOf(nil), nil)
 	p := New().(*Provider)
-	rs, err := p.ListResources(context.Background())
+	rs, err := p.ListResources(context.Background(), sdk.Config{})
 	must(t, err)
 	found := false
 	for _, r := range rs {
@@ -424,14 +424,14 @@ func TestResources(t *testing.T) {
 	if !found {
 		t.Fatalf("ListResources misses %s: %+v", sb.dir, rs)
 	}
-	if err := p.RemoveResource(context.Background(), "/etc"); err == nil {
+	if err := p.RemoveResource(context.Background(), sdk.Config{}, "/etc"); err == nil {
 		t.Fatal("RemoveResource accepted /etc")
 	}
-	must(t, p.RemoveResource(context.Background(), sb.dir))
+	must(t, p.RemoveResource(context.Background(), sdk.Config{}, sb.dir))
 	if _, err := os.Stat(sb.dir); !os.IsNotExist(err) {
 		t.Fatalf("dir left: %v", err)
 	}
-	must(t, p.RemoveResource(context.Background(), sb.dir))
+	must(t, p.RemoveResource(context.Background(), sdk.Config{}, sb.dir))
 }
 
 func TestPreflightWithoutBwrap(t *testing.T) {

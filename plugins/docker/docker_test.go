@@ -280,7 +280,7 @@ func TestConcurrentRemovalsAllSucceed(t *testing.T) {
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
 	for i := range errs {
-		wg.Go(func() { errs[i] = p.RemoveResource(context.Background(), sb.ID) })
+		wg.Go(func() { errs[i] = p.RemoveResource(context.Background(), sdk.Config{}, sb.ID) })
 	}
 	wg.Wait()
 	for i, err := range errs {

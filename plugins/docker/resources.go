@@ -11,8 +11,9 @@ import (
 )
 
 // ListResources lists every container, running or not, labelled with a
-// sanddune run id.
-func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
+// sanddune run id. The daemon is DOCKER_HOST's (no attribute chooses it),
+// so the config is not needed.
+func (p *Provider) ListResources(ctx context.Context, _ sdk.Config) ([]sdk.Resource, error) {
 	cli, err := p.client()
 	if err != nil {
 		return nil, err
@@ -29,7 +30,7 @@ func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
 }
 
 // RemoveResource force-removes a container; a missing one is not an error.
-func (p *Provider) RemoveResource(ctx context.Context, id string) error {
+func (p *Provider) RemoveResource(ctx context.Context, _ sdk.Config, id string) error {
 	cli, err := p.client()
 	if err != nil {
 		return err

@@ -367,8 +367,56 @@ func TestListResourcesWithoutAnyCluster(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	p := New().(sdk.ResourceLister)
-	res, err := p.ListResources(context.Background())
+	res, err := p.ListResources(context.Background(), sdk.Config{})
 	if err != nil || len(res) != 0 {
 		t.Fatalf("ListResources = %v, %v; want nothing and no error", res, err)
+	}
+}
+
+// `sanddune gc` lists, recovers and removes a block's sandboxes with the
+// block's config: where the credentials may not list pods in all
+// namespaces, it looks in the block's namespace, which the defaults (the
+// context's namespace) miss.
+func TestResourcesInTheBlocksNamespaceFakeCluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFakeCluster(t)
+	f.client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == metav1.NamespaceAll {
+			return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("cluster-wide list not allowed"))
+		}
+		return false, nil, nil
+	})
+	block := fakeConfig(t, map[string]cty.Value{"namespace": cty.StringVal("team")})
+	sb, err := f.provider().Create(ctx, createReq(block, "ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(ctx)
+	id := sb.Info().ID // namespace/pod
+	ns, pod, _ := strings.Cut(id, "/")
+	if ns != "team" {
+		t.Fatalf("the sandbox pod is %s, want it in namespace team", id)
+	}
+
+	gc := f.provider() // gc relaunches the plugin: it knows no cluster yet
+	if res, err := gc.ListResources(ctx, sdk.Config{}); err != nil || len(res) != 0 {
+		t.Fatalf("ListResources with the defaults = %v, %v; want nothing (they look in namespace default)", res, err)
+	}
+	cfg := sdk.Config{Value: block}
+	res, err := gc.ListResources(ctx, cfg)
+	if err != nil || len(res) != 1 || res[0].ID != id || res[0].Labels[sdk.LabelRun] != "ns" || res[0].Labels[sdk.LabelSandbox] != "sandbox.kubernetes.test" {
+		t.Fatalf("ListResources with the block's config = %+v, %v; want %s with its labels", res, err, id)
+	}
+	rec, err := gc.Recover(ctx, cfg, id)
+	if err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	_ = rec.Close(ctx)
+	if err := gc.RemoveResource(ctx, cfg, id); err != nil {
+		t.Fatalf("RemoveResource: %v", err)
+	}
+	if _, err := f.client.CoreV1().Pods("team").Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod is still there after RemoveResource: %v", err)
 	}
 }

@@ -16,23 +16,42 @@ import (
 
 var managedSelector = labelManagedBy + "=" + managedBy
 
-// clusters are the clusters `sanddune gc` looks at: the default one
-// ($KUBECONFIG, ~/.kube/config or in-cluster; none is fine) and every
-// cluster this plugin process has talked to.
-func (p *Provider) clusters() ([]*cluster, error) {
+// target is a cluster gc looks at, with the namespace it lists in when
+// the credentials may not list in all.
+type target struct {
+	cl *cluster
+	ns string
+}
+
+// targets are the clusters `sanddune gc` looks at. With a block's config:
+// its cluster (kubeconfig, context) and namespace. With the defaults: the
+// default cluster ($KUBECONFIG, ~/.kube/config or in-cluster; none is
+// fine) and every cluster this plugin process has talked to.
+func (p *Provider) targets(cfg sdk.Config) ([]target, error) {
+	if !cfg.IsNull() {
+		c, diags := decodeConfig(cfg)
+		if diags.HasErrors() {
+			return nil, errConfig(diags)
+		}
+		cl, err := p.cluster(c)
+		if err != nil {
+			return nil, err
+		}
+		return []target{{cl, c.namespace(cl)}}, nil
+	}
 	def, err := p.cluster(config{QPS: 50, Burst: 100})
 	if err != nil && !noConfig(err) {
 		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []*cluster
+	var out []target
 	if def != nil {
-		out = append(out, def)
+		out = append(out, target{def, def.namespace})
 	}
 	for _, cl := range p.clients {
 		if cl != def {
-			out = append(out, cl)
+			out = append(out, target{cl, cl.namespace})
 		}
 	}
 	return out, nil
@@ -49,18 +68,19 @@ func noConfig(err error) bool {
 	return strings.Contains(err.Error(), "unable to load in-cluster configuration")
 }
 
-// ListResources lists the sandbox pods of every known cluster, in all
-// namespaces when the credentials may, else in the context's namespace.
-// The resource ID is namespace/pod.
-func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
-	cls, err := p.clusters()
+// ListResources lists the sandbox pods of the block's cluster (with the
+// defaults: of every known cluster), in all namespaces when the
+// credentials may, else in the block's namespace (the context's). The
+// resource ID is namespace/pod.
+func (p *Provider) ListResources(ctx context.Context, cfg sdk.Config) ([]sdk.Resource, error) {
+	ts, err := p.targets(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var out []sdk.Resource
 	seen := map[string]bool{}
-	for _, cl := range cls {
-		pods, err := listPods(ctx, cl)
+	for _, t := range ts {
+		pods, err := listPods(ctx, t)
 		if err != nil {
 			return out, fmt.Errorf("kubernetes sandbox: list pods: %w", err)
 		}
@@ -75,11 +95,11 @@ func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
 	return out, nil
 }
 
-func listPods(ctx context.Context, cl *cluster) ([]corev1.Pod, error) {
+func listPods(ctx context.Context, t target) ([]corev1.Pod, error) {
 	opts := metav1.ListOptions{LabelSelector: managedSelector}
-	l, err := cl.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+	l, err := t.cl.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
 	if apierrors.IsForbidden(err) {
-		l, err = cl.client.CoreV1().Pods(cl.namespace).List(ctx, opts)
+		l, err = t.cl.client.CoreV1().Pods(t.ns).List(ctx, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -88,17 +108,18 @@ func listPods(ctx context.Context, cl *cluster) ([]corev1.Pod, error) {
 }
 
 // find returns the cluster holding the sandbox pod id (namespace/pod).
-func (p *Provider) find(ctx context.Context, id string) (*cluster, *corev1.Pod, error) {
+func (p *Provider) find(ctx context.Context, cfg sdk.Config, id string) (*cluster, *corev1.Pod, error) {
 	ns, name, ok := strings.Cut(id, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 		return nil, nil, fmt.Errorf("kubernetes sandbox: %q is no sandbox pod (want namespace/pod)", id)
 	}
-	cls, err := p.clusters()
+	ts, err := p.targets(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	var errs []error
-	for _, cl := range cls {
+	for _, t := range ts {
+		cl := t.cl
 		pod, err := cl.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
@@ -118,8 +139,8 @@ func (p *Provider) find(ctx context.Context, id string) (*cluster, *corev1.Pod, 
 }
 
 // RemoveResource deletes a sandbox pod with its Secret and NetworkPolicy.
-func (p *Provider) RemoveResource(ctx context.Context, id string) error {
-	cl, pod, err := p.find(ctx, id)
+func (p *Provider) RemoveResource(ctx context.Context, cfg sdk.Config, id string) error {
+	cl, pod, err := p.find(ctx, cfg, id)
 	if err != nil {
 		return err
 	}
@@ -130,8 +151,8 @@ func (p *Provider) RemoveResource(ctx context.Context, id string) error {
 }
 
 // Recover reattaches to a running sandbox pod. Closing it leaves the pod.
-func (p *Provider) Recover(ctx context.Context, id string) (sdk.Sandbox, error) {
-	cl, pod, err := p.find(ctx, id)
+func (p *Provider) Recover(ctx context.Context, cfg sdk.Config, id string) (sdk.Sandbox, error) {
+	cl, pod, err := p.find(ctx, cfg, id)
 	if err != nil {
 		return nil, err
 	}

@@ -115,14 +115,15 @@ func (*Provider) Create(_ context.Context, req sdk.CreateRequest) (sdk.Sandbox, 
 }
 
 // ListResources lists the sandbox directories under the temp dir that carry
-// sanddune labels. The resource ID is the directory path.
-func (*Provider) ListResources(context.Context) ([]sdk.Resource, error) {
+// sanddune labels. The resource ID is the directory path. No attribute
+// decides where a sandbox lives, so the config is not needed.
+func (*Provider) ListResources(context.Context, sdk.Config) ([]sdk.Resource, error) {
 	return dirs.List()
 }
 
 // RemoveResource kills what still runs in a sandbox listed by
 // ListResources (its run's sanddune is dead) and removes its directory.
-func (*Provider) RemoveResource(_ context.Context, id string) error {
+func (*Provider) RemoveResource(_ context.Context, _ sdk.Config, id string) error {
 	if dir, err := dirs.Open(id); err == nil {
 		if err := procgroup.KillMarked(marker(dir)); err != nil {
 			return fmt.Errorf("local sandbox: %w", err)
@@ -138,7 +139,7 @@ func (*Provider) RemoveResource(_ context.Context, id string) error {
 // the base environment only, once what still ran there (an agent whose
 // sanddune was killed) is killed: its work is then what gc salvages.
 // Closing it leaves the directory.
-func (*Provider) Recover(_ context.Context, id string) (sdk.Sandbox, error) {
+func (*Provider) Recover(_ context.Context, _ sdk.Config, id string) (sdk.Sandbox, error) {
 	dir, err := dirs.Open(id)
 	if err == nil {
 		err = procgroup.KillMarked(marker(dir))

@@ -429,7 +429,7 @@ func TestResources(t *testing.T) {
 	sb := newTestSandbox(t, nil)
 	p := New().(*Provider)
 	ctx := context.Background()
-	res, err := p.ListResources(ctx)
+	res, err := p.ListResources(ctx, sdk.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,11 +443,11 @@ func TestResources(t *testing.T) {
 	if !found {
 		t.Fatalf("ListResources %+v lacks %s with its labels", res, id)
 	}
-	if err := p.RemoveResource(ctx, t.TempDir()); err == nil {
+	if err := p.RemoveResource(ctx, sdk.Config{}, t.TempDir()); err == nil {
 		t.Error("RemoveResource of a non-sandbox dir: no error")
 	}
 	for range 2 {
-		if err := p.RemoveResource(ctx, id); err != nil {
+		if err := p.RemoveResource(ctx, sdk.Config{}, id); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -80,8 +80,8 @@ func TestGCKillsWhatADeadRunLeftRunning(t *testing.T) {
 	t.Parallel()
 	p := New().(*Provider)
 	for _, gc := range []func(id string) error{
-		func(id string) error { _, err := p.Recover(context.Background(), id); return err },
-		func(id string) error { return p.RemoveResource(context.Background(), id) },
+		func(id string) error { _, err := p.Recover(context.Background(), sdk.Config{}, id); return err },
+		func(id string) error { return p.RemoveResource(context.Background(), sdk.Config{}, id) },
 	} {
 		sb := newTestSandbox(t, nil)
 		pid := detach(t, sb, `setsid "$PIDSLEEP"`)
@@ -112,8 +112,11 @@ func TestCloseSparesUnrelatedProcessesInTheSandboxDir(t *testing.T) {
 	p := New().(*Provider)
 	for _, end := range []func(sb sdk.Sandbox) error{
 		func(sb sdk.Sandbox) error { return sb.Close(context.Background()) },
-		func(sb sdk.Sandbox) error { _, err := p.Recover(context.Background(), sb.Info().ID); return err },
-		func(sb sdk.Sandbox) error { return p.RemoveResource(context.Background(), sb.Info().ID) },
+		func(sb sdk.Sandbox) error {
+			_, err := p.Recover(context.Background(), sdk.Config{}, sb.Info().ID)
+			return err
+		},
+		func(sb sdk.Sandbox) error { return p.RemoveResource(context.Background(), sdk.Config{}, sb.Info().ID) },
 	} {
 		sb := newTestSandbox(t, nil)
 		bystander := exec.Command("sleep", "300")

@@ -164,7 +164,7 @@ func TestRemoveResourceWithDefaults(t *testing.T) {
 	sb, req := create(t, cfgOf(t, nil), nil)
 	// Leave it, as a killed sanddune would: the sandbox counts as closed.
 	must(t, sb.CloseWith(context.Background(), time.Minute, func(context.Context) error { return nil }))
-	if err := New().(*Provider).RemoveResource(context.Background(), sb.ID); err != nil {
+	if err := New().(*Provider).RemoveResource(context.Background(), sdk.Config{}, sb.ID); err != nil {
 		t.Fatalf("RemoveResource: %v", err)
 	}
 	if left := containersOf(t, req.RunID); len(left) != 0 {
@@ -255,7 +255,7 @@ func TestWithoutPodman(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	p := New().(*Provider)
 	ctx := context.Background()
-	rs, err := p.ListResources(ctx)
+	rs, err := p.ListResources(ctx, sdk.Config{})
 	if err != nil || len(rs) != 0 {
 		t.Fatalf("ListResources without podman: %v %v", rs, err)
 	}

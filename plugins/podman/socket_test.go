@@ -3,6 +3,7 @@ package podman
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,8 +17,9 @@ import (
 
 // With socket, the podman CLI talks to a podman service (as podman --url):
 // the conformance kit passes through it, env values reach the container
-// without a command line, preflight checks the service, and the
-// containers are the ones local podman (and so gc) sees.
+// without a command line, preflight checks the service, the containers
+// are the ones local podman sees, and gc lists them through the block's
+// socket.
 func TestSocket(t *testing.T) {
 	t.Parallel()
 	host := requirePodman(t)
@@ -37,6 +39,10 @@ func TestSocket(t *testing.T) {
 	if got := containersOf(t, creq.RunID); len(got) != 1 {
 		t.Fatalf("local podman lists %v for the run", got)
 	}
+	rs, err := p.(sdk.ResourceLister).ListResources(context.Background(), cfg)
+	if err != nil || !slices.ContainsFunc(rs, func(r sdk.Resource) bool { return r.Labels[sdk.LabelRun] == creq.RunID }) {
+		t.Fatalf("ListResources through the socket: %+v, %v; want the run's container", rs, err)
+	}
 	must(t, sb.Close(context.Background()))
 	if got := containersOf(t, creq.RunID); len(got) != 0 {
 		t.Fatalf("containers left: %v", got)
@@ -45,6 +51,9 @@ func TestSocket(t *testing.T) {
 	down := cfgOf(t, map[string]cty.Value{"socket": cty.StringVal("unix://" + t.TempDir() + "/none.sock"), "runtime": cty.NullVal(cty.String), "cgroup_manager": cty.NullVal(cty.String)})
 	if err := p.Preflight(context.Background(), sdk.PreflightRequest{Config: down, HostRepoPath: t.TempDir(), HostUID: os.Getuid(), HostGID: os.Getgid()}); err == nil || !strings.Contains(err.Error(), "podman system service") {
 		t.Errorf("preflight with no service on the socket: %v", err)
+	}
+	if rs, err := p.(sdk.ResourceLister).ListResources(context.Background(), down); err == nil {
+		t.Errorf("ListResources with no service on the block's socket: %+v, no error", rs)
 	}
 	t.Run("Conformance", func(t *testing.T) {
 		sandboxtest.Run(t, New(), sandboxtest.Options{Config: cfg.Value})

@@ -175,16 +175,21 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	return s, nil
 }
 
-// ListResources lists the sandboxes this provider created in the project,
-// with their labels (from the labels file while the sandbox runs, else
-// from its tags). Without usable credentials in the environment (gc has
-// no config) there is nothing to list: every `sanddune gc` asks every
-// sandbox plugin, and most users of it have no Vercel account.
-func (p *Provider) ListResources(ctx context.Context) ([]sdk.Resource, error) {
-	_, cl, cred, err := p.setup(sdk.Config{})
-	if err != nil {
+// ListResources lists the sandboxes this provider created in the block's
+// project at the block's API (base_url, team_id, project_id and the
+// credentials in the environment), with their labels (from the labels
+// file while the sandbox runs, else from its tags). With the defaults and
+// no usable credentials there is nothing to list: every `sanddune gc`
+// asks every sandbox plugin, and most users of it have no Vercel account.
+// A configured block without them is an error.
+func (p *Provider) ListResources(ctx context.Context, cfg sdk.Config) ([]sdk.Resource, error) {
+	_, cl, cred, err := p.setup(cfg)
+	if err != nil && cfg.IsNull() {
 		p.log.Debug("not listing Vercel sandboxes", "reason", err.Error())
 		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	var out []sdk.Resource
 	cursor := ""
@@ -236,8 +241,8 @@ func readLabels(ctx context.Context, cl *client, projectID, name string) (map[st
 }
 
 // RemoveResource deletes a sandbox listed by ListResources.
-func (p *Provider) RemoveResource(ctx context.Context, id string) error {
-	_, cl, cred, err := p.setup(sdk.Config{})
+func (p *Provider) RemoveResource(ctx context.Context, cfg sdk.Config, id string) error {
+	_, cl, cred, err := p.setup(cfg)
 	if err != nil {
 		return err
 	}
@@ -252,8 +257,8 @@ func (p *Provider) RemoveResource(ctx context.Context, id string) error {
 
 // Recover reattaches to a running sandbox listed by ListResources, with
 // the base environment only. Closing it leaves the sandbox.
-func (p *Provider) Recover(ctx context.Context, id string) (sdk.Sandbox, error) {
-	_, cl, cred, err := p.setup(sdk.Config{})
+func (p *Provider) Recover(ctx context.Context, cfg sdk.Config, id string) (sdk.Sandbox, error) {
+	_, cl, cred, err := p.setup(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -222,8 +222,12 @@ func TestPreflightNamesTheProblem(t *testing.T) {
 		t.Errorf("refused token: %v", err)
 	}
 	partial := &Provider{log: hclog.NewNullLogger(), getenv: func(k string) string { return map[string]string{envToken: "t"}[k] }}
-	if res, err := partial.ListResources(context.Background()); res != nil || err != nil {
+	if res, err := partial.ListResources(context.Background(), sdk.Config{}); res != nil || err != nil {
 		t.Errorf("gc with only VERCEL_TOKEN set: %v, %v; want nothing listed, no error", res, err)
+	}
+	block := sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(ts.URL)})}
+	if _, err := partial.ListResources(context.Background(), block); err == nil || !strings.Contains(err.Error(), "vercel sandbox") {
+		t.Errorf("gc of a configured block with only VERCEL_TOKEN set: %v; want the credentials error", err)
 	}
 }
 

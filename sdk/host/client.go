@@ -199,8 +199,12 @@ func (c *sandboxProviderClient) RunCommand(ctx context.Context, req sdk.RunComma
 	return res.ExitCode, err
 }
 
-func (c *sandboxProviderClient) ListResources(ctx context.Context) ([]sdk.Resource, error) {
-	resp, err := c.sandbox.ListResources(ctx, c.ref, wire.CallOpts...)
+func (c *sandboxProviderClient) ListResources(ctx context.Context, cfg sdk.Config) ([]sdk.Resource, error) {
+	d, err := toConfig(cfg)
+	if err != nil {
+		return nil, &sdk.PluginError{Op: "ListResources", Err: err}
+	}
+	resp, err := c.sandbox.ListResources(ctx, &pluginpb.ListResourcesRequest{Component: c.ref.Name, Config: d}, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "ListResources", err)
 	}
@@ -211,13 +215,21 @@ func (c *sandboxProviderClient) ListResources(ctx context.Context) ([]sdk.Resour
 	return out, nil
 }
 
-func (c *sandboxProviderClient) RemoveResource(ctx context.Context, id string) error {
-	_, err := c.sandbox.RemoveResource(ctx, &pluginpb.RemoveResourceRequest{Component: c.ref.Name, Id: id}, wire.CallOpts...)
+func (c *sandboxProviderClient) RemoveResource(ctx context.Context, cfg sdk.Config, id string) error {
+	d, err := toConfig(cfg)
+	if err != nil {
+		return &sdk.PluginError{Op: "RemoveResource", Err: err}
+	}
+	_, err = c.sandbox.RemoveResource(ctx, &pluginpb.RemoveResourceRequest{Component: c.ref.Name, Id: id, Config: d}, wire.CallOpts...)
 	return c.fromStatus(ctx, "RemoveResource", err)
 }
 
-func (c *sandboxProviderClient) Recover(ctx context.Context, id string) (sdk.Sandbox, error) {
-	resp, err := c.sandbox.Recover(ctx, &pluginpb.RecoverRequest{Component: c.ref.Name, Id: id}, wire.CallOpts...)
+func (c *sandboxProviderClient) Recover(ctx context.Context, cfg sdk.Config, id string) (sdk.Sandbox, error) {
+	d, err := toConfig(cfg)
+	if err != nil {
+		return nil, &sdk.PluginError{Op: "Recover", Err: err}
+	}
+	resp, err := c.sandbox.Recover(ctx, &pluginpb.RecoverRequest{Component: c.ref.Name, Id: id, Config: d}, wire.CallOpts...)
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Recover", err)
 	}

@@ -860,8 +860,10 @@ func (s *suite) testClose(t plugintest.T) {
 	}
 }
 
-// testRecover reattaches to a listed sandbox (sdk.SandboxRecoverer): the
-// handle sees the sandbox's files, and closing it leaves the sandbox.
+// testRecover reattaches to a listed sandbox (sdk.SandboxRecoverer),
+// listed and recovered with the config it was created with, as gc does
+// for a configured sandbox block: the handle sees the sandbox's files,
+// and closing it leaves the sandbox.
 func (s *suite) testRecover(t plugintest.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -882,7 +884,7 @@ func (s *suite) testRecover(t plugintest.T) {
 	}
 	run(sb, sh(`echo unsynced > sandboxtest-recover.txt`))
 
-	res, err := s.p.(sdk.ResourceLister).ListResources(ctx)
+	res, err := s.p.(sdk.ResourceLister).ListResources(ctx, s.cfg)
 	skipUnsupported(t, "ListResources", err)
 	if err != nil {
 		t.Fatalf("ListResources: %v", err)
@@ -892,7 +894,7 @@ func (s *suite) testRecover(t plugintest.T) {
 		t.Fatalf("ListResources does not list the sandbox of run %s: %+v", runID, res)
 	}
 	rec := s.p.(sdk.SandboxRecoverer)
-	got, err := rec.Recover(ctx, res[i].ID)
+	got, err := rec.Recover(ctx, s.cfg, res[i].ID)
 	skipUnsupported(t, "Recover", err)
 	if err != nil {
 		t.Fatalf("Recover(%q): %v", res[i].ID, err)
@@ -909,7 +911,7 @@ func (s *suite) testRecover(t plugintest.T) {
 	if out := run(sb, sdk.ExecRequest{Argv: []string{"cat", "sandboxtest-recover.txt"}}); out != "unsynced" {
 		t.Errorf("after closing the recovered handle the sandbox reads %q: Close must leave the resource", out)
 	}
-	if _, err := rec.Recover(ctx, t.TempDir()); err == nil {
+	if _, err := rec.Recover(ctx, s.cfg, t.TempDir()); err == nil {
 		t.Error("Recover of a directory that is no sandbox did not fail")
 	}
 }

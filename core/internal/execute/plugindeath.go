@@ -38,7 +38,7 @@ func (r *runner) collect(tctx context.Context, id string) {
 		prov, c.err = r.Sandbox.Restart(tctx)
 	}
 	if c.err == nil {
-		c.sandboxes, c.err = gc.Sandboxes(tctx, r.Sandbox.Address, prov, gc.Options{Mine: true, Run: r.runID()})
+		c.sandboxes, c.err = gc.Sandboxes(tctx, r.Sandbox.Address, prov, r.Sandbox.Config, gc.Options{Mine: true, Run: r.runID()})
 	}
 	for _, s := range c.sandboxes {
 		if sv := s.Salvage; sv != nil && sv.Landed {

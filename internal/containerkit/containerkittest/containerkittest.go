@@ -398,7 +398,7 @@ func CloseRemovesContainer(t *testing.T, e Engine) {
 	sb, req := Create(t, e, e.Config(t, nil), nil)
 	id := sb.Info().ID
 	p := e.New().(sdk.ResourceLister)
-	rs, err := p.ListResources(context.Background())
+	rs, err := p.ListResources(context.Background(), sdk.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func CloseRemovesContainer(t *testing.T, e Engine) {
 	if _, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); err == nil {
 		t.Fatal("Exec after Close succeeded")
 	}
-	if err := p.RemoveResource(context.Background(), id); err != nil {
+	if err := p.RemoveResource(context.Background(), sdk.Config{}, id); err != nil {
 		t.Fatalf("RemoveResource of a gone container: %v", err)
 	}
 }

@@ -2360,6 +2360,60 @@ func (x *Resource) GetLabels() map[string]string {
 	return nil
 }
 
+// ListResourcesRequest is wire-compatible with the ComponentRef that
+// ListResources took before it carried a config.
+type ListResourcesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Component     string                 `protobuf:"bytes,2,opt,name=component,proto3" json:"component,omitempty"`
+	Config        *DynamicValue          `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourcesRequest) Reset() {
+	*x = ListResourcesRequest{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourcesRequest) ProtoMessage() {}
+
+func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
+func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListResourcesRequest) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *ListResourcesRequest) GetConfig() *DynamicValue {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
 type ListResourcesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Resources     []*Resource            `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
@@ -2369,7 +2423,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2435,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2448,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -2408,13 +2462,14 @@ type RemoveResourceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
 	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Config        *DynamicValue          `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemoveResourceRequest) Reset() {
 	*x = RemoveResourceRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2481,7 @@ func (x *RemoveResourceRequest) String() string {
 func (*RemoveResourceRequest) ProtoMessage() {}
 
 func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2494,7 @@ func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResourceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveResourceRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RemoveResourceRequest) GetComponent() string {
@@ -2456,17 +2511,25 @@ func (x *RemoveResourceRequest) GetId() string {
 	return ""
 }
 
+func (x *RemoveResourceRequest) GetConfig() *DynamicValue {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
 type RecoverRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
 	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Config        *DynamicValue          `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecoverRequest) Reset() {
 	*x = RecoverRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2541,7 @@ func (x *RecoverRequest) String() string {
 func (*RecoverRequest) ProtoMessage() {}
 
 func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2554,7 @@ func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverRequest.ProtoReflect.Descriptor instead.
 func (*RecoverRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RecoverRequest) GetComponent() string {
@@ -2508,6 +2571,13 @@ func (x *RecoverRequest) GetId() string {
 	return ""
 }
 
+func (x *RecoverRequest) GetConfig() *DynamicValue {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
 type ConfigRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
@@ -2518,7 +2588,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2600,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2613,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ConfigRequest) GetComponent() string {
@@ -2569,7 +2639,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2581,7 +2651,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2594,7 +2664,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StringList) GetValues() []string {
@@ -2616,7 +2686,7 @@ type SessionStorage struct {
 
 func (x *SessionStorage) Reset() {
 	*x = SessionStorage{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2698,7 @@ func (x *SessionStorage) String() string {
 func (*SessionStorage) ProtoMessage() {}
 
 func (x *SessionStorage) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2711,7 @@ func (x *SessionStorage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStorage.ProtoReflect.Descriptor instead.
 func (*SessionStorage) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SessionStorage) GetPathPattern() string {
@@ -2673,7 +2743,7 @@ type AgentDescription struct {
 
 func (x *AgentDescription) Reset() {
 	*x = AgentDescription{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2755,7 @@ func (x *AgentDescription) String() string {
 func (*AgentDescription) ProtoMessage() {}
 
 func (x *AgentDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2768,7 @@ func (x *AgentDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentDescription.ProtoReflect.Descriptor instead.
 func (*AgentDescription) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AgentDescription) GetRequiredEnv() []*StringList {
@@ -2759,7 +2829,7 @@ type SandboxDescription struct {
 
 func (x *SandboxDescription) Reset() {
 	*x = SandboxDescription{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2771,7 +2841,7 @@ func (x *SandboxDescription) String() string {
 func (*SandboxDescription) ProtoMessage() {}
 
 func (x *SandboxDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2784,7 +2854,7 @@ func (x *SandboxDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxDescription.ProtoReflect.Descriptor instead.
 func (*SandboxDescription) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SandboxDescription) GetEnv() map[string]string {
@@ -2811,7 +2881,7 @@ type BuildCommandRequest struct {
 
 func (x *BuildCommandRequest) Reset() {
 	*x = BuildCommandRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2823,7 +2893,7 @@ func (x *BuildCommandRequest) String() string {
 func (*BuildCommandRequest) ProtoMessage() {}
 
 func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2836,7 +2906,7 @@ func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildCommandRequest.ProtoReflect.Descriptor instead.
 func (*BuildCommandRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BuildCommandRequest) GetComponent() string {
@@ -2914,7 +2984,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +2996,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3009,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Command) GetArgv() [][]byte {
@@ -2982,7 +3052,7 @@ type ParseStreamRequest struct {
 
 func (x *ParseStreamRequest) Reset() {
 	*x = ParseStreamRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +3064,7 @@ func (x *ParseStreamRequest) String() string {
 func (*ParseStreamRequest) ProtoMessage() {}
 
 func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +3077,7 @@ func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamRequest.ProtoReflect.Descriptor instead.
 func (*ParseStreamRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ParseStreamRequest) GetStart() *ConfigRequest {
@@ -3036,7 +3106,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3048,7 +3118,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3061,7 +3131,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3106,7 +3176,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3118,7 +3188,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3131,7 +3201,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Event) GetType() string {
@@ -3185,7 +3255,7 @@ type ParseStreamResponse struct {
 
 func (x *ParseStreamResponse) Reset() {
 	*x = ParseStreamResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3267,7 @@ func (x *ParseStreamResponse) String() string {
 func (*ParseStreamResponse) ProtoMessage() {}
 
 func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3280,7 @@ func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamResponse.ProtoReflect.Descriptor instead.
 func (*ParseStreamResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ParseStreamResponse) GetEvents() []*Event {
@@ -3230,7 +3300,7 @@ type EncodeCwdRequest struct {
 
 func (x *EncodeCwdRequest) Reset() {
 	*x = EncodeCwdRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3312,7 @@ func (x *EncodeCwdRequest) String() string {
 func (*EncodeCwdRequest) ProtoMessage() {}
 
 func (x *EncodeCwdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3325,7 @@ func (x *EncodeCwdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EncodeCwdRequest.ProtoReflect.Descriptor instead.
 func (*EncodeCwdRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *EncodeCwdRequest) GetComponent() string {
@@ -3281,7 +3351,7 @@ type EncodeCwdResponse struct {
 
 func (x *EncodeCwdResponse) Reset() {
 	*x = EncodeCwdResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3363,7 @@ func (x *EncodeCwdResponse) String() string {
 func (*EncodeCwdResponse) ProtoMessage() {}
 
 func (x *EncodeCwdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3376,7 @@ func (x *EncodeCwdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EncodeCwdResponse.ProtoReflect.Descriptor instead.
 func (*EncodeCwdResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *EncodeCwdResponse) GetEncoded() string {
@@ -3329,7 +3399,7 @@ type RewriteSessionRequest struct {
 
 func (x *RewriteSessionRequest) Reset() {
 	*x = RewriteSessionRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3411,7 @@ func (x *RewriteSessionRequest) String() string {
 func (*RewriteSessionRequest) ProtoMessage() {}
 
 func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3424,7 @@ func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionRequest.ProtoReflect.Descriptor instead.
 func (*RewriteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RewriteSessionRequest) GetComponent() string {
@@ -3401,7 +3471,7 @@ type RewriteSessionResponse struct {
 
 func (x *RewriteSessionResponse) Reset() {
 	*x = RewriteSessionResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3483,7 @@ func (x *RewriteSessionResponse) String() string {
 func (*RewriteSessionResponse) ProtoMessage() {}
 
 func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3496,7 @@ func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionResponse.ProtoReflect.Descriptor instead.
 func (*RewriteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RewriteSessionResponse) GetData() []byte {
@@ -3617,15 +3687,20 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06labels\x18\x02 \x03(\v2(.sanddune.plugin.v1.Resource.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"t\n" +
+	"\x14ListResourcesRequest\x12\x1c\n" +
+	"\tcomponent\x18\x02 \x01(\tR\tcomponent\x128\n" +
+	"\x06config\x18\x03 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06configJ\x04\b\x01\x10\x02\"S\n" +
 	"\x15ListResourcesResponse\x12:\n" +
-	"\tresources\x18\x01 \x03(\v2\x1c.sanddune.plugin.v1.ResourceR\tresources\"E\n" +
+	"\tresources\x18\x01 \x03(\v2\x1c.sanddune.plugin.v1.ResourceR\tresources\"\x7f\n" +
 	"\x15RemoveResourceRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\">\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x128\n" +
+	"\x06config\x18\x03 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06config\"x\n" +
 	"\x0eRecoverRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"g\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x128\n" +
+	"\x06config\x18\x03 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06config\"g\n" +
 	"\rConfigRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x128\n" +
 	"\x06config\x18\x02 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06config\"$\n" +
@@ -3711,7 +3786,7 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aCatalog\x12\".sanddune.plugin.v1.CatalogRequest\x1a#.sanddune.plugin.v1.CatalogResponse\x12K\n" +
 	"\x04Info\x12 .sanddune.plugin.v1.ComponentRef\x1a!.sanddune.plugin.v1.ComponentInfo\x12L\n" +
 	"\fConfigSchema\x12 .sanddune.plugin.v1.ComponentRef\x1a\x1a.sanddune.plugin.v1.Schema\x12X\n" +
-	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\x8e\t\n" +
+	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\x96\t\n" +
 	"\aSandbox\x12U\n" +
 	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a&.sanddune.plugin.v1.SandboxDescription\x12L\n" +
 	"\tPreflight\x12$.sanddune.plugin.v1.PreflightRequest\x1a\x19.sanddune.plugin.v1.Empty\x12O\n" +
@@ -3723,8 +3798,8 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05Close\x12\x1a.sanddune.plugin.v1.Handle\x1a\x19.sanddune.plugin.v1.Empty\x12R\n" +
 	"\bCommands\x12 .sanddune.plugin.v1.ComponentRef\x1a$.sanddune.plugin.v1.CommandsResponse\x12W\n" +
 	"\n" +
-	"RunCommand\x12%.sanddune.plugin.v1.RunCommandRequest\x1a .sanddune.plugin.v1.ExecResponse0\x01\x12\\\n" +
-	"\rListResources\x12 .sanddune.plugin.v1.ComponentRef\x1a).sanddune.plugin.v1.ListResourcesResponse\x12V\n" +
+	"RunCommand\x12%.sanddune.plugin.v1.RunCommandRequest\x1a .sanddune.plugin.v1.ExecResponse0\x01\x12d\n" +
+	"\rListResources\x12(.sanddune.plugin.v1.ListResourcesRequest\x1a).sanddune.plugin.v1.ListResourcesResponse\x12V\n" +
 	"\x0eRemoveResource\x12).sanddune.plugin.v1.RemoveResourceRequest\x1a\x19.sanddune.plugin.v1.Empty\x12Q\n" +
 	"\aRecover\x12\".sanddune.plugin.v1.RecoverRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12V\n" +
 	"\aExecTTY\x12\".sanddune.plugin.v1.ExecTTYRequest\x1a#.sanddune.plugin.v1.ExecTTYResponse(\x010\x012\xd9\x03\n" +
@@ -3748,7 +3823,7 @@ func file_sanddune_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_sanddune_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(Kind)(0),                      // 0: sanddune.plugin.v1.Kind
 	(NestedBlock_Nesting)(0),       // 1: sanddune.plugin.v1.NestedBlock.Nesting
@@ -3788,31 +3863,32 @@ var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(*CommandsResponse)(nil),       // 35: sanddune.plugin.v1.CommandsResponse
 	(*RunCommandRequest)(nil),      // 36: sanddune.plugin.v1.RunCommandRequest
 	(*Resource)(nil),               // 37: sanddune.plugin.v1.Resource
-	(*ListResourcesResponse)(nil),  // 38: sanddune.plugin.v1.ListResourcesResponse
-	(*RemoveResourceRequest)(nil),  // 39: sanddune.plugin.v1.RemoveResourceRequest
-	(*RecoverRequest)(nil),         // 40: sanddune.plugin.v1.RecoverRequest
-	(*ConfigRequest)(nil),          // 41: sanddune.plugin.v1.ConfigRequest
-	(*StringList)(nil),             // 42: sanddune.plugin.v1.StringList
-	(*SessionStorage)(nil),         // 43: sanddune.plugin.v1.SessionStorage
-	(*AgentDescription)(nil),       // 44: sanddune.plugin.v1.AgentDescription
-	(*SandboxDescription)(nil),     // 45: sanddune.plugin.v1.SandboxDescription
-	(*BuildCommandRequest)(nil),    // 46: sanddune.plugin.v1.BuildCommandRequest
-	(*Command)(nil),                // 47: sanddune.plugin.v1.Command
-	(*ParseStreamRequest)(nil),     // 48: sanddune.plugin.v1.ParseStreamRequest
-	(*Usage)(nil),                  // 49: sanddune.plugin.v1.Usage
-	(*Event)(nil),                  // 50: sanddune.plugin.v1.Event
-	(*ParseStreamResponse)(nil),    // 51: sanddune.plugin.v1.ParseStreamResponse
-	(*EncodeCwdRequest)(nil),       // 52: sanddune.plugin.v1.EncodeCwdRequest
-	(*EncodeCwdResponse)(nil),      // 53: sanddune.plugin.v1.EncodeCwdResponse
-	(*RewriteSessionRequest)(nil),  // 54: sanddune.plugin.v1.RewriteSessionRequest
-	(*RewriteSessionResponse)(nil), // 55: sanddune.plugin.v1.RewriteSessionResponse
-	nil,                            // 56: sanddune.plugin.v1.CreateRequest.EnvEntry
-	nil,                            // 57: sanddune.plugin.v1.CreateRequest.LabelsEntry
-	nil,                            // 58: sanddune.plugin.v1.ExecRequest.EnvEntry
-	nil,                            // 59: sanddune.plugin.v1.Resource.LabelsEntry
-	nil,                            // 60: sanddune.plugin.v1.AgentDescription.EnvEntry
-	nil,                            // 61: sanddune.plugin.v1.SandboxDescription.EnvEntry
-	nil,                            // 62: sanddune.plugin.v1.Command.EnvEntry
+	(*ListResourcesRequest)(nil),   // 38: sanddune.plugin.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),  // 39: sanddune.plugin.v1.ListResourcesResponse
+	(*RemoveResourceRequest)(nil),  // 40: sanddune.plugin.v1.RemoveResourceRequest
+	(*RecoverRequest)(nil),         // 41: sanddune.plugin.v1.RecoverRequest
+	(*ConfigRequest)(nil),          // 42: sanddune.plugin.v1.ConfigRequest
+	(*StringList)(nil),             // 43: sanddune.plugin.v1.StringList
+	(*SessionStorage)(nil),         // 44: sanddune.plugin.v1.SessionStorage
+	(*AgentDescription)(nil),       // 45: sanddune.plugin.v1.AgentDescription
+	(*SandboxDescription)(nil),     // 46: sanddune.plugin.v1.SandboxDescription
+	(*BuildCommandRequest)(nil),    // 47: sanddune.plugin.v1.BuildCommandRequest
+	(*Command)(nil),                // 48: sanddune.plugin.v1.Command
+	(*ParseStreamRequest)(nil),     // 49: sanddune.plugin.v1.ParseStreamRequest
+	(*Usage)(nil),                  // 50: sanddune.plugin.v1.Usage
+	(*Event)(nil),                  // 51: sanddune.plugin.v1.Event
+	(*ParseStreamResponse)(nil),    // 52: sanddune.plugin.v1.ParseStreamResponse
+	(*EncodeCwdRequest)(nil),       // 53: sanddune.plugin.v1.EncodeCwdRequest
+	(*EncodeCwdResponse)(nil),      // 54: sanddune.plugin.v1.EncodeCwdResponse
+	(*RewriteSessionRequest)(nil),  // 55: sanddune.plugin.v1.RewriteSessionRequest
+	(*RewriteSessionResponse)(nil), // 56: sanddune.plugin.v1.RewriteSessionResponse
+	nil,                            // 57: sanddune.plugin.v1.CreateRequest.EnvEntry
+	nil,                            // 58: sanddune.plugin.v1.CreateRequest.LabelsEntry
+	nil,                            // 59: sanddune.plugin.v1.ExecRequest.EnvEntry
+	nil,                            // 60: sanddune.plugin.v1.Resource.LabelsEntry
+	nil,                            // 61: sanddune.plugin.v1.AgentDescription.EnvEntry
+	nil,                            // 62: sanddune.plugin.v1.SandboxDescription.EnvEntry
+	nil,                            // 63: sanddune.plugin.v1.Command.EnvEntry
 }
 var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	0,  // 0: sanddune.plugin.v1.ComponentRef.kind:type_name -> sanddune.plugin.v1.Kind
@@ -3832,12 +3908,12 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	10, // 14: sanddune.plugin.v1.PreflightRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	10, // 15: sanddune.plugin.v1.CreateRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	18, // 16: sanddune.plugin.v1.CreateRequest.git_mounts:type_name -> sanddune.plugin.v1.Mount
-	56, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
-	57, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
+	57, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
+	58, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
 	23, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
 	22, // 20: sanddune.plugin.v1.CreateProgressResponse.progress:type_name -> sanddune.plugin.v1.Progress
 	20, // 21: sanddune.plugin.v1.CreateProgressResponse.created:type_name -> sanddune.plugin.v1.CreateResponse
-	58, // 22: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	59, // 22: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
 	26, // 23: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
 	27, // 24: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
 	25, // 25: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
@@ -3846,71 +3922,74 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	29, // 28: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
 	27, // 29: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
 	34, // 30: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	59, // 31: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
-	37, // 32: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
-	10, // 33: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	42, // 34: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	60, // 35: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
-	43, // 36: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
-	61, // 37: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
-	10, // 38: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	62, // 39: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
-	41, // 40: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
-	26, // 41: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
-	49, // 42: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
-	50, // 43: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
-	10, // 44: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	5,  // 45: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
-	4,  // 46: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
-	4,  // 47: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
-	15, // 48: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
-	41, // 49: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	17, // 50: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
-	19, // 51: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
-	19, // 52: sanddune.plugin.v1.Sandbox.CreateWithProgress:input_type -> sanddune.plugin.v1.CreateRequest
-	25, // 53: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
-	33, // 54: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
-	33, // 55: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
-	24, // 56: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
-	4,  // 57: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
-	36, // 58: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
-	4,  // 59: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ComponentRef
-	39, // 60: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
-	40, // 61: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
-	31, // 62: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
-	41, // 63: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	46, // 64: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
-	48, // 65: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	54, // 66: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	52, // 67: sanddune.plugin.v1.Agent.EncodeCwd:input_type -> sanddune.plugin.v1.EncodeCwdRequest
-	6,  // 68: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 69: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 70: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 71: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	45, // 72: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
-	3,  // 73: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	20, // 74: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	21, // 75: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
-	28, // 76: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 77: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 78: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 79: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	35, // 80: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	28, // 81: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	38, // 82: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 83: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	20, // 84: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
-	32, // 85: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
-	44, // 86: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	47, // 87: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	51, // 88: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	55, // 89: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	53, // 90: sanddune.plugin.v1.Agent.EncodeCwd:output_type -> sanddune.plugin.v1.EncodeCwdResponse
-	68, // [68:91] is the sub-list for method output_type
-	45, // [45:68] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	60, // 31: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	10, // 32: sanddune.plugin.v1.ListResourcesRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	37, // 33: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
+	10, // 34: sanddune.plugin.v1.RemoveResourceRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	10, // 35: sanddune.plugin.v1.RecoverRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	10, // 36: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	43, // 37: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
+	61, // 38: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	44, // 39: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
+	62, // 40: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
+	10, // 41: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	63, // 42: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	42, // 43: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
+	26, // 44: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
+	50, // 45: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
+	51, // 46: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
+	10, // 47: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	5,  // 48: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
+	4,  // 49: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
+	4,  // 50: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
+	15, // 51: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
+	42, // 52: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	17, // 53: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
+	19, // 54: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
+	19, // 55: sanddune.plugin.v1.Sandbox.CreateWithProgress:input_type -> sanddune.plugin.v1.CreateRequest
+	25, // 56: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
+	33, // 57: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
+	33, // 58: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
+	24, // 59: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
+	4,  // 60: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
+	36, // 61: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
+	38, // 62: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ListResourcesRequest
+	40, // 63: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
+	41, // 64: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
+	31, // 65: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
+	42, // 66: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	47, // 67: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
+	49, // 68: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
+	55, // 69: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	53, // 70: sanddune.plugin.v1.Agent.EncodeCwd:input_type -> sanddune.plugin.v1.EncodeCwdRequest
+	6,  // 71: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 72: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 73: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 74: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	46, // 75: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
+	3,  // 76: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	20, // 77: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	21, // 78: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
+	28, // 79: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 80: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 81: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 82: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	35, // 83: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	28, // 84: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	39, // 85: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 86: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	20, // 87: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	32, // 88: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
+	45, // 89: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	48, // 90: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	52, // 91: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	56, // 92: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	54, // 93: sanddune.plugin.v1.Agent.EncodeCwd:output_type -> sanddune.plugin.v1.EncodeCwdResponse
+	71, // [71:94] is the sub-list for method output_type
+	48, // [48:71] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_sanddune_plugin_v1_plugin_proto_init() }
@@ -3925,7 +4004,7 @@ func file_sanddune_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sanddune_plugin_v1_plugin_proto_rawDesc), len(file_sanddune_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   60,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

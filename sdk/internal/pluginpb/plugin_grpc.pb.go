@@ -289,7 +289,9 @@ type SandboxClient interface {
 	Commands(ctx context.Context, in *ComponentRef, opts ...grpc.CallOption) (*CommandsResponse, error)
 	RunCommand(ctx context.Context, in *RunCommandRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecResponse], error)
 	// Optional (sdk.ResourceLister); UNIMPLEMENTED when the component lacks it.
-	ListResources(ctx context.Context, in *ComponentRef, opts ...grpc.CallOption) (*ListResourcesResponse, error)
+	// The resource RPCs carry the sandbox block's config; a null config
+	// means the provider's defaults.
+	ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error)
 	RemoveResource(ctx context.Context, in *RemoveResourceRequest, opts ...grpc.CallOption) (*Empty, error)
 	// Optional (sdk.SandboxRecoverer); UNIMPLEMENTED when the component lacks
 	// it. The handle's Close leaves the resource in place.
@@ -437,7 +439,7 @@ func (c *sandboxClient) RunCommand(ctx context.Context, in *RunCommandRequest, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sandbox_RunCommandClient = grpc.ServerStreamingClient[ExecResponse]
 
-func (c *sandboxClient) ListResources(ctx context.Context, in *ComponentRef, opts ...grpc.CallOption) (*ListResourcesResponse, error) {
+func (c *sandboxClient) ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListResourcesResponse)
 	err := c.cc.Invoke(ctx, Sandbox_ListResources_FullMethodName, in, out, cOpts...)
@@ -504,7 +506,9 @@ type SandboxServer interface {
 	Commands(context.Context, *ComponentRef) (*CommandsResponse, error)
 	RunCommand(*RunCommandRequest, grpc.ServerStreamingServer[ExecResponse]) error
 	// Optional (sdk.ResourceLister); UNIMPLEMENTED when the component lacks it.
-	ListResources(context.Context, *ComponentRef) (*ListResourcesResponse, error)
+	// The resource RPCs carry the sandbox block's config; a null config
+	// means the provider's defaults.
+	ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error)
 	RemoveResource(context.Context, *RemoveResourceRequest) (*Empty, error)
 	// Optional (sdk.SandboxRecoverer); UNIMPLEMENTED when the component lacks
 	// it. The handle's Close leaves the resource in place.
@@ -555,7 +559,7 @@ func (UnimplementedSandboxServer) Commands(context.Context, *ComponentRef) (*Com
 func (UnimplementedSandboxServer) RunCommand(*RunCommandRequest, grpc.ServerStreamingServer[ExecResponse]) error {
 	return status.Error(codes.Unimplemented, "method RunCommand not implemented")
 }
-func (UnimplementedSandboxServer) ListResources(context.Context, *ComponentRef) (*ListResourcesResponse, error) {
+func (UnimplementedSandboxServer) ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListResources not implemented")
 }
 func (UnimplementedSandboxServer) RemoveResource(context.Context, *RemoveResourceRequest) (*Empty, error) {
@@ -748,7 +752,7 @@ func _Sandbox_RunCommand_Handler(srv interface{}, stream grpc.ServerStream) erro
 type Sandbox_RunCommandServer = grpc.ServerStreamingServer[ExecResponse]
 
 func _Sandbox_ListResources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ComponentRef)
+	in := new(ListResourcesRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -760,7 +764,7 @@ func _Sandbox_ListResources_Handler(srv interface{}, ctx context.Context, dec fu
 		FullMethod: Sandbox_ListResources_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(SandboxServer).ListResources(ctx, req.(*ComponentRef))
+		return srv.(SandboxServer).ListResources(ctx, req.(*ListResourcesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
