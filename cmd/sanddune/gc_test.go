@@ -24,6 +24,15 @@ import (
 // killed when the test ends. It returns the orphaned sandbox directory.
 func killedRun(t *testing.T, dir, tmp, script string) string {
 	t.Helper()
+	cmd, sandbox := killedUnreaped(t, dir, tmp, script)
+	cmd.Wait()
+	return sandbox
+}
+
+// killedUnreaped is killedRun without waiting for sanddune: until the
+// caller does, the killed process is a zombie.
+func killedUnreaped(t *testing.T, dir, tmp, script string) (*exec.Cmd, string) {
+	t.Helper()
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "hang" {
   command = ["sh", "-c", "echo $$ > ../agent.pid; `+script+` echo started; exec sleep 1000"]
@@ -35,21 +44,33 @@ run "orphan" {
   }
 }
 `)
-	signalWhenStarted(t, dir, syscall.SIGKILL, "TMPDIR="+tmp)
+	cmd := sandduneCmd(dir, "run")
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
+	}
+	go io.Copy(io.Discard, stdout)
+	cmd.Process.Signal(syscall.SIGKILL)
 	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
 	if len(sandboxes) != 1 {
+		cmd.Wait()
 		t.Fatalf("want the killed run's sandbox dir left in %s, found %v", tmp, sandboxes)
 	}
 	// The agent may outlive sanddune; stop it so that nothing leaks.
 	data, err := os.ReadFile(filepath.Join(sandboxes[0], "agent.pid"))
 	if err != nil {
+		cmd.Wait()
 		t.Fatal(err)
 	}
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return sandboxes[0]
+	return cmd, sandboxes[0]
 }
 
 // signalWhenStarted runs sanddune in dir with env added, waits until its
@@ -302,39 +323,8 @@ func TestGCSaysWhenNothingIsLeft(t *testing.T) {
 func TestGCSeesARunKilledButNotYetReaped(t *testing.T) {
 	t.Parallel()
 	dir, tmp := gitRepo(t), t.TempDir()
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
-agent "command" "hang" {
-  command = ["sh", "-c", "echo $$ > ../agent.pid; echo started; exec sleep 1000"]
-}
-run "orphan" {
-  prompt = "wait"
-  logging {
-    type = "stdout"
-  }
-}
-`)
-	cmd := sandduneCmd(dir, "run")
-	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "started") {
-	}
-	go io.Copy(io.Discard, stdout)
-	cmd.Process.Signal(syscall.SIGKILL)
-	defer cmd.Wait() // reaped only after gc ran
-	sandboxes, _ := filepath.Glob(filepath.Join(tmp, "sanddune-local-*"))
-	if len(sandboxes) != 1 {
-		t.Fatalf("want the killed run's sandbox dir in %s, found %v", tmp, sandboxes)
-	}
-	if data, err := os.ReadFile(filepath.Join(sandboxes[0], "agent.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-			syscall.Kill(-pid, syscall.SIGKILL)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	cmd, sandbox := killedUnreaped(t, dir, tmp, "")
+	defer cmd.Wait()    // reaped only after gc ran
 	for i := 0; ; i++ { // the kernel makes it a zombie a moment after the signal
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
 		if err != nil {
@@ -348,7 +338,7 @@ run "orphan" {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if r := gcIn(dir, tmp); r.code != 0 || !strings.Contains(r.stdout, "removed "+sandboxes[0]) {
+	if r := gcIn(dir, tmp); r.code != 0 || !strings.Contains(r.stdout, "removed "+sandbox) {
 		t.Fatalf("gc beside the unreaped run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
