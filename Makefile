@@ -19,6 +19,8 @@ help: ## list targets
 install: ## install sanddune and its built-in plugins into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
 	@bash scripts/install.sh
 	$(GO) install $(BUILDFLAGS) ./cmd/...
+	@dir=$$($(GO) env GOBIN); dir=$${dir:-$$($(GO) env GOPATH)/bin}; echo "installed sanddune and its plugins in $$dir"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH: add it (export PATH=\"$$dir:\$$PATH\") to run sanddune";; esac
 
 build: ## build ./bin/sanddune and its built-in plugins (bin/sanddune-plugin-*)
 	$(GO) build $(BUILDFLAGS) -o bin/ ./cmd/...
