@@ -3,11 +3,14 @@ package runlog
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/creack/pty"
 
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -102,5 +105,22 @@ func TestRunNameLimitFitsItsFiles(t *testing.T) {
 	}
 	if err := CheckRunName(strings.Repeat("n", 255)); err == nil || !strings.Contains(err.Error(), "at most 200") {
 		t.Fatalf("255-byte name: %v", err)
+	}
+}
+
+// TestNoSpinnerOnADumbTerminal: a terminal whose TERM is "dumb" cannot
+// redraw a status line: the progress goes out as plain lines.
+func TestNoSpinnerOnADumbTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	for term, spinner := range map[string]bool{"xterm-256color": true, "dumb": false} {
+		t.Setenv("TERM", term)
+		if got := NewTerminal(tty, io.Discard).tty; got != spinner {
+			t.Errorf("TERM=%s: spinner %v, want %v", term, got, spinner)
+		}
 	}
 }

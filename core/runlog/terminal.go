@@ -31,11 +31,11 @@ type Terminal struct {
 }
 
 // NewTerminal displays progress on out and hints on err. The spinner is on
-// when out is a terminal.
+// when out is a terminal that moves the cursor (TERM is not "dumb").
 func NewTerminal(out, err io.Writer) *Terminal {
 	t := &Terminal{out: out, err: err}
 	if f, ok := out.(*os.File); ok {
-		t.tty = isatty.IsTerminal(f.Fd())
+		t.tty = isatty.IsTerminal(f.Fd()) && os.Getenv("TERM") != "dumb"
 	}
 	return t
 }
