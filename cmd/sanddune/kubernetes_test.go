@@ -212,7 +212,16 @@ func TestKubernetesGCSalvagesAKilledRun(t *testing.T) {
 	if len(pods) != 1 {
 		t.Fatalf("want the killed run's pod left, found %v", pods)
 	}
-	r := run(t, dir, "gc")
+	// gc finds the pod through the block's config in the file -c names
+	// (the namespace: the runner's pass has only its own, "agents").
+	cfg := filepath.Join(dir, "ci", "k8s.hcl")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, ".sanddune", "sanddune.hcl"), cfg); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, dir, "gc", "-c", cfg)
 	if r.code != 0 || !strings.Contains(r.stdout, "salvaged from "+pods[0]) || !strings.Contains(r.stdout, "removed "+pods[0]) {
 		t.Fatalf("gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
