@@ -93,12 +93,7 @@ func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnos
 	if diags.HasErrors() {
 		return f, diags
 	}
-	var hf *hcl.File
-	if isJSON(path) {
-		hf, diags = f.parser.ParseJSON(src, path)
-	} else {
-		hf, diags = f.parser.ParseHCL(src, path)
-	}
+	hf, diags := f.parse(src, path)
 	if diags.HasErrors() {
 		return f, diags
 	}
@@ -224,6 +219,14 @@ func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnos
 }
 
 func isJSON(path string) bool { return strings.HasSuffix(path, ".json") }
+
+// parse parses src, JSON or native syntax by the name's suffix.
+func (f *File) parse(src []byte, name string) (*hcl.File, hcl.Diagnostics) {
+	if isJSON(name) {
+		return f.parser.ParseJSON(src, name)
+	}
+	return f.parser.ParseHCL(src, name)
+}
 
 func errorDiag(rng hcl.Range, summary, format string, args ...any) *hcl.Diagnostic {
 	return &hcl.Diagnostic{

@@ -208,13 +208,7 @@ func ParseProviderBody(kind sdk.Kind, plugin, name string, src []byte, filename 
 		f.Dir = abs
 	}
 	f.evalCtx = evalContext(nil, f.Dir)
-	var hf *hcl.File
-	var diags hcl.Diagnostics
-	if isJSON(filename) {
-		hf, diags = f.parser.ParseJSON(src, filename)
-	} else {
-		hf, diags = f.parser.ParseHCL(src, filename)
-	}
+	hf, diags := f.parse(src, filename)
 	b := &ProviderBlock{Kind: kind, Plugin: plugin, Name: name, Address: string(kind) + "." + plugin + "." + name}
 	if hf != nil {
 		b.Body = hf.Body

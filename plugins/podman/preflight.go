@@ -200,7 +200,7 @@ type checkedConfigs struct {
 // changed: the error names the one that works.
 func (cc *checkedConfigs) testContainer(ctx context.Context, c cli, cfg config, rootless bool, image, imageID, version string, uid, gid int) error {
 	args := containerArgs(cfg, rootless, uid, gid)
-	mem := strings.Join(append(c.argv(args...), image), "\x00")
+	mem := shape(c, args, image)
 	key := passedKey(c, args, imageID, version)
 	cc.mu.Lock()
 	_, ok := cc.ok[mem]
@@ -254,10 +254,15 @@ func (cc *checkedConfigs) remember(mem string, adj *adjustment) {
 // adjustmentFor returns the adjustment preflight found for a container of
 // cfg in this process, or nil.
 func (cc *checkedConfigs) adjustmentFor(c cli, cfg config, rootless bool, image string, uid, gid int) *adjustment {
-	mem := strings.Join(append(c.argv(containerArgs(cfg, rootless, uid, gid)...), image), "\x00")
+	mem := shape(c, containerArgs(cfg, rootless, uid, gid), image)
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return cc.ok[mem]
+}
+
+// shape names a container's shape in this process: podman's argv for it.
+func shape(c cli, args []string, image string) string {
+	return strings.Join(append(c.argv(args...), image), "\x00")
 }
 
 // adjustment is what a config needs on this host that its block leaves
