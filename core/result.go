@@ -48,6 +48,7 @@ const (
 	PhaseSession   = run.PhaseSession
 	PhaseAgent     = run.PhaseAgent
 	PhaseOutput    = run.PhaseOutput
+	PhaseBudget    = run.PhaseBudget
 	PhaseSyncOut   = run.PhaseSyncOut
 	PhaseMerge     = run.PhaseMerge
 	PhaseCleanup   = run.PhaseCleanup
@@ -58,6 +59,13 @@ type IdleTimeoutError = run.IdleTimeoutError
 
 // AgentExitError is an agent process that exited non-zero.
 type AgentExitError = run.AgentExitError
+
+// BudgetError is a run its token budget (RunOptions.TokenBudget, or its
+// pipeline's) stopped before its next iteration.
+type BudgetError = run.BudgetError
+
+// BudgetUsage is a token budget as a result reports it (Result.Budgets).
+type BudgetUsage = run.BudgetUsage
 
 // StructuredOutputError is a run whose structured output (RunOptions.Output)
 // is missing, not JSON, or does not match its schema: the tag, the raw

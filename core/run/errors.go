@@ -27,6 +27,7 @@ const (
 	PhaseSession   Phase = "session"
 	PhaseAgent     Phase = "agent"
 	PhaseOutput    Phase = "output" // structured output: extraction and schema
+	PhaseBudget    Phase = "budget" // the token budget was spent: the run stopped (a BudgetError)
 	PhaseSyncOut   Phase = "sync-out"
 	PhaseMerge     Phase = "merge"
 	PhaseCleanup   Phase = "cleanup"
@@ -63,10 +64,12 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " cancelled during %s", e.Phase)
 	case e.Phase == PhaseConfig:
 		b.WriteString(": configuration")
+	case e.Phase == PhaseBudget:
+		b.WriteString(" stopped")
 	default:
 		fmt.Fprintf(&b, ": %s failed", e.Phase)
 	}
-	if e.Iteration > 0 {
+	if e.Iteration > 0 && e.Phase != PhaseBudget { // its message says when
 		fmt.Fprintf(&b, " (iteration %d)", e.Iteration)
 	}
 	if e.Plugin != "" {

@@ -53,6 +53,10 @@ type Options struct {
 	CompletionSignals []string      // default [DefaultCompletionSignal]
 	IdleTimeout       time.Duration // default DefaultIdleTimeout
 	CompletionTimeout time.Duration // default DefaultCompletionTimeout
+	// TokenBudget stops the run before its next iteration once its agent
+	// reported this many tokens in all (input, output, cache reads and
+	// writes); 0 is no budget. A session's is shared by its steps.
+	TokenBudget int64
 
 	CopyToWorktree []string
 	Env            map[string]string

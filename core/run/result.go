@@ -49,6 +49,9 @@ type Result struct {
 	// Steps are a session's steps, in order, as far as it got; nil for a
 	// run.
 	Steps []Outcome
+	// Budgets are the token budgets the run spent, as they stood when it
+	// ended: its own and its pipeline's.
+	Budgets []BudgetUsage
 }
 
 // ResumeOptions say which agent session a run continues: ResumeSession
@@ -122,19 +125,20 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		its = []Iteration{}
 	}
 	return marshal(struct {
-		Name                  string       `json:"name"`
-		Branch                *string      `json:"branch"`
-		Commits               []commitJSON `json:"commits"`
-		CompletionSignal      *string      `json:"completion_signal"`
-		Iterations            []Iteration  `json:"iterations"`
-		Stdout                string       `json:"stdout"`
-		Output                any          `json:"output"`
-		LogFile               *string      `json:"log_file"`
-		PreservedWorktreePath *string      `json:"preserved_worktree_path"`
-		PatchPath             *string      `json:"patch_path"`
-		Steps                 []Outcome    `json:"steps"`
+		Name                  string        `json:"name"`
+		Branch                *string       `json:"branch"`
+		Commits               []commitJSON  `json:"commits"`
+		CompletionSignal      *string       `json:"completion_signal"`
+		Iterations            []Iteration   `json:"iterations"`
+		Stdout                string        `json:"stdout"`
+		Output                any           `json:"output"`
+		LogFile               *string       `json:"log_file"`
+		PreservedWorktreePath *string       `json:"preserved_worktree_path"`
+		PatchPath             *string       `json:"patch_path"`
+		Steps                 []Outcome     `json:"steps"`
+		TokenBudgets          []BudgetUsage `json:"token_budgets"`
 	}{r.Name, nullable(r.Branch), commitsJSON(r.Commits), nullable(r.CompletionSignal), its, r.Stdout, r.Output, nullable(r.LogFile),
-		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.Steps})
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.Steps, r.Budgets})
 }
 
 // MarshalJSON writes the result's JSON (an empty result's when there is
@@ -166,6 +170,7 @@ const (
 	KindFailed           = "failed"
 	KindCancelled        = "cancelled"
 	KindStructuredOutput = "structured_output"
+	KindTokenBudget      = "token_budget"
 )
 
 // errorDoc is a failed run's "error" in --json: its kind, message, phase,
@@ -214,6 +219,9 @@ func errorJSON(err error) *errorDoc {
 		d.Phase, d.Plugin, d.Hint = nullable(string(re.Phase)), nullable(re.Plugin), nullable(re.Hint)
 		if re.Cancelled {
 			d.Kind = KindCancelled
+		}
+		if errors.As(err, new(*BudgetError)) {
+			d.Kind = KindTokenBudget
 		}
 	}
 	var oe *OutputError

@@ -289,16 +289,22 @@ type Summary struct {
 	Commits       int
 	Branch        string
 	Usage         *sdk.Usage
-	Elapsed       time.Duration
-	Preserved     string
-	PatchPath     string
-	Err           error
+	// Budgets are the run's token budgets, each as "1,234 of 5,000
+	// tokens (run)"; Stopped says one of them stopped the run.
+	Budgets   []string
+	Stopped   bool
+	Elapsed   time.Duration
+	Preserved string
+	PatchPath string
+	Err       error
 }
 
 // Summary logs the end-of-run report.
 func (l *Log) Summary(s Summary) {
 	var b strings.Builder
-	if s.Err != nil {
+	if s.Stopped {
+		fmt.Fprintf(&b, "run stopped after %s\n", s.Elapsed.Round(100*time.Millisecond))
+	} else if s.Err != nil {
 		fmt.Fprintf(&b, "run %s after %s\n", l.failed(s.Err), s.Elapsed.Round(100*time.Millisecond))
 	} else {
 		fmt.Fprintf(&b, "run complete in %s\n", s.Elapsed.Round(100*time.Millisecond))
@@ -312,6 +318,9 @@ func (l *Log) Summary(s Summary) {
 	if u := s.Usage; u != nil {
 		fmt.Fprintf(&b, "  tokens:     %d in, %d cache write, %d cache read, %d out\n",
 			u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+	}
+	for _, bu := range s.Budgets {
+		fmt.Fprintf(&b, "  budget:     %s\n", bu)
 	}
 	if s.Preserved != "" {
 		fmt.Fprintf(&b, "  worktree preserved at %s\n", s.Preserved)

@@ -69,6 +69,9 @@ type Spec struct {
 	// Interactive makes the run an interactive session instead of the
 	// iterations; nil for an unattended run.
 	Interactive *Interactive
+	// Budgets are the token budgets the run spends: its own (TokenBudget;
+	// a session's is shared by its steps) and its pipeline's.
+	Budgets []*run.Budget
 }
 
 // Run asks the sandbox provider for its preflight, then runs. On failure
@@ -112,6 +115,9 @@ func start(ctx context.Context, s *Spec) (*runner, error) {
 	r.log = r.log.Named(r.name)
 	if ctx.Err() != nil {
 		return nil, &run.Error{Run: r.name, Phase: run.PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
+	}
+	if err := r.spent(0); err != nil { // a pipeline's, by the runs before
+		return nil, err
 	}
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
@@ -284,13 +290,18 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	}
 	r.checkRefs(ctx)
 	r.res.Elapsed = time.Since(r.start)
+	var budgets []string
+	for _, b := range r.Budgets {
+		r.res.Budgets = append(r.res.Budgets, b.Usage())
+		budgets = append(budgets, b.Usage().String())
+	}
 	var summaryErr error
 	if runErr != nil {
 		summaryErr = runErr
 	}
 	r.progress.Summary(runlog.Summary{
 		Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
-		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Elapsed: r.res.Elapsed,
+		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Budgets: budgets, Stopped: runErr != nil && errors.As(runErr, new(*run.BudgetError)), Elapsed: r.res.Elapsed,
 		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, Err: summaryErr,
 	})
 	defer r.progress.Close()

@@ -40,6 +40,9 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		if ctx.Err() != nil {
 			return r.fail(ctx, run.PhaseAgent, "", n, context.Cause(ctx), "")
 		}
+		if err := r.spent(n - 1); err != nil {
+			return err
+		}
 		r.progress.Info("iteration %d/%d", n, r.MaxIterations)
 		text, err := r.renderPrompt(ctx, p)
 		if err != nil {
@@ -53,6 +56,9 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		out, err := ar.Invoke(ctx, n, text, resume, fork)
 		ph.Done(err)
 		r.res.Iterations = append(r.res.Iterations, run.Iteration{SessionID: out.SessionID, Usage: out.Usage})
+		for _, b := range r.Budgets {
+			b.Spend(out.Usage)
+		}
 		captures.start(len(r.res.Iterations)-1, func() string { return r.captureSession(ctx, out.SessionID) })
 		if n > 1 && out.Output != "" && stdout.Len() > 0 {
 			stdout.WriteString("\n")
@@ -77,6 +83,26 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 	r.progress.Info("reached max iterations (%d) without a completion signal", r.MaxIterations)
 	captures.wait(r.res.Iterations)
 	return r.output(ctx, final)
+}
+
+// spent is the error that stops the run, after iteration n, when one of
+// its token budgets is spent; nil when none is.
+func (r *runner) spent(n int) *run.Error {
+	for _, b := range r.Budgets {
+		if !b.Reached() {
+			continue
+		}
+		err := &run.BudgetError{BudgetUsage: b.Usage(), After: n}
+		hint := "raise token_budget and run again; the work so far is kept (see above)"
+		if b.Scope != "run" {
+			hint = "raise the pipeline's token_budget and run again; the work so far is kept (see above)"
+		}
+		if r.progress != nil {
+			r.progress.Warn("%v", err)
+		}
+		return &run.Error{Run: r.name, Phase: run.PhaseBudget, Iteration: n, Err: err, Hint: hint}
+	}
+	return nil
 }
 
 // output reads the run's structured output, when it asks for one, from

@@ -12,6 +12,7 @@ import (
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/redact"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -72,7 +73,7 @@ type redactor interface{ Redact(*redact.Redactor) }
 // (core.Plan). It always returns a plan (so that its Diagnostics can be
 // shown); the error, a Diagnostics, lists the errors.
 func PlanFile(ctx context.Context, req Request) (*Plan, error) {
-	fp := &filePlanner{req: req, f: req.File, p: &planner{ctx: ctx, repos: Repos{}}, plan: &Plan{},
+	fp := &filePlanner{req: req, f: req.File, p: &planner{ctx: ctx, repos: Repos{}}, plan: &Plan{}, budgets: map[*config.PipelineBlock]*run.Budget{},
 		interactive: req.Base.Interactive != nil, names: map[string]string{}}
 	if r, ok := req.Plugins.(redactor); ok {
 		fp.p.redact = r.Redact // plugin logs hide the runs' secrets too
@@ -114,7 +115,20 @@ type filePlanner struct {
 	g         *Graph
 	// names are the run and session names taken, by label.
 	names map[string]string
-	diags Diagnostics
+	// budgets are the pipelines' token budgets, made once per plan.
+	budgets map[*config.PipelineBlock]*run.Budget
+	diags   Diagnostics
+}
+
+// pipelineBudget is the token budget pl's runs share, nil for none.
+func (fp *filePlanner) pipelineBudget(pl *config.PipelineBlock) *run.Budget {
+	if pl == nil || pl.TokenBudget == 0 {
+		return nil
+	}
+	if fp.budgets[pl] == nil {
+		fp.budgets[pl] = run.NewBudget(fmt.Sprintf("pipeline %q", pl.Label), pl.TokenBudget)
+	}
+	return fp.budgets[pl]
 }
 
 // wanted says whether a block with label is selected.
@@ -291,6 +305,7 @@ func (fp *filePlanner) run(r *config.RunBlock, expandMu *sync.Mutex) (*Node, []*
 		}
 		o.useSandbox(sbAddr, sb)
 		o.useAgent(r.Agent, ag)
+		o.PipelineBudget = fp.pipelineBudget(n.Pipeline)
 		bp := &blockPlanner{p: fp.p, f: fp.f, r: r, base: o, caps: sbCaps, sbDesc: sbDesc, desc: ag.Desc}
 		var more Diagnostics
 		runs, more = bp.instances()
