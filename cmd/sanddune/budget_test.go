@@ -61,7 +61,7 @@ pipeline "both" {
 			Commits      []struct{ SHA string }
 			Iterations   []struct{}
 			TokenBudgets []budget `json:"token_budgets"`
-			Error *struct{ Kind, Message, Phase string }
+			Error        *struct{ Kind, Message, Phase string }
 		}
 	}
 	r := runJSONDoc(t, dir, env, &doc, func() int { return len(doc.Runs) - 1 }, "run", "--json", "both")
