@@ -275,8 +275,8 @@ func (r *runner) begin(ctx context.Context) *run.Error {
 	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
 		r.name, r.Agent.Address, r.Sandbox.Address, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
 	if r.Prompt != nil {
-		for _, w := range r.Prompt.Warnings {
-			r.progress.Warn("%s", w)
+		for _, w := range r.Prompt.Warnings { // the plan's diagnostics warned on the terminal
+			r.progress.Info("warning: %s", w)
 		}
 	}
 	return nil
