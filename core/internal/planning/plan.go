@@ -281,6 +281,19 @@ func (fp *filePlanner) runs() {
 	}
 }
 
+// stopsPlanning says whether a block's decoding problems keep its run from
+// being checked further: an unknown attribute or block does not (it
+// changes nothing else), so the run's other problems come in the same
+// pass.
+func stopsPlanning(ds Diagnostics) bool {
+	for _, d := range ds {
+		if d.Severity == Error && d.Summary != "Unsupported argument" && d.Summary != "Unsupported block type" {
+			return true
+		}
+	}
+	return false
+}
+
 // run plans one run block: its node of the graph and its instances.
 func (fp *filePlanner) run(r *config.RunBlock, expandMu *sync.Mutex) (*Node, []*Planned, Diagnostics) {
 	addr := "run." + r.Label
@@ -298,7 +311,7 @@ func (fp *filePlanner) run(r *config.RunBlock, expandMu *sync.Mutex) (*Node, []*
 	ag, agOK := fp.agents[r.Agent]
 	n := &Node{Label: r.Label, Addr: addr, Pipeline: fp.g.Pipeline[r.Label], ForEach: r.Pipeline.ForEach != nil}
 	var runs []*Planned
-	if !ds.HasErrors() && sbOK && agOK {
+	if !stopsPlanning(ds) && sbOK && agOK {
 		o := fp.req.Base
 		if !fp.wanted(r.Label) {
 			o.Interactive, o.Ask, o.Unselected = nil, nil, true

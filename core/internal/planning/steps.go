@@ -72,7 +72,7 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 	block := "session." + ss.Label
 	diags := config.FromHCL(block, ss.Diags)
 	sb, sbOK := sandboxes[ss.Sandbox]
-	if diags.HasErrors() || !sbOK {
+	if stopsPlanning(diags) || !sbOK {
 		return nil, diags
 	}
 	b := ss.Body
