@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mattn/go-isatty"
@@ -103,7 +104,10 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	if o.Template, err = q.choose("template", "Template", f.template, templateOptions()); err != nil {
 		return err
 	}
-	if templates.UsesBacklog(o.Template) || cmd.Flags().Changed("issue-tracker") {
+	// Without a terminal and a template, which backlog questions apply is
+	// unknown: the template is the missing flag then.
+	knownTemplate := o.Template != ""
+	if knownTemplate && templates.UsesBacklog(o.Template) || cmd.Flags().Changed("issue-tracker") {
 		if o.BacklogManager, err = q.choose("issue-tracker", "Backlog manager", f.backlog, backlogOptions()); err != nil {
 			return err
 		}
@@ -115,7 +119,7 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	} else if err := onlyWithCustom(cmd.Flags()); err != nil {
 		return err
 	}
-	if o.BacklogManager == "github-issues" || o.BacklogManager == "" && templates.UsesBacklog(o.Template) { // "": not given
+	if o.BacklogManager == "github-issues" {
 		if o.Label, err = q.confirm("create-label", fmt.Sprintf("Create the GitHub label %q and work only on issues carrying it?", templates.Label), f.createLabel); err != nil {
 			return err
 		}
@@ -200,7 +204,11 @@ func (a *initAsker) missingFlags() error {
 	if len(names) == 1 {
 		verb = "is"
 	}
-	return &exitError{code: exitUsage, err: fmt.Errorf("%s %s required when stdin is not a terminal (e.g. %s)", strings.Join(names, ", "), verb, strings.Join(a.missed, " "))}
+	note := ""
+	if slices.Contains(names, "--template") {
+		note = "; a template that reads issues needs --issue-tracker too"
+	}
+	return &exitError{code: exitUsage, err: fmt.Errorf("%s %s required when stdin is not a terminal (e.g. %s)%s", strings.Join(names, ", "), verb, strings.Join(a.missed, " "), note)}
 }
 
 func (a *initAsker) choose(flag, title, value string, opts []ask.Option) (string, error) {
@@ -253,13 +261,11 @@ func (a *initAsker) input(flag, title, value, def string, validate func(string) 
 	return v, cancelled(err)
 }
 
+// confirm asks a yes/no question; without a terminal its flag is opt-in
+// (false unless given).
 func (a *initAsker) confirm(flag, title string, value bool) (bool, error) {
-	if a.flags.Changed(flag) {
+	if a.flags.Changed(flag) || !a.tty {
 		return value, nil
-	}
-	if !a.tty {
-		a.missing(flag, "true")
-		return false, nil
 	}
 	v, err := a.p.Confirm(title, true)
 	return v, cancelled(err)

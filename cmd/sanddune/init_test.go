@@ -24,7 +24,7 @@ func initFlagsFor(template, agent, sandbox, backlog string, extra ...string) []s
 func TestInitWithoutATerminalNamesTheMissingFlag(t *testing.T) {
 	t.Parallel()
 	all := initFlagsFor("simple-loop", "claude", "docker", "github-issues")
-	for _, flag := range []string{"--agent", "--sandbox", "--issue-tracker", "--template", "--create-label", "--build-image"} {
+	for _, flag := range []string{"--agent", "--sandbox", "--issue-tracker", "--template"} {
 		t.Run(flag, func(t *testing.T) {
 			t.Parallel()
 			var args []string
@@ -332,9 +332,9 @@ func TestInteractiveInitOnATerminal(t *testing.T) {
 	s.expect("Sandbox:")
 	s.send("2\r") // podman
 	s.expect("Template:")
-	s.send("simple-loop\r")     // by name
+	s.send("simple-loop\r")      // by name
 	s.expect("Backlog manager:") // after the template: blank reads no issues
-	s.send("9\r")               // no such choice: asked again
+	s.send("9\r")                // no such choice: asked again
 	s.expect("is not one of the choices")
 	s.send("2\r") // beads
 	s.expect("Build the image")
