@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/core/gc"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -20,7 +21,7 @@ import (
 // tests').
 func containersOf(t *testing.T, repo string) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+sdk.LabelRepo+"="+repo).Output()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+gc.LabelRepo+"="+repo).Output()
 	if err != nil {
 		t.Fatalf("docker ps: %v", err)
 	}

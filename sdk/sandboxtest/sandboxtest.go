@@ -215,7 +215,6 @@ func (s *suite) create(t plugintest.T) (sdk.Sandbox, string, string) {
 		Labels: map[string]string{
 			sdk.LabelRun:     runID,
 			sdk.LabelSandbox: "sandbox." + s.name + ".sandboxtest",
-			sdk.LabelVersion: "sandboxtest",
 			sdk.LabelPID:     strconv.Itoa(os.Getpid()),
 			sdk.LabelHost:    host,
 		},
