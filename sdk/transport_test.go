@@ -23,6 +23,7 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/internal/fake"
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
@@ -449,14 +450,13 @@ func TestFakePluginShutdown(t *testing.T) {
 // and a stop function that breaks it.
 func serve(t *testing.T, opts sdk.ServeOpts) (plugin.ClientProtocol, func()) {
 	t.Helper()
-	opts.Logger = hclog.NewNullLogger()
 	ctx, stop := context.WithCancel(context.Background())
-	addr, stopped, err := sdk.ServeInProcess(ctx, opts)
+	addr, stopped, err := wire.ServeInProcess(ctx, wire.ServeConfig(opts, hclog.NewNullLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(); <-stopped })
-	client := plugin.NewClient(host.InProcess(addr, opts.Logger))
+	client := plugin.NewClient(wire.Reattach(host.ClientConfig(nil, hclog.NewNullLogger()), addr))
 	t.Cleanup(client.Kill)
 	cp, err := client.Client()
 	if err != nil {

@@ -8,8 +8,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,20 +40,6 @@ func pluginSets() map[int]plugin.PluginSet {
 
 // Versions lists the plugin protocol versions the host speaks, ascending.
 func Versions() []int { return []int{sdk.ProtocolVersion} }
-
-// InProcess is the client configuration for a plugin that
-// sdk.ServeInProcess serves at addr in this process.
-func InProcess(addr net.Addr, logger hclog.Logger) *plugin.ClientConfig {
-	return &plugin.ClientConfig{
-		HandshakeConfig: wire.Handshake,
-		Plugins:         pluginSets()[sdk.ProtocolVersion], // a reattached client negotiates no version
-		Reattach: &plugin.ReattachConfig{
-			Protocol: plugin.ProtocolGRPC, ProtocolVersion: sdk.ProtocolVersion, Addr: addr, Pid: os.Getpid(), Test: true,
-		},
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           logger,
-	}
-}
 
 func connect(done context.Context, cc *grpc.ClientConn) any {
 	return &conn{

@@ -21,6 +21,7 @@ import (
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
 
 // T is what a check reports to; *testing.T and testing.TB satisfy it.
@@ -81,23 +82,20 @@ func Agent(t T, p sdk.AgentProvider) sdk.AgentProvider {
 	return ap
 }
 
-// connect serves opts in-process (sdk.ServeInProcess) and attaches a
+// connect serves opts in-process and attaches a
 // client to it. go-plugin's own logs are dropped unless
 // SANDDUNE_TEST_PLUGIN_LOG sets a level (e.g. debug, trace), so that the
 // kits' output is the tests' own.
 func connect(t T, opts sdk.ServeOpts) plugin.ClientProtocol {
 	t.Helper()
 	logger := testLogger()
-	if opts.Logger == nil {
-		opts.Logger = logger
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, stopped, err := sdk.ServeInProcess(ctx, opts)
+	addr, stopped, err := wire.ServeInProcess(ctx, wire.ServeConfig(opts, logger))
 	if err != nil {
 		cancel()
 		t.Fatalf("plugintest: %v", err)
 	}
-	client := plugin.NewClient(host.InProcess(addr, logger))
+	client := plugin.NewClient(wire.Reattach(host.ClientConfig(nil, logger), addr))
 	rpc, err := client.Client()
 	if err != nil {
 		cancel()
