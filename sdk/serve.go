@@ -52,7 +52,7 @@ func (s *server) config(logger hclog.Logger) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
-			ProtocolVersion: {wire.PluginName: &wire.Plugin{Register: register}},
+			wire.ProtocolVersion: {wire.PluginName: &wire.Plugin{Register: register}},
 		},
 		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(o, wire.ServerOpts...)...)

@@ -155,7 +155,7 @@ func TestFakeCatalog(t *testing.T) {
 	}
 	// Serve fills the name, kind and protocol versions the provider left out.
 	info, err := plugintest.Agent(t, fake.AgentProvider{}).Info(ctx)
-	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{sdk.ProtocolVersion}) {
+	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{wire.ProtocolVersion}) {
 		t.Errorf("Info: %+v, %v", info, err)
 	}
 }
@@ -612,7 +612,7 @@ func TestServeSubprocess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := client.NegotiatedVersion(); v != sdk.ProtocolVersion {
+	if v := client.NegotiatedVersion(); v != wire.ProtocolVersion {
 		t.Errorf("negotiated version %d", v)
 	}
 	ctx := context.Background()

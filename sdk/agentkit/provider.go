@@ -35,7 +35,7 @@ type Base struct {
 	// as AgentDescription.CaptureSessions via Common); "" leaves it out.
 	CaptureSessions string
 	// SessionFields are the cwd fields of the agent's JSONL session files,
-	// as RewriteJSONLCwd names them; with none, RewriteSession returns the
+	// as rewriteJSONLCwd names them; with none, RewriteSession returns the
 	// data unchanged.
 	SessionFields []string
 	// NewParser returns the parser of one iteration's stream; nil makes
@@ -77,7 +77,7 @@ func (b Base) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan []by
 
 // RewriteSession implements sdk.AgentProvider: it rewrites SessionFields.
 func (b Base) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	return RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, b.SessionFields...), nil
+	return rewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, b.SessionFields...), nil
 }
 
 // textParser makes every line a text event.

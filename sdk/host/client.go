@@ -149,7 +149,7 @@ func (c *sandboxProviderClient) createsWithProgress(ctx context.Context) bool {
 
 // createWithProgress passes the streamed progress reports to progress and
 // returns the created sandbox.
-func (c *sandboxProviderClient) createWithProgress(ctx context.Context, req *pluginpb.CreateRequest, progress sdk.ProgressFunc) (*pluginpb.CreateResponse, error) {
+func (c *sandboxProviderClient) createWithProgress(ctx context.Context, req *pluginpb.CreateRequest, progress func(sdk.Progress)) (*pluginpb.CreateResponse, error) {
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.sandbox.CreateWithProgress(ctx2, req, wire.CallOpts...)

@@ -35,11 +35,11 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
 }
 
 func pluginSets() map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{sdk.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
+	return map[int]plugin.PluginSet{wire.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
 }
 
 // Versions lists the plugin protocol versions the host speaks, ascending.
-func Versions() []int { return []int{sdk.ProtocolVersion} }
+func Versions() []int { return []int{wire.ProtocolVersion} }
 
 func connect(done context.Context, cc *grpc.ClientConn) any {
 	return &conn{

@@ -22,7 +22,7 @@ import (
 )
 
 // ProtocolVersion is the plugin protocol version both ends speak
-// (sdk.ProtocolVersion).
+// (host.Versions lists it).
 const ProtocolVersion = 1
 
 // ServeConfig is package sdk's go-plugin server configuration for the
