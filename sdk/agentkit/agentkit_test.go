@@ -143,10 +143,10 @@ func TestConfigAccessors(t *testing.T) {
 	if boolAttr(cfg, "capture_sessions", true) || !boolAttr(cfg, "missing", true) {
 		t.Error("Bool")
 	}
-	if m := StringMap(cfg, "env"); len(m) != 1 || m["A"] != "1" {
-		t.Errorf("StringMap = %v", m)
+	if m := stringMap(cfg, "env"); len(m) != 1 || m["A"] != "1" {
+		t.Errorf("stringMap = %v", m)
 	}
-	if String(sdk.Config{}, "model") != "" || StringMap(sdk.Config{Value: cty.NullVal(cty.DynamicPseudoType)}, "env") != nil {
+	if String(sdk.Config{}, "model") != "" || stringMap(sdk.Config{Value: cty.NullVal(cty.DynamicPseudoType)}, "env") != nil {
 		t.Error("null config")
 	}
 	if ds := sdk.CheckEnv(map[string]string{"OK_1": "", "1BAD": "", "A=B": ""}, "env"); len(ds) != 2 || ds[0].Attribute != "env" {

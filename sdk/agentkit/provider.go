@@ -100,7 +100,7 @@ type Common struct {
 
 // Common reads the common attributes; binary is Name when unset.
 func (b Base) Common(cfg sdk.Config) Common {
-	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), BaseURL: String(cfg, "base_url"), Env: StringMap(cfg, "env"),
+	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), BaseURL: String(cfg, "base_url"), Env: stringMap(cfg, "env"),
 		CaptureSessions: b.CaptureSessions != "" && boolAttr(cfg, "capture_sessions", true)}
 	if c.Binary == "" {
 		c.Binary = b.Name
@@ -113,13 +113,13 @@ func (b Base) Common(cfg sdk.Config) Common {
 func CheckCommon(cfg sdk.Config) sdk.Diagnostics {
 	ds := CheckNotEmpty(cfg, "model")
 	ds = append(ds, CheckNotEmpty(cfg, "binary")...)
-	ds = append(ds, CheckBaseURL(cfg)...)
-	return append(ds, sdk.CheckEnv(StringMap(cfg, "env"), "env")...)
+	ds = append(ds, checkBaseURL(cfg)...)
+	return append(ds, sdk.CheckEnv(stringMap(cfg, "env"), "env")...)
 }
 
-// CheckBaseURL reports a base_url that is set but not an absolute http or
+// checkBaseURL reports a base_url that is set but not an absolute http or
 // https URL with a host (and no credentials: they would reach logs).
-func CheckBaseURL(cfg sdk.Config) sdk.Diagnostics {
+func checkBaseURL(cfg sdk.Config) sdk.Diagnostics {
 	v := attr(cfg, "base_url")
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
 		return nil
