@@ -144,14 +144,14 @@ func TestFakeCatalog(t *testing.T) {
 	}
 	var got []string
 	for _, c := range comps {
-		got = append(got, fmt.Sprintf("%s/%v/%v/%v", c.Info.Kind, c.Commands, c.Resources, c.Info.ProtocolVersions))
+		got = append(got, fmt.Sprintf("%s/%v", c.Kind, c.ProtocolVersions))
 	}
-	want := []string{"sandbox/false/false/[1]", "sandbox/true/true/[1]", "agent/false/false/[1]"}
+	want := []string{"sandbox/[1]", "sandbox/[1]", "agent/[1]"}
 	if !slices.Equal(got, want) {
 		t.Errorf("catalog %q, want %q", got, want)
 	}
-	if len(comps) != 3 || comps[0].Info.Name != "a" || comps[1].Info.Name != "b" || comps[2].Info.Name != "c" ||
-		comps[0].Info.Sandbox.Contract != sdk.ContractIsolated || comps[2].Info.Description != "test agent" {
+	if len(comps) != 3 || comps[0].Name != "a" || comps[1].Name != "b" || comps[2].Name != "c" ||
+		comps[0].Sandbox.Contract != sdk.ContractIsolated || comps[2].Description != "test agent" {
 		t.Errorf("Catalog: %+v", comps)
 	}
 	// Serve fills the name, kind and protocol versions the provider left out.

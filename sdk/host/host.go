@@ -50,22 +50,8 @@ func connect(done context.Context, cc *grpc.ClientConn) any {
 	}
 }
 
-// Component is one entry of a plugin's catalog.
-type Component struct {
-	Info sdk.Info
-	// Commands, Resources, Recover: the component implements
-	// sdk.CommandProvider, sdk.ResourceLister, sdk.SandboxRecoverer.
-	Commands  bool
-	Resources bool
-	Recover   bool
-	// CreateProgress: the plugin streams progress reports during Create
-	// (sdk.CreateRequest.Progress).
-	CreateProgress bool
-}
-
-// CatalogComponents lists the components a plugin serves with the optional
-// interfaces they implement.
-func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]Component, error) {
+// CatalogComponents lists the components a plugin serves.
+func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]sdk.Info, error) {
 	c, err := dispense(cp)
 	if err != nil {
 		return nil, err
@@ -74,12 +60,9 @@ func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]Compone
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Catalog", err)
 	}
-	var out []Component
+	var out []sdk.Info
 	for _, comp := range resp.Components {
-		out = append(out, Component{
-			Info: fromInfo(comp.Info), Commands: comp.Commands, Resources: comp.Resources, Recover: comp.Recover,
-			CreateProgress: comp.CreateProgress,
-		})
+		out = append(out, fromInfo(comp.Info))
 	}
 	return out, nil
 }

@@ -144,16 +144,16 @@ func Binary(t T, path string) Plugin {
 	}
 	p := Plugin{Sandboxes: map[string]sdk.SandboxProvider{}, Agents: map[string]sdk.AgentProvider{}}
 	for _, c := range comps {
-		switch c.Info.Kind {
+		switch c.Kind {
 		case sdk.KindSandbox:
-			p.Sandboxes[c.Info.Name], err = host.DispenseSandbox(rpc, c.Info.Name)
+			p.Sandboxes[c.Name], err = host.DispenseSandbox(rpc, c.Name)
 		case sdk.KindAgent:
-			p.Agents[c.Info.Name], err = host.DispenseAgent(rpc, c.Info.Name)
+			p.Agents[c.Name], err = host.DispenseAgent(rpc, c.Name)
 		default:
-			t.Errorf("plugintest: %s serves %q of unknown kind %q", path, c.Info.Name, c.Info.Kind)
+			t.Errorf("plugintest: %s serves %q of unknown kind %q", path, c.Name, c.Kind)
 		}
 		if err != nil {
-			t.Fatalf("plugintest: dispensing %s of %s: %v", c.Info.Name, path, err)
+			t.Fatalf("plugintest: dispensing %s of %s: %v", c.Name, path, err)
 		}
 	}
 	return p
