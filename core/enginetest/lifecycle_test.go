@@ -28,8 +28,8 @@ func containersOf(t *testing.T, repo string) []string {
 	return strings.Fields(string(out))
 }
 
-func worktreeOptions(repo string, term *buffer) core.WorktreeOptions {
-	return core.WorktreeOptions{Name: "life", Repo: repo,
+func worktreeOptions(repo string, term *buffer) core.RunOptions {
+	return core.RunOptions{Name: "life", Repo: repo,
 		BranchStrategy: core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/life"},
 		Logging:        core.Logging{Terminal: runlog.NewTerminal(term, term)}}
 }
@@ -44,7 +44,9 @@ func TestCreateSandboxRunsReuseTheSandbox(t *testing.T) {
 	ref := dockerSandbox(t)
 	repo := newRepo(t)
 	var term buffer
-	sb, err := core.CreateSandbox(ctx, core.CreateSandboxOptions{WorktreeOptions: worktreeOptions(repo, &term), SandboxOptions: core.SandboxOptions{Sandbox: ref}})
+	o := worktreeOptions(repo, &term)
+	o.Sandbox = ref
+	sb, err := core.CreateSandbox(ctx, o)
 	if err != nil {
 		t.Fatalf("CreateSandbox: %v\n%s", err, term.String())
 	}
@@ -108,7 +110,7 @@ func TestWorktreeOutlivesItsSandbox(t *testing.T) {
 			defer wt.Close(ctx)
 			var made []string
 			for i, file := range []string{"a.txt", "b.txt"} {
-				sb, err := wt.CreateSandbox(ctx, core.SandboxOptions{Sandbox: ref})
+				sb, err := wt.CreateSandbox(ctx, core.RunOptions{Sandbox: ref})
 				if err != nil {
 					t.Fatalf("sandbox %d: %v\n%s", i+1, err, term.String())
 				}
