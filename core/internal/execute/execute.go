@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/missingstudio/sanddune/core/gc"
 	"github.com/missingstudio/sanddune/core/internal/gitsync"
 	"github.com/missingstudio/sanddune/core/internal/hooks"
 	"github.com/missingstudio/sanddune/core/internal/prompt"
@@ -568,13 +569,13 @@ func (r *runner) labels() map[string]string {
 	l := map[string]string{
 		sdk.LabelSandbox: r.Sandbox.Address,
 		sdk.LabelPID:     fmt.Sprint(os.Getpid()),
-		sdk.LabelRunName: r.name,
-		sdk.LabelRepo:    r.Repo.Root,
-		sdk.LabelBranch:  r.ws.Branch,
-		sdk.LabelBase:    r.syncBase(),
+		gc.LabelRunName:  r.name,
+		gc.LabelRepo:     r.Repo.Root,
+		gc.LabelBranch:   r.ws.Branch,
+		gc.LabelBase:     r.syncBase(),
 	}
 	if r.Version != "" {
-		l[sdk.LabelVersion] = r.Version
+		l[gc.LabelVersion] = r.Version
 	}
 	if h, err := os.Hostname(); err == nil {
 		l[sdk.LabelHost] = h
