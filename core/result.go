@@ -31,7 +31,8 @@ const (
 // plugin involved, where the work is, and what to do next.
 type RunError = run.Error
 
-// Phase names the step of a run an error comes from.
+// Phase names the step of a run an error comes from, or that a run has
+// entered (PhaseEvent).
 type Phase = run.Phase
 
 // The phases of a run.
@@ -51,6 +52,8 @@ const (
 	PhaseSyncOut   = run.PhaseSyncOut
 	PhaseMerge     = run.PhaseMerge
 	PhaseCleanup   = run.PhaseCleanup
+	PhaseWaiting   = run.PhaseWaiting
+	PhaseDone      = run.PhaseDone
 )
 
 // IdleTimeoutError is an agent that printed nothing for its idle timeout.

@@ -67,6 +67,8 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		newRunCommand(g),
 		newInteractiveCommand(g),
 		newGCCommand(g),
+		newStatusCommand(),
+		newLogsCommand(),
 	)
 	rejectUnknownSubcommands(root)
 	root.SetFlagErrorFunc(suggestFlag)

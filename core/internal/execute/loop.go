@@ -40,6 +40,7 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		if ctx.Err() != nil {
 			return r.fail(ctx, run.PhaseAgent, "", n, context.Cause(ctx), "")
 		}
+		r.enter(run.PhaseAgent, n)
 		r.progress.Info("iteration %d/%d", n, r.MaxIterations)
 		text, err := r.renderPrompt(ctx, p)
 		if err != nil {
@@ -212,6 +213,7 @@ func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool)
 	if r.Caps.Contract != sdk.ContractIsolated || !r.syncedIn {
 		return out, nil, false
 	}
+	r.enter(run.PhaseSyncOut, 0)
 	ph := r.progress.Phase("Syncing commits out of the sandbox")
 	spec := r.syncSpec()
 	spec.CommitsOnly = commitsOnly
@@ -248,6 +250,7 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 	var failed *run.Error
 	merged := false
 	if runErr == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
+		r.enter(run.PhaseMerge, 0)
 		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
 		var mr *worktree.MergeResult
 		err := within(tctx, "merge", r.Timeouts.Merge, func(ctx context.Context) (err error) {
@@ -275,6 +278,7 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 		r.res.Commits = cs
 	}
 
+	r.enter(run.PhaseCleanup, 0)
 	cr, err := r.ws.Close(tctx)
 	if err != nil {
 		r.progress.Warn("cleaning up the worktree: %v", err)
