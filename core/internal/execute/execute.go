@@ -131,9 +131,9 @@ type runner struct {
 	// statePath is the run's state file, host this host's name (phase.go).
 	statePath, host string
 	ws              *worktree.Workspace
-	sb       sdk.Sandbox
-	res      *run.Result
-	syncedIn bool
+	sb              sdk.Sandbox
+	res             *run.Result
+	syncedIn        bool
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
 	// cleans up through it relaunched (collect), and says so in cleanup.
 	sandboxDied bool
