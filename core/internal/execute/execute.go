@@ -128,12 +128,10 @@ type runner struct {
 	stamp string
 
 	progress *runlog.Log
-	// statePath is the run's state file, host this host's name (phase.go).
-	statePath, host string
-	ws              *worktree.Workspace
-	sb              sdk.Sandbox
-	res             *run.Result
-	syncedIn        bool
+	ws       *worktree.Workspace
+	sb       sdk.Sandbox
+	res      *run.Result
+	syncedIn bool
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
 	// cleans up through it relaunched (collect), and says so in cleanup.
 	sandboxDied bool
@@ -146,6 +144,8 @@ type runner struct {
 	// refsBefore are the host's branches and tags when the sandbox started.
 	refsBefore map[string]string
 	refsAt     time.Time
+	// statePath is the run's state file, host this host's name (phase.go).
+	statePath, host string
 }
 
 // Preflight asks the sandbox provider of each spec whether it can create
