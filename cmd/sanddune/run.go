@@ -80,6 +80,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		defer ef.Close()
 		base.OnEvent, base.OnSandboxProgress, base.OnPhase = eventSinks(NewEventWriter(ef), f.events)
 	}
+	lo := newLiveOutput(g, f, &base)
 	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
 	if err != nil {
 		var ee *exitError
@@ -93,10 +94,21 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		return printPlan(cmd.OutOrStdout(), p, f.json)
 	}
 
+	if lo != nil {
+		lo.start(ctx, p.plan)
+	}
 	outs := core.Execute(ctx, p.plan)
-	if f.json {
+	switch {
+	case f.json:
 		printJSON(cmd, outs, p.diags)
-	} else {
+	case lo != nil:
+		lo.close()
+		if len(outs) > 1 {
+			printTable(os.Stdout, base.Logging.Terminal, outs)
+		} else {
+			printSummary(base.Logging.Terminal, outs)
+		}
+	default:
 		printSummary(base.Logging.Terminal, outs)
 	}
 	return worstExit(outs)
