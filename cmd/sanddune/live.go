@@ -182,4 +182,3 @@ func outcomeStatus(o core.Outcome) string {
 	}
 	return "✓ done"
 }
-
