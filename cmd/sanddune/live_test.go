@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// steppedAgent is a command agent script: its prompt is the run's name;
+// each iteration commits a line to progress.txt, prints "working on
+// <name> step <n>" and waits for the file <gates>/<name>-<n>, and the
+// second iteration signals completion. The test moves each run on.
+func steppedAgent(gates string) string {
+	return `#!/bin/sh
+name=$(cat)
+n=$(( $(cat progress.txt 2>/dev/null | wc -l) + 1 ))
+echo "$name $n" >> progress.txt
+git add progress.txt && git -c user.name=a -c user.email=a@example.com commit -qm "$name $n"
+echo "working on $name step $n"
+while [ ! -f ` + gates + `/$name-$n ]; do sleep 0.05; done
+if [ $n -ge 2 ]; then echo '<promise>COMPLETE</promise>'; fi
+`
+}
+
+// threeRunPipeline writes a pipeline of three stepped runs in local
+// sandboxes: alpha and beta at once (max_parallel 2), gamma after alpha.
+func threeRunPipeline(t *testing.T, dir, gates string) {
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	writeFile(t, script, steppedAgent(gates))
+	cfg := `sandbox "local" "dev" {}
+agent "command" "stepped" {
+  command = ["sh", "` + script + `"]
+}
+`
+	for _, r := range []string{"alpha", "beta", "gamma"} {
+		cfg += fmt.Sprintf(`run %q {
+  agent           = agent.command.stepped
+  prompt          = %q
+  max_iterations  = 2
+  branch_strategy = { type = "branch", branch = "agent/%s" }
+%s}
+`, r, r, r, map[bool]string{true: "  depends_on      = [run.alpha]\n"}[r == "gamma"])
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), cfg+`pipeline "p" {
+  runs         = [run.alpha, run.beta, run.gamma]
+  max_parallel = 2
+}
+`)
+}
+
+// tmuxTerm is a terminal: a tmux server of the test's own (its socket
+// name is unique), one window of the given size.
+type tmuxTerm struct {
+	t      *testing.T
+	socket string
+}
+
+func newTmux(t *testing.T, width, height int, command string) *tmuxTerm {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	tm := &tmuxTerm{t: t, socket: fmt.Sprintf("sanddune-test-%d-%s", os.Getpid(), regexp.MustCompile(`\W`).ReplaceAllString(t.Name(), "-"))}
+	t.Cleanup(func() { exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
+	tm.tmux("new-session", "-d", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), "-s", "t", command)
+	return tm
+}
+
+func (tm *tmuxTerm) tmux(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		tm.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// screen is what the terminal shows.
+func (tm *tmuxTerm) screen() string { return tm.tmux("capture-pane", "-p", "-t", "t") }
+
+// waitFor waits until the screen has a line matching each pattern, and
+// returns it.
+func (tm *tmuxTerm) waitFor(patterns ...string) string {
+	tm.t.Helper()
+	var s string
+	eventually(tm.t, func() string { return fmt.Sprintf("%q on the screen:\n%s", patterns, s) }, func() bool {
+		s = tm.screen()
+		for _, p := range patterns {
+			if !regexp.MustCompile(`(?m)` + p).MatchString(s) {
+				return false
+			}
+		}
+		return true
+	})
+	return s
+}
+
+// TestLiveViewInATerminal drives `sanddune run` in a real terminal (tmux)
+// through a three-run pipeline and reads the screen as a person would:
+// one line per run with its phase and iteration, redrawn in place as the
+// runs move on (a finished run collapses to its summary, a run waiting
+// for another starts when it is done), and at the end, in the view's
+// place, the summary table.
+func TestLiveViewInATerminal(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	gates := t.TempDir()
+	threeRunPipeline(t, dir, gates)
+	gate := func(name string) { writeFile(t, filepath.Join(gates, name), "") }
+	cmd := sandduneCmd(dir, "run", "p")
+	var env []string
+	for _, kv := range cmd.Env[len(os.Environ()):] {
+		env = append(env, "'"+kv+"'")
+	}
+	tm := newTmux(t, 120, 30, fmt.Sprintf("cd '%s' && env %s '%s' run p; echo EXIT=$?; exec cat", dir, strings.Join(env, " "), sanddune))
+
+	once := func(s, what string) {
+		t.Helper()
+		if n := strings.Count(s, what); n != 1 {
+			t.Fatalf("%q %d times on the screen (the view must redraw in place):\n%s", what, n, s)
+		}
+	}
+	s := tm.waitFor(
+		`^pipeline p$`,
+		`^  \S alpha\s+iteration 1/2\s+\d+s\s+-\s+working on alpha step 1$`,
+		`^  \S beta\s+iteration 1/2\s+\d+s\s+-\s+working on beta step 1$`,
+		`^  · gamma\s+waiting\s+-\s+after run.alpha$`)
+	once(s, "pipeline p")
+	if strings.Contains(s, "tail -f") {
+		t.Fatalf("the live view shows the file-mode hint:\n%s", s)
+	}
+
+	gate("alpha-1")
+	s = tm.waitFor(`alpha\s+iteration 2/2\s+\d+s\s+-\s+working on alpha step 2$`, `beta\s+iteration 1/2`, `gamma\s+waiting`)
+	once(s, "pipeline p")
+
+	gate("alpha-2")
+	s = tm.waitFor(`^  ✓ alpha\s+done\s+\d+s\s+-\s+2 iteration\(s\), 2 commit\(s\) on agent/alpha$`,
+		`gamma\s+iteration 1/2\s+\d+s\s+-\s+working on gamma step 1$`, `beta\s+iteration 1/2`)
+	once(s, " alpha ")
+
+	for _, g := range []string{"beta-1", "beta-2", "gamma-1", "gamma-2"} {
+		gate(g)
+	}
+	s = tm.waitFor(`^EXIT=0$`)
+	for _, p := range []string{
+		`(?m)^RUN\s+STATUS\s+ITERATIONS\s+COMMITS\s+BRANCH\s+TOKENS\s+TIME$`,
+		`(?m)^alpha\s+✓ done\s+2\s+2\s+agent/alpha\s+-\s+\d+s$`,
+		`(?m)^beta\s+✓ done\s+2\s+2\s+agent/beta\s+-\s+\d+s$`,
+		`(?m)^gamma\s+✓ done\s+2\s+2\s+agent/gamma\s+-\s+\d+s$`,
+	} {
+		if !regexp.MustCompile(p).MatchString(s) {
+			t.Fatalf("the summary table lacks %s:\n%s", p, s)
+		}
+	}
+	if strings.Contains(s, "pipeline p") || strings.Contains(s, "iteration 1/2") {
+		t.Fatalf("the view is left on the screen under the table:\n%s", s)
+	}
+}
+
+// TestLiveViewNeverWhenPiped: with stdout and stderr not a terminal, the
+// output is today's, line for line: the file-mode hints, a summary line
+// per run, no escape sequence and no table.
+func TestLiveViewNeverWhenPiped(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	gates := t.TempDir()
+	threeRunPipeline(t, dir, gates)
+	for _, g := range []string{"alpha-1", "alpha-2", "beta-1", "beta-2", "gamma-1", "gamma-2"} {
+		writeFile(t, filepath.Join(gates, g), "")
+	}
+	r := run(t, dir, "run", "p")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "\x1b") || strings.Contains(r.stdout, "STATUS") {
+		t.Fatalf("piped output has escapes or the table:\n%q\n%q", r.stdout, r.stderr)
+	}
+	want := regexp.MustCompile(`^✓ alpha: 2 commit\(s\) on agent/alpha, completed with <promise>COMPLETE</promise>
+✓ beta: 2 commit\(s\) on agent/beta, completed with <promise>COMPLETE</promise>
+✓ gamma: 2 commit\(s\) on agent/gamma, completed with <promise>COMPLETE</promise>
+$`)
+	if !want.MatchString(r.stdout) {
+		t.Fatalf("stdout:\n%s", r.stdout)
+	}
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		if !regexp.MustCompile(`(?m)^\[` + name + `\] logging to \S+\.log\n  tail -f \S+\.log$`).MatchString(r.stderr) {
+			t.Fatalf("stderr lacks %s's hint:\n%s", name, r.stderr)
+		}
+	}
+}
