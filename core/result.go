@@ -4,6 +4,7 @@ import (
 	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Result is what a run produced. Its JSON form is one entry of the
@@ -73,3 +74,7 @@ type StructuredOutputError = run.OutputError
 // OutputCause says why structured output was refused: the JSON Pointer of
 // the offending value and the message.
 type OutputCause = output.Cause
+
+// Tokens is every token of u: input, output, cache reads and cache
+// writes; 0 for nil.
+func Tokens(u *sdk.Usage) int64 { return run.Tokens(u) }

@@ -23,7 +23,7 @@ import (
 type liveOutput struct {
 	mu       sync.Mutex
 	view     *live.View // while the runs go
-	out, err switchWriter
+	out, err syncWriter
 	g        *globals
 	stop     func() bool
 }
@@ -108,25 +108,6 @@ func (lo *liveOutput) close() {
 	lo.g.notes.set(os.Stderr)
 }
 
-// switchWriter writes to a writer that can be switched.
-type switchWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *switchWriter) set(w io.Writer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.w = w
-}
-
-func (s *switchWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	w := s.w
-	s.mu.Unlock()
-	return w.Write(p)
-}
-
 // printTable prints the runs' outcomes as a table on w, then on term what
 // needs reading in full: errors (stderr), skipped runs, kept work.
 func printTable(w io.Writer, term *runlog.Terminal, outs []core.Outcome) {
@@ -137,12 +118,8 @@ func printTable(w io.Writer, term *runlog.Terminal, outs []core.Outcome) {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\n", name, status)
 			return
 		}
-		var tokens int64
-		if u := r.Usage(); u != nil {
-			tokens = u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", name, status, len(r.Iterations), len(r.Commits), orDash(r.Branch),
-			live.Tokens(tokens), live.Elapsed(r.Elapsed))
+			live.Tokens(core.Tokens(r.Usage())), live.Elapsed(r.Elapsed))
 	}
 	for _, o := range outs {
 		row(o.Name, outcomeStatus(o), o.Result)

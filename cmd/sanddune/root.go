@@ -27,7 +27,7 @@ type globals struct {
 	stopNote noteValue
 	// notes is where the interrupt notes go: stderr, or above run's live
 	// view.
-	notes switchWriter
+	notes syncWriter
 }
 
 // noteValue is a string set by a command and read by the signal handler.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/missingstudio/sanddune/cmd/sanddune/internal/live"
 	"github.com/missingstudio/sanddune/core"
 )
 
@@ -62,34 +63,9 @@ func printStatus(w io.Writer, states []core.RunState, now time.Time) {
 			iter = fmt.Sprintf("%d/%d", s.Iteration, s.MaxIterations)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Run, s.PID, s.Phase, iter,
-			elapsed(now.Sub(s.Started)), tokenCount(s.Tokens), orDash(s.Branch), orDash(s.Log))
+			live.Elapsed(now.Sub(s.Started)), live.Tokens(s.Tokens), orDash(s.Branch), orDash(s.Log))
 	}
 	tw.Flush()
-}
-
-// elapsed is a duration as 42s, 3m05s or 1h02m.
-func elapsed(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-// tokenCount is a token count as 950, 12.3k or 2.1M; "-" for none.
-func tokenCount(n int64) string {
-	switch {
-	case n <= 0:
-		return "-"
-	case n < 1000:
-		return fmt.Sprint(n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.1fM", float64(n)/1e6)
 }
 
 func orDash(s string) string {

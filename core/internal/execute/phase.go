@@ -9,7 +9,6 @@ import (
 	"github.com/missingstudio/sanddune/core/internal/runstate"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 // enter records that the run entered phase (at iteration n of the agent,
@@ -20,7 +19,7 @@ func (r *runner) enter(phase run.Phase, n int) {
 	if r.statePath != "" {
 		if err := runstate.Write(r.statePath, runstate.State{
 			Run: r.name, PID: os.Getpid(), Host: r.host, Started: r.start, Phase: string(phase),
-			Iteration: n, MaxIterations: r.MaxIterations, Tokens: tokens(e.Usage), Branch: e.Branch, Log: e.LogFile,
+			Iteration: n, MaxIterations: r.MaxIterations, Tokens: run.Tokens(e.Usage), Branch: e.Branch, Log: e.LogFile,
 		}); err != nil {
 			r.log.Debug("writing the run state file failed", "path", r.statePath, "error", err)
 		}
@@ -84,12 +83,4 @@ func notify(s *Spec, e run.PhaseEvent) {
 		}
 	}()
 	s.OnPhase(e)
-}
-
-// tokens is every token of u: input, output, cache reads and writes.
-func tokens(u *sdk.Usage) int64 {
-	if u == nil {
-		return 0
-	}
-	return u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 }

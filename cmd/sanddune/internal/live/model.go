@@ -102,7 +102,7 @@ func (m *model) phase(e core.PhaseEvent) {
 		rw.iteration, rw.iterTokens = e.Iteration, 0
 	}
 	if e.Usage != nil {
-		rw.tokens, rw.iterTokens = tokens(*e.Usage), 0
+		rw.tokens, rw.iterTokens = core.Tokens(e.Usage), 0
 	}
 	if e.Branch != "" {
 		rw.branch = e.Branch
@@ -122,7 +122,7 @@ func (m *model) event(e core.AgentEvent) {
 	switch ev.Type {
 	case sdk.EventUsage:
 		if ev.Usage != nil {
-			rw.iterTokens = tokens(*ev.Usage)
+			rw.iterTokens = core.Tokens(ev.Usage)
 		}
 	case sdk.EventToolCall:
 		rw.last = "→ " + ev.ToolName + "(" + ev.ToolArg + ")"
@@ -157,10 +157,6 @@ func lastLine(s string) string {
 		}
 	}
 	return ""
-}
-
-func tokens(u sdk.Usage) int64 {
-	return u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 }
 
 // Tokens is a token count as 950, 12.3k or 2.1M; "-" for none.
