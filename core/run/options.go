@@ -85,8 +85,9 @@ type Options struct {
 	OnSandboxProgress func(SandboxProgress)
 	// OnPhase receives each phase the run enters (PhaseEvent): waiting
 	// for its place, the worktree, the sandbox, each iteration, the
-	// teardown, and PhaseDone at the end (a session's steps' phases come
-	// under the steps' names); panics are recovered.
+	// teardown, and PhaseDone at the end (a session's come under its
+	// name, each iteration counted within its step); panics are
+	// recovered.
 	OnPhase func(PhaseEvent)
 
 	// ExpressionTimeout bounds each !`command` of a prompt file (default 30s).
