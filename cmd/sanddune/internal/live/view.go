@@ -32,6 +32,7 @@ type View struct {
 	m     *model
 	drawn []string // the lines on screen, for the next redraw
 	width int      // the width drawn at
+	shut  bool     // closed: nothing is drawn any more
 	stop  chan struct{}
 	done  chan struct{}
 }
@@ -100,6 +101,9 @@ type above struct {
 func (a *above) Write(p []byte) (int, error) {
 	a.v.mu.Lock()
 	defer a.v.mu.Unlock()
+	if a.v.shut {
+		return a.w.Write(p)
+	}
 	a.buf = append(a.buf, p...)
 	i := bytes.LastIndexByte(a.buf, '\n')
 	if i < 0 {
@@ -121,6 +125,7 @@ func (v *View) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.erase()
+	v.shut = true
 }
 
 func (v *View) size() (width, height int) {
@@ -161,6 +166,9 @@ func (v *View) erase() {
 
 // redraw draws the current frame over the last one; v.mu held.
 func (v *View) redraw() {
+	if v.shut {
+		return
+	}
 	width, height := v.size()
 	lines := v.m.Frame(time.Now(), width, height)
 	var b strings.Builder
