@@ -102,7 +102,9 @@ func (a *above) Write(p []byte) (int, error) {
 	a.v.mu.Lock()
 	defer a.v.mu.Unlock()
 	if a.v.shut {
-		return a.w.Write(p)
+		_, err := a.w.Write(append(a.buf, p...))
+		a.buf = a.buf[:0]
+		return len(p), err
 	}
 	a.buf = append(a.buf, p...)
 	i := bytes.LastIndexByte(a.buf, '\n')
