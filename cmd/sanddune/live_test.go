@@ -193,3 +193,34 @@ $`)
 		}
 	}
 }
+
+// TestLiveViewCtrlC: Ctrl-C in the terminal stops the runs mid-iteration;
+// the view gives way to the table, which says each run was cancelled
+// with its commit kept, then each error in full, and sanddune exits 130.
+func TestLiveViewCtrlC(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	threeRunPipeline(t, dir, t.TempDir()) // no gate: the agents wait until stopped
+	cmd := sandduneCmd(dir, "run", "alpha", "beta", "-p", "2")
+	var env []string
+	for _, kv := range cmd.Env[len(os.Environ()):] {
+		env = append(env, "'"+kv+"'")
+	}
+	tm := newTmux(t, 120, 40, fmt.Sprintf("cd '%s' && env %s '%s' run alpha beta -p 2; echo EXIT=$?; exec cat", dir, strings.Join(env, " "), sanddune))
+	tm.waitFor(`alpha\s+iteration 1/2\s+.*working on alpha step 1$`, `beta\s+iteration 1/2\s+.*working on beta step 1$`)
+	tm.tmux("send-keys", "-t", "t", "C-c")
+	s := tm.waitFor(`^EXIT=130$`)
+	for _, p := range []string{
+		`(?m)^alpha\s+✗ cancelled\s+1\s+1\s+agent/alpha\s+-\s+\d+s$`,
+		`(?m)^beta\s+✗ cancelled\s+1\s+1\s+agent/beta\s+-\s+\d+s$`,
+		`(?m)^✗ alpha: run "alpha" cancelled during agent \(iteration 1\)`,
+		`(?m)^  1 commit\(s\) kept on branch agent/alpha$`,
+	} {
+		if !regexp.MustCompile(p).MatchString(s) {
+			t.Fatalf("the screen after Ctrl-C lacks %s:\n%s", p, s)
+		}
+	}
+	if strings.Contains(s, "iteration 1/2") || strings.Contains(s, "stopping:") {
+		t.Fatalf("the view is left on the screen:\n%s", s)
+	}
+}
