@@ -224,3 +224,41 @@ func TestLiveViewCtrlC(t *testing.T) {
 		t.Fatalf("the view is left on the screen:\n%s", s)
 	}
 }
+
+// TestLiveViewCountsTokens: the tokens an agent reports (a fake Claude
+// Code's stream-json usage) show on its line while it still works, and in
+// the table's TOKENS column at the end.
+func TestLiveViewCountsTokens(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	fixture := filepath.Join(t.TempDir(), "stream.jsonl")
+	writeFile(t, fixture, claudeAnswer(t, "notes", "all done <promise>COMPLETE</promise>")) // 1 in, 1 out
+	env := agentEnv(t, dir, "claude", "#!/bin/sh\ncat > /dev/null\ncat \"$FIXTURE\"\nwhile [ ! -f \"$FIXTURE.gate\" ]; do sleep 0.05; done\n", fixture)
+	env = append(env, "ANTHROPIC_API_KEY=sk-fake")
+	cfg := `sandbox "local" "dev" {}
+agent "claude" "c" {}
+`
+	for _, r := range []string{"one", "two"} {
+		cfg += fmt.Sprintf(`run %q {
+  prompt           = "go"
+  allow_unconfined = true # the fake claude runs on the host
+  branch_strategy  = { type = "branch", branch = "agent/%s" }
+}
+`, r, r)
+	}
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), cfg)
+	cmd := sandduneCmd(dir)
+	var quoted []string
+	for _, kv := range append(cmd.Env[len(os.Environ()):], env...) {
+		quoted = append(quoted, "'"+kv+"'")
+	}
+	tm := newTmux(t, 120, 30, fmt.Sprintf("cd '%s' && env %s '%s' run -p 2; echo EXIT=$?; exec cat", dir, strings.Join(quoted, " "), sanddune))
+	tm.waitFor(`^  \S one\s+iteration 1/1\s+\d+s\s+2\s+all done`, `^  \S two\s+iteration 1/1\s+\d+s\s+2\s+all done`)
+	writeFile(t, fixture+".gate", "")
+	s := tm.waitFor(`^EXIT=0$`)
+	for _, p := range []string{`(?m)^one\s+✓ done\s+1\s+0\s+agent/one\s+2\s+\d+s$`, `(?m)^two\s+✓ done\s+1\s+0\s+agent/two\s+2\s+\d+s$`} {
+		if !regexp.MustCompile(p).MatchString(s) {
+			t.Fatalf("the table lacks %s:\n%s", p, s)
+		}
+	}
+}
