@@ -70,6 +70,17 @@ func newTmux(t *testing.T, width, height int, command string) *tmuxTerm {
 	return tm
 }
 
+// sandduneInTmux runs sanddune with args (and env added) in dir in a
+// tmux terminal, then prints EXIT=<its exit code>.
+func sandduneInTmux(t *testing.T, dir string, width, height int, env []string, args ...string) *tmuxTerm {
+	t.Helper()
+	var words []string
+	for _, w := range append(append(append([]string{"env"}, sandduneCmd(dir).Env[len(os.Environ()):]...), env...), append([]string{sanddune}, args...)...) {
+		words = append(words, "'"+w+"'")
+	}
+	return newTmux(t, width, height, fmt.Sprintf("cd '%s' && %s; echo EXIT=$?; exec cat", dir, strings.Join(words, " ")))
+}
+
 func (tm *tmuxTerm) tmux(args ...string) string {
 	tm.t.Helper()
 	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
@@ -111,12 +122,7 @@ func TestLiveViewInATerminal(t *testing.T) {
 	gates := t.TempDir()
 	threeRunPipeline(t, dir, gates)
 	gate := func(name string) { writeFile(t, filepath.Join(gates, name), "") }
-	cmd := sandduneCmd(dir, "run", "p")
-	var env []string
-	for _, kv := range cmd.Env[len(os.Environ()):] {
-		env = append(env, "'"+kv+"'")
-	}
-	tm := newTmux(t, 120, 30, fmt.Sprintf("cd '%s' && env %s '%s' run p; echo EXIT=$?; exec cat", dir, strings.Join(env, " "), sanddune))
+	tm := sandduneInTmux(t, dir, 120, 30, nil, "run", "p")
 
 	once := func(s, what string) {
 		t.Helper()
@@ -201,12 +207,7 @@ func TestLiveViewCtrlC(t *testing.T) {
 	t.Parallel()
 	dir := gitRepo(t)
 	threeRunPipeline(t, dir, t.TempDir()) // no gate: the agents wait until stopped
-	cmd := sandduneCmd(dir, "run", "alpha", "beta", "-p", "2")
-	var env []string
-	for _, kv := range cmd.Env[len(os.Environ()):] {
-		env = append(env, "'"+kv+"'")
-	}
-	tm := newTmux(t, 120, 40, fmt.Sprintf("cd '%s' && env %s '%s' run alpha beta -p 2; echo EXIT=$?; exec cat", dir, strings.Join(env, " "), sanddune))
+	tm := sandduneInTmux(t, dir, 120, 40, nil, "run", "alpha", "beta", "-p", "2")
 	tm.waitFor(`alpha\s+iteration 1/2\s+.*working on alpha step 1$`, `beta\s+iteration 1/2\s+.*working on beta step 1$`)
 	tm.tmux("send-keys", "-t", "t", "C-c")
 	s := tm.waitFor(`^EXIT=130$`)
@@ -247,12 +248,7 @@ agent "claude" "c" {}
 `, r, r)
 	}
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), cfg)
-	cmd := sandduneCmd(dir)
-	var quoted []string
-	for _, kv := range append(cmd.Env[len(os.Environ()):], env...) {
-		quoted = append(quoted, "'"+kv+"'")
-	}
-	tm := newTmux(t, 120, 30, fmt.Sprintf("cd '%s' && env %s '%s' run -p 2; echo EXIT=$?; exec cat", dir, strings.Join(quoted, " "), sanddune))
+	tm := sandduneInTmux(t, dir, 120, 30, env, "run", "-p", "2")
 	tm.waitFor(`^  \S one\s+iteration 1/1\s+\d+s\s+2\s+all done`, `^  \S two\s+iteration 1/1\s+\d+s\s+2\s+all done`)
 	writeFile(t, fixture+".gate", "")
 	s := tm.waitFor(`^EXIT=0$`)
