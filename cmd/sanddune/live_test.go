@@ -90,6 +90,16 @@ func (tm *tmuxTerm) tmux(args ...string) string {
 	return string(out)
 }
 
+// mustShow fails the test unless screen s matches every pattern.
+func mustShow(t *testing.T, s string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile(`(?m)` + p).MatchString(s) {
+			t.Fatalf("the screen lacks %s:\n%s", p, s)
+		}
+	}
+}
+
 // screen is what the terminal shows.
 func (tm *tmuxTerm) screen() string { return tm.tmux("capture-pane", "-p", "-t", "t") }
 
@@ -153,16 +163,11 @@ func TestLiveViewInATerminal(t *testing.T) {
 		gate(g)
 	}
 	s = tm.waitFor(`^EXIT=0$`)
-	for _, p := range []string{
-		`(?m)^RUN\s+STATUS\s+ITERATIONS\s+COMMITS\s+BRANCH\s+TOKENS\s+TIME$`,
-		`(?m)^alpha\s+✓ done\s+2\s+2\s+agent/alpha\s+-\s+\d+s$`,
-		`(?m)^beta\s+✓ done\s+2\s+2\s+agent/beta\s+-\s+\d+s$`,
-		`(?m)^gamma\s+✓ done\s+2\s+2\s+agent/gamma\s+-\s+\d+s$`,
-	} {
-		if !regexp.MustCompile(p).MatchString(s) {
-			t.Fatalf("the summary table lacks %s:\n%s", p, s)
-		}
-	}
+	mustShow(t, s,
+		`^RUN\s+STATUS\s+ITERATIONS\s+COMMITS\s+BRANCH\s+TOKENS\s+TIME$`,
+		`^alpha\s+✓ done\s+2\s+2\s+agent/alpha\s+-\s+\d+s$`,
+		`^beta\s+✓ done\s+2\s+2\s+agent/beta\s+-\s+\d+s$`,
+		`^gamma\s+✓ done\s+2\s+2\s+agent/gamma\s+-\s+\d+s$`)
 	if strings.Contains(s, "pipeline p") || strings.Contains(s, "iteration 1/2") {
 		t.Fatalf("the view is left on the screen under the table:\n%s", s)
 	}
@@ -211,16 +216,11 @@ func TestLiveViewCtrlC(t *testing.T) {
 	tm.waitFor(`alpha\s+iteration 1/2\s+.*working on alpha step 1$`, `beta\s+iteration 1/2\s+.*working on beta step 1$`)
 	tm.tmux("send-keys", "-t", "t", "C-c")
 	s := tm.waitFor(`^EXIT=130$`)
-	for _, p := range []string{
-		`(?m)^alpha\s+✗ cancelled\s+1\s+1\s+agent/alpha\s+-\s+\d+s$`,
-		`(?m)^beta\s+✗ cancelled\s+1\s+1\s+agent/beta\s+-\s+\d+s$`,
-		`(?m)^✗ alpha: run "alpha" cancelled during agent \(iteration 1\)`,
-		`(?m)^  1 commit\(s\) kept on branch agent/alpha$`,
-	} {
-		if !regexp.MustCompile(p).MatchString(s) {
-			t.Fatalf("the screen after Ctrl-C lacks %s:\n%s", p, s)
-		}
-	}
+	mustShow(t, s,
+		`^alpha\s+✗ cancelled\s+1\s+1\s+agent/alpha\s+-\s+\d+s$`,
+		`^beta\s+✗ cancelled\s+1\s+1\s+agent/beta\s+-\s+\d+s$`,
+		`^✗ alpha: run "alpha" cancelled during agent \(iteration 1\)`,
+		`^  1 commit\(s\) kept on branch agent/alpha$`)
 	if strings.Contains(s, "iteration 1/2") || strings.Contains(s, "stopping:") {
 		t.Fatalf("the view is left on the screen:\n%s", s)
 	}
@@ -252,9 +252,5 @@ agent "claude" "c" {}
 	tm.waitFor(`^  \S one\s+iteration 1/1\s+\d+s\s+2\s+all done`, `^  \S two\s+iteration 1/1\s+\d+s\s+2\s+all done`)
 	writeFile(t, fixture+".gate", "")
 	s := tm.waitFor(`^EXIT=0$`)
-	for _, p := range []string{`(?m)^one\s+✓ done\s+1\s+0\s+agent/one\s+2\s+\d+s$`, `(?m)^two\s+✓ done\s+1\s+0\s+agent/two\s+2\s+\d+s$`} {
-		if !regexp.MustCompile(p).MatchString(s) {
-			t.Fatalf("the table lacks %s:\n%s", p, s)
-		}
-	}
+	mustShow(t, s, `^one\s+✓ done\s+1\s+0\s+agent/one\s+2\s+\d+s$`, `^two\s+✓ done\s+1\s+0\s+agent/two\s+2\s+\d+s$`)
 }
