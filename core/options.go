@@ -28,6 +28,10 @@ type AgentEvent = run.AgentEvent
 // observers (--events, OnSandboxProgress).
 type SandboxProgress = run.SandboxProgress
 
+// PhaseEvent is a run entering a phase as seen by observers (--events,
+// OnPhase).
+type PhaseEvent = run.PhaseEvent
+
 // BranchStrategy says where the agent's commits go. A zero Type means the
 // provider's default (head for bind-mount, merge-to-head for isolated).
 type BranchStrategy = worktree.Strategy

@@ -4,6 +4,7 @@ import (
 	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Result is what a run produced. Its JSON form is one entry of the
@@ -31,7 +32,8 @@ const (
 // plugin involved, where the work is, and what to do next.
 type RunError = run.Error
 
-// Phase names the step of a run an error comes from.
+// Phase names the step of a run an error comes from, or that a run has
+// entered (PhaseEvent).
 type Phase = run.Phase
 
 // The phases of a run.
@@ -52,6 +54,8 @@ const (
 	PhaseSyncOut   = run.PhaseSyncOut
 	PhaseMerge     = run.PhaseMerge
 	PhaseCleanup   = run.PhaseCleanup
+	PhaseWaiting   = run.PhaseWaiting
+	PhaseDone      = run.PhaseDone
 )
 
 // IdleTimeoutError is an agent that printed nothing for its idle timeout.
@@ -78,3 +82,7 @@ type StructuredOutputError = run.OutputError
 // OutputCause says why structured output was refused: the JSON Pointer of
 // the offending value and the message.
 type OutputCause = output.Cause
+
+// Tokens is every token of u: input, output, cache reads and cache
+// writes; 0 for nil.
+func Tokens(u *sdk.Usage) int64 { return run.Tokens(u) }

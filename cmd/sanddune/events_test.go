@@ -10,16 +10,19 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// A sandbox provider's progress report is one --events line of its own
-// type beside the agent events, in the order the runs report them.
-func TestEventsCarrySandboxProgress(t *testing.T) {
+// A sandbox provider's progress report, and a run entering a phase, are
+// --events lines of their own types beside the agent events, in the order
+// the runs report them.
+func TestEventsCarrySandboxProgressAndPhases(t *testing.T) {
 	var b bytes.Buffer
-	onEvent, onProgress := eventSinks(NewEventWriter(&b), "events.jsonl")
+	onEvent, onProgress, onPhase := eventSinks(NewEventWriter(&b), "events.jsonl")
 	at := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
 	onProgress(core.SandboxProgress{Run: "implement-3", Time: at,
 		Progress: sdk.Progress{Waiting: true, Message: "queued behind 5 running pods (max_concurrent 5)"}})
 	onProgress(core.SandboxProgress{Run: "implement-3", Time: at, Progress: sdk.Progress{Message: "left the queue after 12s"}})
 	onEvent(core.AgentEvent{Run: "implement-3", Iteration: 1, Time: at, Event: sdk.Event{Type: sdk.EventText, Text: "hi"}})
+	onPhase(core.PhaseEvent{Run: "implement-3", Iteration: 2, MaxIterations: 5, Time: at, Phase: core.PhaseAgent})
+	onPhase(core.PhaseEvent{Run: "implement-3", Iteration: 2, MaxIterations: 5, Time: at, Phase: core.PhaseDone, Commits: 0})
 
 	type line struct {
 		Type      string
@@ -37,8 +40,8 @@ func TestEventsCarrySandboxProgress(t *testing.T) {
 		}
 		got = append(got, l)
 	}
-	if len(got) != 3 {
-		t.Fatalf("%d lines, want 3: %+v", len(got), got)
+	if len(got) != 5 {
+		t.Fatalf("%d lines, want 5: %+v", len(got), got)
 	}
 	q, left := got[0], got[1]
 	if q.Type != "sandbox_progress" || q.Run != "implement-3" || q.Iteration != 0 || !q.Timestamp.Equal(at) ||
@@ -50,5 +53,11 @@ func TestEventsCarrySandboxProgress(t *testing.T) {
 	}
 	if got[2].Type != "text" || got[2].Payload["text"] != "hi" {
 		t.Errorf("agent event line %+v", got[2])
+	}
+	if p := got[3]; p.Type != "phase" || p.Iteration != 2 || p.Payload["phase"] != "agent" || p.Payload["max_iterations"] != 5.0 || p.Payload["commits"] != nil {
+		t.Errorf("phase line %+v", p)
+	}
+	if p := got[4]; p.Type != "phase" || p.Payload["phase"] != "done" || p.Payload["failed"] != nil || p.Payload["commits"] != 0.0 {
+		t.Errorf("done line %+v", p)
 	}
 }

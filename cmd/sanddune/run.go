@@ -78,8 +78,9 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 			return &exitError{code: exitUsage, err: fmt.Errorf("--events: %w", err)}
 		}
 		defer ef.Close()
-		base.OnEvent, base.OnSandboxProgress = eventSinks(NewEventWriter(ef), f.events)
+		base.OnEvent, base.OnSandboxProgress, base.OnPhase = eventSinks(NewEventWriter(ef), f.events)
 	}
+	lo := newLiveOutput(g, f, &base)
 	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
 	if err != nil {
 		var ee *exitError
@@ -93,10 +94,21 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		return printPlan(cmd.OutOrStdout(), p, f.json)
 	}
 
+	if lo != nil {
+		lo.start(ctx, p.plan)
+	}
 	outs := core.Execute(ctx, p.plan)
-	if f.json {
+	switch {
+	case f.json:
 		printJSON(cmd, outs, p.diags)
-	} else {
+	case lo != nil:
+		lo.close()
+		if len(outs) > 1 {
+			printTable(os.Stdout, base.Logging.Terminal, outs)
+		} else {
+			printSummary(base.Logging.Terminal, outs)
+		}
+	default:
 		printSummary(base.Logging.Terminal, outs)
 	}
 	return worstExit(outs)
@@ -178,11 +190,11 @@ func rank(code int) int {
 	return 0
 }
 
-// eventSinks write agent events and sandbox progress reports with w. A
+// eventSinks write agent events, sandbox progress reports and phases with w. A
 // failing --events file is warned about once, on stderr; the runs carry
 // on without it (their results do not depend on it), so the exit code
 // stays theirs.
-func eventSinks(w *EventWriter, path string) (func(core.AgentEvent), func(core.SandboxProgress)) {
+func eventSinks(w *EventWriter, path string) (func(core.AgentEvent), func(core.SandboxProgress), func(core.PhaseEvent)) {
 	var once sync.Once
 	check := func() {
 		if err := w.Err(); err != nil {
@@ -192,5 +204,6 @@ func eventSinks(w *EventWriter, path string) (func(core.AgentEvent), func(core.S
 		}
 	}
 	return func(e core.AgentEvent) { w.Write(e); check() },
-		func(p core.SandboxProgress) { w.WriteSandboxProgress(p); check() }
+		func(p core.SandboxProgress) { w.WriteSandboxProgress(p); check() },
+		func(e core.PhaseEvent) { w.WritePhase(e); check() }
 }

@@ -26,9 +26,7 @@ func NewBudget(scope string, limit int64) *Budget {
 
 // Spend adds an iteration's usage.
 func (b *Budget) Spend(u *sdk.Usage) {
-	if u != nil {
-		b.used.Add(Tokens(*u))
-	}
+	b.used.Add(Tokens(u))
 }
 
 // Used is how many tokens were spent so far.
@@ -36,11 +34,6 @@ func (b *Budget) Used() int64 { return b.used.Load() }
 
 // Reached says the budget is spent: no further iteration may start.
 func (b *Budget) Reached() bool { return b.Used() >= b.Limit }
-
-// Tokens counts every token of a usage.
-func Tokens(u sdk.Usage) int64 {
-	return u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
-}
 
 // BudgetUsage is a budget as a result reports it.
 type BudgetUsage struct {

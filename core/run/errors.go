@@ -11,7 +11,8 @@ import (
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
-// Phase names the step of a run an error comes from.
+// Phase names the step of a run an error comes from, or that a run has
+// entered (PhaseEvent).
 type Phase string
 
 const (
@@ -31,6 +32,12 @@ const (
 	PhaseSyncOut   Phase = "sync-out"
 	PhaseMerge     Phase = "merge"
 	PhaseCleanup   Phase = "cleanup"
+
+	// Phases of progress only (PhaseEvent), never of an error: a run
+	// waiting for its place (Parallel, a pipeline's max_parallel), and a
+	// run that ended.
+	PhaseWaiting Phase = "waiting"
+	PhaseDone    Phase = "done"
 )
 
 // Error is a failed run. Its message names the run, the phase and the

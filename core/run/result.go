@@ -110,6 +110,15 @@ func (r *Result) Usage() *sdk.Usage {
 	return total
 }
 
+// Tokens is every token of u: input, output, cache reads and cache
+// writes; 0 for nil.
+func Tokens(u *sdk.Usage) int64 {
+	if u == nil {
+		return 0
+	}
+	return u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+}
+
 func nullable(s string) *string {
 	if s == "" {
 		return nil

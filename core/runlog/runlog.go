@@ -119,7 +119,9 @@ func Open(o Options) (*Log, error) {
 	l.stop = make(chan struct{})
 	go l.flusher()
 	fmt.Fprintf(l.w, "--- run %s started %s ---\n", o.Run, time.Now().UTC().Format(time.RFC3339))
-	l.term.Eprintln(l.prefix + "logging to " + o.Path + "\n  tail -f " + o.Path)
+	if !l.term.noHint {
+		l.term.Eprintln(l.prefix + "logging to " + o.Path + "\n  tail -f " + o.Path)
+	}
 	return l, nil
 }
 

@@ -151,6 +151,8 @@ type runner struct {
 	// refsBefore are the host's branches and tags when the sandbox started.
 	refsBefore map[string]string
 	refsAt     time.Time
+	// statePath is the run's state file, host this host's name (phase.go).
+	statePath, host string
 }
 
 // Preflight asks the sandbox provider of each spec whether it can create
@@ -273,6 +275,7 @@ func (r *runner) begin(ctx context.Context) *run.Error {
 		return &run.Error{Run: r.name, Phase: run.PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
 	}
 	r.res.LogFile = r.progress.Path()
+	r.openState()
 	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
 		r.name, r.Agent.Address, r.Sandbox.Address, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
 	if r.Prompt != nil {
@@ -305,6 +308,7 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Budgets: budgets, Stopped: runErr != nil && errors.As(runErr, new(*run.BudgetError)), Elapsed: r.res.Elapsed,
 		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, Err: summaryErr,
 	})
+	defer r.ended() // after the log is closed: `logs -f` stops at its end
 	defer r.progress.Close()
 	if runErr == nil {
 		return nil
@@ -339,6 +343,7 @@ func (r *runner) body(ctx context.Context) *run.Error {
 // setupWorktree prepares the workspace: branch, worktree, copies, host
 // on_worktree_ready hooks.
 func (r *runner) setupWorktree(ctx context.Context) *run.Error {
+	r.enter(run.PhaseWorktree, 0)
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
 	var ws *worktree.Workspace
 	err := within(ctx, "worktree", r.Timeouts.Worktree, func(ctx context.Context) (err error) {
@@ -406,6 +411,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 		}
 		return nil
 	}
+	r.enter(run.PhaseSandbox, 0)
 	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
 		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
@@ -434,6 +440,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
 
 	if r.Caps.Contract == sdk.ContractIsolated {
+		r.enter(run.PhaseSyncIn, 0)
 		ph := r.progress.Phase("Syncing the repository into the sandbox")
 		in := r.syncSpec()
 		in.AuthorName, in.AuthorEmail = r.Repo.Identity(ctx) // as a bind mount's sandboxEnv
@@ -512,12 +519,13 @@ func (r *runner) copyIntoSandbox(ctx context.Context) error {
 	return err
 }
 
-func (r *runner) hookPhase(title string, n int, run func() error) error {
+func (r *runner) hookPhase(title string, n int, hook func() error) error {
 	if n == 0 {
 		return nil
 	}
+	r.enter(run.PhaseHooks, 0)
 	ph := r.progress.Phase(title)
-	err := run()
+	err := hook()
 	ph.Done(err)
 	return err
 }

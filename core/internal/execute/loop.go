@@ -43,6 +43,7 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		if err := r.spent(n - 1); err != nil {
 			return err
 		}
+		r.enter(run.PhaseAgent, n)
 		r.progress.Info("iteration %d/%d", n, r.MaxIterations)
 		text, err := r.renderPrompt(ctx, p)
 		if err != nil {
@@ -238,6 +239,7 @@ func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool)
 	if r.Caps.Contract != sdk.ContractIsolated || !r.syncedIn {
 		return out, nil, false
 	}
+	r.enter(run.PhaseSyncOut, 0)
 	ph := r.progress.Phase("Syncing commits out of the sandbox")
 	spec := r.syncSpec()
 	spec.CommitsOnly = commitsOnly
@@ -274,6 +276,7 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 	var failed *run.Error
 	merged := false
 	if runErr == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
+		r.enter(run.PhaseMerge, 0)
 		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
 		var mr *worktree.MergeResult
 		err := within(tctx, "merge", r.Timeouts.Merge, func(ctx context.Context) (err error) {
@@ -301,6 +304,7 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 		r.res.Commits = cs
 	}
 
+	r.enter(run.PhaseCleanup, 0)
 	cr, err := r.ws.Close(tctx)
 	if err != nil {
 		r.progress.Warn("cleaning up the worktree: %v", err)
