@@ -310,7 +310,7 @@ func plainOptions(names []string) []huh.Option[string] { return huh.NewOptions(n
 func agentOptions() []huh.Option[string] {
 	var opts []huh.Option[string]
 	for _, a := range templates.Agents {
-		opts = append(opts, huh.NewOption(fmt.Sprintf("%s (npm %s)", a.Name, a.Package), a.Name))
+		opts = append(opts, huh.NewOption(fmt.Sprintf("%s (%s)", a.Name, a.Source()), a.Name))
 	}
 	return opts
 }
