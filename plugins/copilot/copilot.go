@@ -75,8 +75,11 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 // withUsage is the print-mode wrapper: `sh -c withUsage sh <session> copilot
 // args...`. It runs the CLI in session <session> (a new session with a fresh
 // UUID when empty), then prints the usage records the session's event log
-// gained, which the parser sums. The CLI writes them only to that log.
-const withUsage = `sid=$1
+// gained, which the parser sums. The CLI writes them only to that log. A
+// stop signal (to the process group) ends the CLI; the trap keeps the
+// wrapper going to print what the cut iteration used.
+const withUsage = `trap : TERM INT HUP
+sid=$1
 shift
 if [ -z "$sid" ]; then
   sid=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) && set -- "$@" "--session-id=$sid"
