@@ -83,13 +83,15 @@ func parseCases(t *testing.T) []agenttest.Case {
 			},
 		},
 		{
-			// Anthropic-style usage: input counts cache reads and writes.
+			// 1.0.102 with an Anthropic provider (COPILOT_PROVIDER_TYPE):
+			// its 100 uncached, 50 cache read and 20 cache written input
+			// tokens are recorded as inputTokens 170.
 			Name: "usage with cache writes",
 			Lines: []string{
-				`{"type":"session.usage_record","data":{"usage":{"inputTokens":1000,"outputTokens":40,"cacheReadTokens":600,"cacheWriteTokens":300}}}`,
+				`{"type":"session.usage_record","data":{"usage":{"model":"claude-sonnet-4.5","inputTokens":170,"outputTokens":12,"cacheReadTokens":50,"cacheWriteTokens":20,"providerType":"anthropic","apiEndpoint":"/v1/messages"}}}`,
 			},
 			Want: []sdk.Event{
-				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 100, CacheReadInputTokens: 600, CacheCreationInputTokens: 300, OutputTokens: 40}},
+				{Type: sdk.EventUsage, Usage: &sdk.Usage{InputTokens: 100, CacheReadInputTokens: 50, CacheCreationInputTokens: 20, OutputTokens: 12}},
 			},
 		},
 		{
