@@ -317,7 +317,7 @@ func plainOptions(names []string) []ask.Option {
 func agentOptions() []ask.Option {
 	var opts []ask.Option
 	for _, a := range templates.Agents {
-		opts = append(opts, ask.Option{Label: fmt.Sprintf("%s (npm %s)", a.Name, a.Package), Value: a.Name})
+		opts = append(opts, ask.Option{Label: fmt.Sprintf("%s (%s)", a.Name, a.Source()), Value: a.Name})
 	}
 	return opts
 }
