@@ -5,6 +5,7 @@ package agente2e
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,10 +36,15 @@ func Gemini(t testing.TB, script Script) *Server {
 		}
 		var part map[string]any
 		stage := "final"
-		if geminiHasPart(geminiAfterPrompt(body["contents"]), "functionResponse") {
+		contents, _ := body["contents"].([]any)
+		after := geminiAfterPrompt(contents)
+		if geminiHasPart(after, "functionResponse") {
 			part = map[string]any{"text": s.finalText()}
 		} else {
 			stage = "tool"
+			if geminiHasPart(contents[:len(contents)-len(after)], "functionResponse") {
+				stage = "tool after history" // a resumed or forked session
+			}
 			part = map[string]any{"functionCall": map[string]any{"name": "run_shell_command", "args": map[string]any{"command": CommitCommand, "description": "Commit e2e.txt"}}}
 			if !geminiHasTool(body, "run_shell_command") {
 				s.t.Errorf("the Gemini CLI offered no run_shell_command tool")
@@ -65,8 +71,7 @@ func geminiError(w http.ResponseWriter, code int, status, message string) {
 // geminiAfterPrompt returns the contents from the last user prompt on: a
 // user content with a text part (a tool result is a user content of
 // functionResponse parts). A resumed session holds earlier turns before.
-func geminiAfterPrompt(v any) []any {
-	items, _ := v.([]any)
+func geminiAfterPrompt(items []any) []any {
 	last := 0
 	for i, it := range items {
 		m, _ := it.(map[string]any)
@@ -109,4 +114,33 @@ var gemini = agentCase{cli: "gemini", keyVar: "GEMINI_API_KEY", server: Gemini, 
 }`
 }}
 
-func TestGemini(t *testing.T) { testAgent(t, gemini) }
+func TestGemini(t *testing.T) {
+	testAgent(t, gemini)
+	// The first run's session, captured on the host, resumed (or forked)
+	// in a fresh sandbox: the model sees the earlier turns, the iteration
+	// reports its own usage only.
+	for _, fork := range []bool{false, true} {
+		name := map[bool]string{false: "resume", true: "fork"}[fork]
+		t.Run(name, func(t *testing.T) {
+			repo := gitRepo(t)
+			s := Gemini(t, Commit)
+			first := sandduneRun(t, repo, gemini, s.URL, "")
+			checkCommitRun(t, repo, first, s)
+			git(t, repo, "merge", "-q", "--ff-only", "agent/e2e")
+			git(t, repo, "branch", "-q", "-D", "agent/e2e")
+			id := *first.Iterations[0].SessionID
+			extra := ""
+			if fork {
+				extra = "  fork_session = true\n"
+			}
+			o := sandduneRun(t, repo, gemini, s.URL, extra, "--var", "iterations=1", "--var", "resume="+id)
+			checkCommitRun(t, repo, o, s)
+			if got := s.Requests(); !slices.Contains(got, "POST /v1beta/models/gemini-2.5-flash:streamGenerateContent tool after history") {
+				t.Fatalf("the %s iteration's model call carried no earlier turns: %v", name, got)
+			}
+			if same := *o.Iterations[0].SessionID == id; same == fork {
+				t.Fatalf("%s: session %s after %s", name, *o.Iterations[0].SessionID, id)
+			}
+		})
+	}
+}

@@ -88,9 +88,11 @@ func slug(name string) string {
 // apiKeyAuth makes the CLI use GEMINI_API_KEY with GOOGLE_GEMINI_BASE_URL:
 // from that variable alone 0.61 infers a "gateway" auth type that its own
 // check rejects ("Invalid auth method selected."), unless settings name the
-// auth type. A settings file of the user's is left as it is.
+// auth type. The settings also keep the CLI's usage statistics
+// (play.googleapis.com) from going around the gateway. A settings file of
+// the user's is left as it is.
 const apiKeyAuth = `f="${GEMINI_CLI_HOME:-$HOME}/.gemini/settings.json"
-[ -e "$f" ] || { mkdir -p "${f%/*}" && echo '{"security":{"auth":{"selectedType":"gemini-api-key"}}}' > "$f"; } || exit 1
+[ -e "$f" ] || { mkdir -p "${f%/*}" && echo '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}' > "$f"; } || exit 1
 `
 
 // forkSession makes a fork: --session-file loads the session's file as a
