@@ -78,8 +78,17 @@ func (provider) EncodeCwd(_ context.Context, cwd string) (string, error) {
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
 
+// slug spells name as the CLI does. It lowers ASCII letters only: the few
+// other letters JavaScript lowers to ASCII ones (İ, the Kelvin sign) come
+// out differently.
 func slug(name string) string {
-	if s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-"); s != "" {
+	lower := strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, name)
+	if s := strings.Trim(nonSlug.ReplaceAllString(lower, "-"), "-"); s != "" {
 		return s
 	}
 	return "project"
@@ -136,7 +145,7 @@ func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.C
 		argv = append(argv, "--prompt", "")
 		cmd.Stdin = []byte(req.Prompt)
 	} else if req.Prompt != "" {
-		argv = append(argv, "--prompt-interactive", req.Prompt)
+		argv = append(argv, "--prompt-interactive="+req.Prompt) // a value, even when it starts with "-"
 	}
 	prelude := ""
 	if c.BaseURL != "" {

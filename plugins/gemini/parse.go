@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -43,6 +44,25 @@ func (s stats) usage() sdk.Usage {
 	// prompt and the answer.
 	out := max(s.Output, s.Total-s.Prompt)
 	return sdk.Usage{InputTokens: max(s.Prompt-s.Cached, 0), CacheReadInputTokens: s.Cached, OutputTokens: out}
+}
+
+// apiError shortens the CLI's "[API Error: <the API's JSON error>]" to
+// the API's status and message; other messages stay as they are.
+func apiError(msg string) string {
+	inner, ok := strings.CutPrefix(msg, "[API Error: ")
+	if inner, ok = strings.CutSuffix(inner, "]"); !ok {
+		return msg
+	}
+	var e struct {
+		Error struct {
+			Code            int
+			Message, Status string
+		}
+	}
+	if json.Unmarshal([]byte(inner), &e) != nil || e.Error.Message == "" {
+		return msg
+	}
+	return fmt.Sprintf("API error %d %s: %s", e.Error.Code, e.Error.Status, e.Error.Message)
 }
 
 // Parser parses one iteration of `gemini --output-format stream-json`.
@@ -102,7 +122,7 @@ func (p *Parser) Parse(raw []byte) []sdk.Event {
 			u := s.usage()
 			evs = append(evs, sdk.Event{Type: sdk.EventUsage, Usage: &u})
 		}
-		msg := agentkit.MessageText(l.Error)
+		msg := apiError(agentkit.MessageText(l.Error))
 		switch {
 		case l.Status != "error" && msg == "":
 			evs = append(evs, sdk.Event{Type: sdk.EventResult, Text: p.last})
