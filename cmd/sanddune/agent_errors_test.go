@@ -32,6 +32,7 @@ var agentBlocks = map[string]string{
 	"codex":    `agent "codex" "a" { model = "gpt-5.4" }`,
 	"opencode": `agent "opencode" "a" { model = "anthropic/claude-sonnet-4-5" }`,
 	"pi":       `agent "pi" "a" { model = "anthropic/claude-sonnet-4-5" }`,
+	"gemini":   `agent "gemini" "a" { model = "gemini-2.5-flash" }`,
 	"command":  `agent "command" "a" { command = ["fake-agent"] }`,
 }
 
@@ -44,7 +45,7 @@ func runFakeAgent(t *testing.T, plugin, stream, exit string) (string, result) {
 	}
 	env := agentEnv(t, dir, bin, commitThenPrint, "/dev/null")
 	writeFile(t, filepath.Join(dir, ".sanddune/.env"), "FIXTURE=\nSTREAM=\nEXIT=\n")
-	env = append(env, "ANTHROPIC_API_KEY=sk-fake", "OPENAI_API_KEY=sk-fake", "STREAM="+stream, "EXIT="+exit)
+	env = append(env, "ANTHROPIC_API_KEY=sk-fake", "OPENAI_API_KEY=sk-fake", "GEMINI_API_KEY=sk-fake", "STREAM="+stream, "EXIT="+exit)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 `+agentBlocks[plugin]+`
 run "r" {
@@ -78,8 +79,12 @@ func TestAgentStreamErrorsFailTheRun(t *testing.T) {
 			stream: `{"type":"session","version":3,"id":"s1","timestamp":"2026-07-01T10:20:00.000Z","cwd":"/w"}
 {"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"}}
 {"type":"agent_end","messages":[{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"}]}`},
+		"gemini error event and result, exit 0": {plugin: "gemini", exit: "0", message: "Model stream ended with an invalid chunk",
+			stream: `{"type":"init","session_id":"s1","model":"gemini-2.5-flash"}
+{"type":"error","severity":"error","message":"Model stream ended with an invalid chunk or missing finish reason."}
+{"type":"result","status":"error","stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0}}`},
 	}
-	for _, plugin := range []string{"claude", "codex", "opencode", "pi", "command"} {
+	for _, plugin := range []string{"claude", "codex", "gemini", "opencode", "pi", "command"} {
 		cases[plugin+" exits non-zero without a completion signal"] = agentCase{plugin: plugin, exit: "3", stream: "working on it", message: "exited with code 3"}
 	}
 	for name, c := range cases {
