@@ -1,11 +1,13 @@
 package enginetest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -303,5 +305,90 @@ func TestHookFailure(t *testing.T) {
 			}
 			assertClean(t, repo)
 		})
+	}
+}
+
+// recordingSandbox records the env of the sandboxes it creates and of
+// every Exec in them.
+type recordingSandbox struct {
+	sdk.SandboxProvider
+	mu      sync.Mutex
+	created []map[string]string
+	execs   []map[string]string
+}
+
+func (p *recordingSandbox) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	sb, err := p.SandboxProvider.Create(ctx, req)
+	p.mu.Lock()
+	p.created = append(p.created, req.Env)
+	p.mu.Unlock()
+	return &recordingExecs{Sandbox: sb, p: p}, err
+}
+
+type recordingExecs struct {
+	sdk.Sandbox
+	p *recordingSandbox
+}
+
+func (s *recordingExecs) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	s.p.mu.Lock()
+	s.p.execs = append(s.p.execs, req.Env)
+	s.p.mu.Unlock()
+	return s.Sandbox.Exec(ctx, req, out)
+}
+
+// TestEnvSentOncePerSandbox: the run's env goes into the sandbox when it
+// is created, which every Exec starts with; the agent's execs add only
+// what the sandbox lacks (here a later run's own key in a sandbox kept
+// open), and the agent still sees every value.
+func TestEnvSentOncePerSandbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t)
+	var term buffer
+	rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider}
+	ref := localSandbox(t)
+	ref.Provider = rec
+	o := options(repo, ref, commandAgent(t, `cat >/dev/null; echo "$SHARED,$RUN_ONLY"`), &term)
+	o.Env = map[string]string{"SHARED": "s"}
+	res := run(t, o)
+	if got := strings.TrimSpace(res.Stdout); got != "s," {
+		t.Errorf("agent saw %q, want \"s,\"", got)
+	}
+	if len(rec.created) != 1 || rec.created[0]["SHARED"] != "s" || len(rec.execs) == 0 {
+		t.Fatalf("created %v, execs %v", rec.created, rec.execs)
+	}
+	for _, env := range rec.execs {
+		if _, ok := env["SHARED"]; ok {
+			t.Errorf("an exec re-sent the sandbox's env: %v", env)
+		}
+	}
+
+	rec.created, rec.execs = nil, nil
+	sb, err := core.CreateSandbox(ctx, core.CreateSandboxOptions{WorktreeOptions: worktreeOptions(repo, &term),
+		SandboxOptions: core.SandboxOptions{Sandbox: ref, Env: map[string]string{"SHARED": "s"}}})
+	if err != nil {
+		t.Fatalf("CreateSandbox: %v\n%s", err, term.String())
+	}
+	defer sb.Close(ctx)
+	res2, err := sb.Run(ctx, core.RunOptions{Agent: commandAgent(t, `cat >/dev/null; echo "$SHARED,$RUN_ONLY"`), Prompt: "p",
+		Env: map[string]string{"SHARED": "s", "RUN_ONLY": "r"}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := strings.TrimSpace(res2.Stdout); got != "s,r" {
+		t.Errorf("agent saw %q, want \"s,r\"", got)
+	}
+	agentExecs := 0
+	for _, env := range rec.execs {
+		if env["RUN_ONLY"] == "r" {
+			agentExecs++
+		}
+		if _, ok := env["SHARED"]; ok {
+			t.Errorf("an exec re-sent the sandbox's env: %v", env)
+		}
+	}
+	if agentExecs != 1 {
+		t.Errorf("%d execs carried the run's own RUN_ONLY; want the agent's one: %v", agentExecs, rec.execs)
 	}
 }

@@ -130,6 +130,9 @@ type runner struct {
 	progress *runlog.Log
 	ws       *worktree.Workspace
 	sb       sdk.Sandbox
+	// sbEnv is the env sb was created with: what every Exec in it
+	// starts with, so a run sends only what differs (execEnv).
+	sbEnv    map[string]string
 	res      *run.Result
 	syncedIn bool
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
@@ -418,7 +421,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	if err != nil {
 		return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 0, err, "")
 	}
-	r.sb = sb
+	r.sb, r.sbEnv = sb, req.Env
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
 
 	if r.Caps.Contract == sdk.ContractIsolated {
@@ -540,6 +543,22 @@ func (r *runner) sandboxEnv(ctx context.Context) map[string]string {
 	}
 	for k, v := range r.Env {
 		out[k] = v
+	}
+	return out
+}
+
+// execEnv is the run's env an Exec in the sandbox must add: what the
+// sandbox was not created with (a session step's or a later run's own
+// values), none when the sandbox has it all.
+func (r *runner) execEnv() map[string]string {
+	var out map[string]string
+	for k, v := range r.Env {
+		if have, ok := r.sbEnv[k]; !ok || have != v {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
 	}
 	return out
 }

@@ -26,7 +26,7 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 	ar := &agentexec.Runner{
 		Agent: r.Agent.Provider, Config: r.Agent.Config, Sandbox: r.sb,
 		Signals: r.CompletionSignals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
-		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Env: r.Env, Log: r.progress, Observe: r.observe,
+		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Env: r.execEnv(), Log: r.progress, Observe: r.observe,
 	}
 	stdout := agentexec.NewRing(run.MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()
