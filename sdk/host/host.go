@@ -36,7 +36,11 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
 	}
 }
 
+// pluginSets is the plugin set of one client: its connections (one per
+// dispensed component) share what the host asks once (asked).
 func pluginSets() map[int]plugin.PluginSet {
+	a := &asked{}
+	connect := func(done context.Context, cc *grpc.ClientConn) any { return connect(done, cc, a) }
 	return map[int]plugin.PluginSet{sdk.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
 }
 
@@ -57,9 +61,10 @@ func InProcess(addr net.Addr, logger hclog.Logger) *plugin.ClientConfig {
 	}
 }
 
-func connect(done context.Context, cc *grpc.ClientConn) any {
+func connect(done context.Context, cc *grpc.ClientConn, a *asked) any {
 	return &conn{
 		done:     done,
+		asked:    a,
 		provider: pluginpb.NewProviderClient(cc),
 		sandbox:  pluginpb.NewSandboxClient(cc),
 		agent:    pluginpb.NewAgentClient(cc),
@@ -86,9 +91,9 @@ func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]Compone
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.provider.Catalog(ctx, &pluginpb.CatalogRequest{}, wire.CallOpts...)
+	resp, err := c.catalog(ctx)
 	if err != nil {
-		return nil, c.fromStatus(ctx, "Catalog", err)
+		return nil, err
 	}
 	var out []Component
 	for _, comp := range resp.Components {
