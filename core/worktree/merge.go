@@ -80,8 +80,7 @@ func (w *Workspace) Merge(ctx context.Context) (*MergeResult, error) {
 	}
 	res := &MergeResult{Target: w.TargetBranch, Commits: commits}
 	if len(commits) == 0 {
-		w.merged = true
-		return res, nil
+		return res, nil // Close deletes the branch if it still has none
 	}
 	fail := func(reason string, files []string, wt string, err error) (*MergeResult, error) {
 		me := &MergeError{Branch: w.Branch, Target: w.TargetBranch, Commits: commits, Reason: reason,
@@ -99,7 +98,6 @@ func (w *Workspace) Merge(ctx context.Context) (*MergeResult, error) {
 	for try := 0; ; try++ {
 		head, mergeCommit, wt, reason, files, err := w.mergeOnce(ctx)
 		if err == nil {
-			w.merged = true
 			res.Head, res.MergeCommit = head, mergeCommit
 			return res, nil
 		}
@@ -175,6 +173,7 @@ func (w *Workspace) mergeOnce(ctx context.Context) (head, mergeCommit, wt, reaso
 			}
 			return "", "", wt, "updating the target branch failed", nil, err
 		}
+		w.merged = tip
 		return head, mergeCommit, "", "", nil, nil
 	}
 	// The target is checked out in wt: it moves by a fast-forward, which
@@ -184,6 +183,7 @@ func (w *Workspace) mergeOnce(ctx context.Context) (head, mergeCommit, wt, reaso
 	// merge, repacking the user's repository while the run waits.
 	_, err = (gitCmd{dir: wt, env: []string{action}}).run(ctx, "-c", "maintenance.auto=false", "merge", "--ff-only", "--quiet", "--no-stat", head)
 	if err == nil {
+		w.merged = tip
 		return head, mergeCommit, wt, "", nil, nil
 	}
 	if cur, rerr := Git(ctx, wt, "rev-parse", "HEAD"); rerr == nil && cur != old {

@@ -64,7 +64,7 @@ type Workspace struct {
 
 	log    hclog.Logger
 	locks  []*Lock
-	merged bool
+	merged string // the temp branch's tip Merge merged, "" until then
 	closed *CloseResult
 	// What Prepare created, undone when Prepare fails.
 	createdDir    string
@@ -401,14 +401,26 @@ func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 	}
 	if w.Temp {
 		keep := res.PreservedPath != ""
-		if !keep && !w.merged {
+		if !keep && w.merged == "" {
 			cs, err := w.Commits(ctx)
 			keep = err != nil || len(cs) > 0
 		}
-		if keep {
+		var err error
+		switch {
+		case keep:
+		case w.merged != "":
+			// Only if still at the tip merged: a commit made since
+			// (by something the sandbox left running) is kept.
+			if _, err = w.Repo.adminGit(ctx, "update-ref", "-d", "refs/heads/"+w.Branch, w.merged); err != nil {
+				err = fmt.Errorf("branch %s moved after its merge, so it is kept with what was committed since: %w", w.Branch, err)
+			}
+		default:
+			_, err = w.Repo.adminGit(ctx, "branch", "-D", w.Branch)
+		}
+		if keep || err != nil {
 			res.KeptBranch = w.Branch
-		} else if _, err := w.Repo.adminGit(ctx, "branch", "-D", w.Branch); err != nil {
-			res.KeptBranch = w.Branch
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

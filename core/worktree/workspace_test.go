@@ -351,6 +351,28 @@ func TestMergeToHeadTargetNotCheckedOut(t *testing.T) {
 	closeWS(t, ws)
 }
 
+// TestMergeToHeadKeepsWhatIsCommittedAfterTheMerge: a commit on the temp
+// branch after Merge read it (something still running in the sandbox
+// while it is removed) is not deleted with the branch: Close keeps the
+// branch, and says why.
+func TestMergeToHeadKeepsWhatIsCommittedAfterTheMerge(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "late")
+	commitFile(t, ws.Dir, "b.txt", "b\n", "agent")
+	if _, err := ws.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	late := commitFile(t, ws.Dir, "c.txt", "c\n", "late")
+	closed, err := ws.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "moved after its merge") || closed.KeptBranch != ws.Branch {
+		t.Fatalf("Close: %+v, %v; want the branch kept, and why", closed, err)
+	}
+	if got := git(t, r.Root, "rev-parse", ws.Branch); got != late {
+		t.Fatalf("branch at %s, want the late commit %s", got, late)
+	}
+}
+
 func TestMergeToHeadWithoutCommits(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)

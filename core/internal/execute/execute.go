@@ -135,6 +135,9 @@ type runner struct {
 	sbEnv    map[string]string
 	res      *run.Result
 	syncedIn bool
+	// closing is the sandbox being removed, closeErr how it went.
+	closing  sdk.Sandbox
+	closeErr error
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
 	// cleans up through it relaunched (collect), and says so in cleanup.
 	sandboxDied bool
