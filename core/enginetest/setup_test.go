@@ -2,6 +2,8 @@ package enginetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -226,8 +228,9 @@ func TestFakeEnvLayers(t *testing.T) {
 	}
 }
 
-// TestHooksOrder: copy_to_worktree, host on_worktree_ready (in order),
-// then the sandbox, then both on_sandbox_ready sides, then the agent.
+// TestHooksOrder: copy_to_worktree, host on_worktree_ready (in order,
+// while the sandbox is created), then both on_sandbox_ready sides, then
+// the agent.
 func TestHooksOrder(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
@@ -309,25 +312,47 @@ func TestHookFailure(t *testing.T) {
 }
 
 // recordingSandbox records the env of the sandboxes it creates and of
-// every Exec in them.
+// every Exec in them, and how many it closed; marker, when set, is
+// written once a sandbox is created, and createErr fails Create.
 type recordingSandbox struct {
 	sdk.SandboxProvider
-	mu      sync.Mutex
-	created []map[string]string
-	execs   []map[string]string
+	marker    string
+	createErr error
+	mu        sync.Mutex
+	created   []map[string]string
+	execs     []map[string]string
+	closed    int
 }
 
 func (p *recordingSandbox) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	if p.createErr != nil {
+		return nil, p.createErr
+	}
 	sb, err := p.SandboxProvider.Create(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	p.created = append(p.created, req.Env)
 	p.mu.Unlock()
-	return &recordingExecs{Sandbox: sb, p: p}, err
+	if p.marker != "" {
+		if err := os.WriteFile(p.marker, nil, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &recordingExecs{Sandbox: sb, p: p}, nil
 }
 
 type recordingExecs struct {
 	sdk.Sandbox
 	p *recordingSandbox
+}
+
+func (s *recordingExecs) Close(ctx context.Context) error {
+	s.p.mu.Lock()
+	s.p.closed++
+	s.p.mu.Unlock()
+	return s.Sandbox.Close(ctx)
 }
 
 func (s *recordingExecs) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
@@ -391,4 +416,67 @@ func TestEnvSentOncePerSandbox(t *testing.T) {
 	if agentExecs != 1 {
 		t.Errorf("%d execs carried the run's own RUN_ONLY; want the agent's one: %v", agentExecs, rec.execs)
 	}
+}
+
+// waitFor is a host hook waiting (up to a minute) for a file to appear.
+func waitFor(file string) string {
+	return fmt.Sprintf("for i in $(seq 600); do [ -e %s ] && exit 0; sleep 0.1; done; echo never created; exit 1", file)
+}
+
+// TestSandboxCreatedWhileTheWorktreeIsReadied: the sandbox is created
+// while the host on_worktree_ready hooks run (the hook here waits for
+// it); a hook that fails then fails the run in its phase, and the
+// sandbox created meanwhile is removed.
+func TestSandboxCreatedWhileTheWorktreeIsReadied(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		repo := newRepo(t)
+		var term buffer
+		rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider, marker: filepath.Join(t.TempDir(), "created")}
+		ref := localSandbox(t)
+		ref.Provider = rec
+		o := options(repo, ref, commandAgent(t, "cat >/dev/null; echo done"), &term)
+		hooks := []core.Hook{{Command: waitFor(rec.marker)}}
+		if fail {
+			hooks = append(hooks, core.Hook{Command: "exit 3"})
+		}
+		o.Hooks = core.Hooks{HostOnWorktreeReady: hooks}
+		res, err := core.Run(t.Context(), o)
+		var re *core.RunError
+		switch {
+		case !fail && err != nil:
+			t.Fatalf("Run: %v\n%s", err, term.String())
+		case !fail && strings.TrimSpace(res.Stdout) != "done":
+			t.Errorf("stdout %q", res.Stdout)
+		case fail && (!asError(err, &re) || re.Phase != core.PhaseHooks):
+			t.Fatalf("err = %v; want the hook's failure", err)
+		}
+		if len(rec.created) != 1 || rec.closed != 1 {
+			t.Errorf("fail=%v: %d sandbox(es) created, %d closed; want 1 and 1", fail, len(rec.created), rec.closed)
+		}
+	}
+}
+
+// TestSandboxFailingWhileTheWorktreeIsReadied: a Create that fails while
+// the host hooks run is the run's error, naming the run and the sandbox
+// block; the hooks ran to their end, and nothing is left.
+func TestSandboxFailingWhileTheWorktreeIsReadied(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	var term buffer
+	rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider, createErr: errors.New("the engine said no")}
+	ref := localSandbox(t)
+	ref.Provider = rec
+	ran := filepath.Join(t.TempDir(), "ran")
+	o := options(repo, ref, commandAgent(t, "echo never"), &term)
+	o.Hooks = core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "touch " + ran}}}
+	_, err := core.Run(t.Context(), o)
+	var re *core.RunError
+	if !asError(err, &re) || re.Phase != core.PhaseSandbox || re.Run != "test" || re.Plugin != ref.Address || !strings.Contains(err.Error(), "the engine said no") {
+		t.Fatalf("err = %#v; want the sandbox's failure naming the run and %s", err, ref.Address)
+	}
+	if !exists(ran) {
+		t.Errorf("the host hook did not run")
+	}
+	assertClean(t, repo)
 }

@@ -251,17 +251,40 @@ func (r *runner) run(ctx context.Context, body func(context.Context) *run.Error)
 	}
 	var runErr *run.Error
 	defer func() { err = r.finish(ctx, runErr) }()
-	if runErr = r.setupWorktree(ctx); runErr != nil {
+	if runErr = r.prepareWorkspace(ctx); runErr != nil {
 		return r.res, runErr
 	}
-	if runErr = r.mergeBranches(ctx); runErr != nil {
-		return r.res, runErr
-	}
-	if runErr = r.setupSandbox(ctx); runErr != nil {
+	if runErr = r.setup(ctx); runErr != nil {
 		return r.res, runErr
 	}
 	runErr = body(ctx)
 	return r.res, nil
+}
+
+// setup readies the prepared workspace (copies, host on_worktree_ready
+// hooks) while the sandbox is created, then readies the sandbox. With
+// merge_branches the sandbox waits for the merges, which move the branch
+// an isolated sandbox starts from (and its labels name).
+func (r *runner) setup(ctx context.Context) *run.Error {
+	if len(r.MergeBranches) > 0 || r.Sandbox.Provider == nil {
+		if err := r.readyWorktree(ctx); err != nil {
+			return err
+		}
+		if err := r.mergeBranches(ctx); err != nil {
+			return err
+		}
+		return r.setupSandbox(ctx)
+	}
+	created := make(chan *run.Error, 1)
+	go func() { created <- r.createSandbox(ctx) }()
+	readyErr := r.readyWorktree(ctx)
+	if err := <-created; readyErr == nil && err != nil {
+		return err
+	}
+	if readyErr != nil {
+		return readyErr // the teardown removes the sandbox, if created
+	}
+	return r.readySandbox(ctx)
 }
 
 // begin opens the run's log and result.
@@ -330,9 +353,17 @@ func (r *runner) body(ctx context.Context) *run.Error {
 	return r.iterate(ctx)
 }
 
-// setupWorktree prepares the workspace: branch, worktree, copies, host
-// on_worktree_ready hooks.
+// setupWorktree prepares the workspace and readies it: branch, worktree,
+// copies, host on_worktree_ready hooks.
 func (r *runner) setupWorktree(ctx context.Context) *run.Error {
+	if err := r.prepareWorkspace(ctx); err != nil {
+		return err
+	}
+	return r.readyWorktree(ctx)
+}
+
+// prepareWorkspace locks and makes the run's branch and worktree.
+func (r *runner) prepareWorkspace(ctx context.Context) *run.Error {
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
 	var ws *worktree.Workspace
 	err := within(ctx, "worktree", r.Timeouts.Worktree, func(ctx context.Context) (err error) {
@@ -363,8 +394,13 @@ func (r *runner) setupWorktree(ctx context.Context) *run.Error {
 	} else {
 		r.progress.Info("branch %s", orDetached(ws.Branch))
 	}
+	return nil
+}
 
-	hostDir := r.hostDir()
+// readyWorktree copies copy_to_worktree into the worktree and runs the
+// host on_worktree_ready hooks. It touches nothing createSandbox does.
+func (r *runner) readyWorktree(ctx context.Context) *run.Error {
+	ws, hostDir := r.ws, r.hostDir()
 	if len(r.CopyPaths) > 0 && r.Strategy.Worktree {
 		ph := r.progress.Phase("Copying to worktree")
 		var skipped []string
@@ -386,20 +422,22 @@ func (r *runner) setupWorktree(ctx context.Context) *run.Error {
 	return nil
 }
 
-// setupSandbox creates the sandbox in the prepared workspace, syncs the
-// code in (isolated) and runs the on_sandbox_ready hooks.
+// setupSandbox creates the sandbox in the prepared workspace and readies
+// it.
 func (r *runner) setupSandbox(ctx context.Context) *run.Error {
-	ws := r.ws
-	hostDir := r.hostDir()
-	r.snapshotRefs(ctx)
+	if err := r.createSandbox(ctx); err != nil {
+		return err
+	}
+	return r.readySandbox(ctx)
+}
+
+// createSandbox creates the sandbox (none for a session on the host) in
+// the prepared workspace: r.sb, r.sbEnv.
+func (r *runner) createSandbox(ctx context.Context) *run.Error {
 	if r.Sandbox.Provider == nil {
-		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
-			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
-		}); err != nil {
-			return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
-		}
 		return nil
 	}
+	ws := r.ws
 	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
 		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
@@ -426,7 +464,24 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	}
 	r.sb, r.sbEnv = sb, req.Env
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
+	return nil
+}
 
+// readySandbox notes the host's refs (before anything runs in the
+// sandbox), syncs the code into an isolated sandbox and runs the
+// on_sandbox_ready hooks.
+func (r *runner) readySandbox(ctx context.Context) *run.Error {
+	hostDir := r.hostDir()
+	r.snapshotRefs(ctx)
+	if r.sb == nil {
+		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
+			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
+		}); err != nil {
+			return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+		}
+		return nil
+	}
+	sb := r.sb
 	if r.Caps.Contract == sdk.ContractIsolated {
 		ph := r.progress.Phase("Syncing the repository into the sandbox")
 		in := r.syncSpec()
