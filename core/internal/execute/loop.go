@@ -323,6 +323,9 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error, removed 
 		r.progress.Warn("the worktree has uncommitted changes and is preserved at %s (review: cd %s; discard: git worktree remove --force %s)",
 			cr.PreservedPath, cr.PreservedPath, cr.PreservedPath)
 	}
+	if cr.KeptBranch != "" && merged && err == nil && cr.PreservedPath == "" {
+		r.progress.Warn("branch %s is kept: it holds commits made after the merge (by something left running in the sandbox?)", cr.KeptBranch)
+	}
 	if cr.KeptBranch != "" && !merged {
 		r.res.Branch = cr.KeptBranch
 		if len(r.res.Commits) > 0 {
