@@ -480,3 +480,32 @@ func TestSandboxFailingWhileTheWorktreeIsReadied(t *testing.T) {
 	}
 	assertClean(t, repo)
 }
+
+// TestInterruptWhileTheWorktreeIsReadied: a cancellation while the host
+// hooks run and the sandbox is up (created meanwhile) ends the run as
+// cancelled and removes the sandbox.
+func TestInterruptWhileTheWorktreeIsReadied(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	var term buffer
+	rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider, marker: filepath.Join(t.TempDir(), "created")}
+	ref := localSandbox(t)
+	ref.Provider = rec
+	o := options(repo, ref, commandAgent(t, "echo never"), &term)
+	o.Hooks = core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "sleep 60"}}}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for !exists(rec.marker) && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := core.Run(ctx, o)
+	var re *core.RunError
+	if !asError(err, &re) || !re.Cancelled {
+		t.Fatalf("err = %v; want a cancelled run", err)
+	}
+	if len(rec.created) != 1 || rec.closed != 1 {
+		t.Errorf("%d sandbox(es) created, %d closed; want 1 and 1", len(rec.created), rec.closed)
+	}
+}
