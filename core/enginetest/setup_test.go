@@ -348,6 +348,13 @@ type recordingExecs struct {
 	p *recordingSandbox
 }
 
+// recorded is the local sandbox recorded by rec.
+func recorded(t *testing.T, rec *recordingSandbox) core.SandboxRef {
+	ref := localSandbox(t)
+	rec.SandboxProvider, ref.Provider = ref.Provider, rec
+	return ref
+}
+
 func (s *recordingExecs) Close(ctx context.Context) error {
 	s.p.mu.Lock()
 	s.p.closed++
@@ -371,9 +378,8 @@ func TestEnvSentOncePerSandbox(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t)
 	var term buffer
-	rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider}
-	ref := localSandbox(t)
-	ref.Provider = rec
+	rec := &recordingSandbox{}
+	ref := recorded(t, rec)
 	o := options(repo, ref, commandAgent(t, `cat >/dev/null; echo "$SHARED,$RUN_ONLY"`), &term)
 	o.Env = map[string]string{"SHARED": "s"}
 	res := run(t, o)
@@ -432,9 +438,8 @@ func TestSandboxCreatedWhileTheWorktreeIsReadied(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		repo := newRepo(t)
 		var term buffer
-		rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider, marker: filepath.Join(t.TempDir(), "created")}
-		ref := localSandbox(t)
-		ref.Provider = rec
+		rec := &recordingSandbox{marker: filepath.Join(t.TempDir(), "created")}
+		ref := recorded(t, rec)
 		o := options(repo, ref, commandAgent(t, "cat >/dev/null; echo done"), &term)
 		hooks := []core.Hook{{Command: waitFor(rec.marker)}}
 		if fail {
@@ -464,9 +469,8 @@ func TestSandboxFailingWhileTheWorktreeIsReadied(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
-	rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider, createErr: errors.New("the engine said no")}
-	ref := localSandbox(t)
-	ref.Provider = rec
+	rec := &recordingSandbox{createErr: errors.New("the engine said no")}
+	ref := recorded(t, rec)
 	ran := filepath.Join(t.TempDir(), "ran")
 	o := options(repo, ref, commandAgent(t, "echo never"), &term)
 	o.Hooks = core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "touch " + ran}}}
@@ -488,9 +492,8 @@ func TestInterruptWhileTheWorktreeIsReadied(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
 	var term buffer
-	rec := &recordingSandbox{SandboxProvider: localSandbox(t).Provider, marker: filepath.Join(t.TempDir(), "created")}
-	ref := localSandbox(t)
-	ref.Provider = rec
+	rec := &recordingSandbox{marker: filepath.Join(t.TempDir(), "created")}
+	ref := recorded(t, rec)
 	o := options(repo, ref, commandAgent(t, "echo never"), &term)
 	o.Hooks = core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "sleep 60"}}}
 	ctx, cancel := context.WithCancel(t.Context())
