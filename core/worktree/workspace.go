@@ -373,8 +373,8 @@ type CloseResult struct {
 }
 
 // Close ends the workspace: a clean worktree is removed and a dirty one
-// preserved; a temp branch is deleted once merged (or when it has no
-// commits); locks are released. It runs even when ctx is cancelled, and is
+// preserved; a temp branch is deleted once merged (if still at the tip
+// merged) or when it has no commits; locks are released. It runs even when ctx is cancelled, and is
 // idempotent.
 func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 	if w.closed != nil {
