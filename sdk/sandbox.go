@@ -48,6 +48,9 @@ type SandboxProvider interface {
 	// Preflight checks, before any worktree is created, that a sandbox can be
 	// created with this config on this machine (daemon reachable, image
 	// present, binary installed...). A failure says what to do about it.
+	// The host asks once per block config, repository and user for as
+	// long as the plugin process runs (a failure is asked again): a
+	// plugin need not remember its answers within a sanddune process.
 	Preflight(ctx context.Context, req PreflightRequest) error
 	// Create starts a sandbox for one run. When ctx is cancelled (Ctrl-C),
 	// the host stops waiting at once: do not abort an engine request that

@@ -1,11 +1,15 @@
 package enginetest
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,8 +228,9 @@ func TestFakeEnvLayers(t *testing.T) {
 	}
 }
 
-// TestHooksOrder: copy_to_worktree, host on_worktree_ready (in order),
-// then the sandbox, then both on_sandbox_ready sides, then the agent.
+// TestHooksOrder: copy_to_worktree, host on_worktree_ready (in order,
+// while the sandbox is created), then both on_sandbox_ready sides, then
+// the agent.
 func TestHooksOrder(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
@@ -303,5 +308,208 @@ func TestHookFailure(t *testing.T) {
 			}
 			assertClean(t, repo)
 		})
+	}
+}
+
+// recordingSandbox records the env of the sandboxes it creates and of
+// every Exec in them, and how many it closed; marker, when set, is
+// written once a sandbox is created, and createErr fails Create.
+type recordingSandbox struct {
+	sdk.SandboxProvider
+	marker    string
+	createErr error
+	mu        sync.Mutex
+	created   []map[string]string
+	execs     []map[string]string
+	closed    int
+}
+
+func (p *recordingSandbox) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	if p.createErr != nil {
+		return nil, p.createErr
+	}
+	sb, err := p.SandboxProvider.Create(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.created = append(p.created, req.Env)
+	p.mu.Unlock()
+	if p.marker != "" {
+		if err := os.WriteFile(p.marker, nil, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &recordingExecs{Sandbox: sb, p: p}, nil
+}
+
+type recordingExecs struct {
+	sdk.Sandbox
+	p *recordingSandbox
+}
+
+// recorded is the local sandbox recorded by rec.
+func recorded(t *testing.T, rec *recordingSandbox) core.SandboxRef {
+	ref := localSandbox(t)
+	rec.SandboxProvider, ref.Provider = ref.Provider, rec
+	return ref
+}
+
+func (s *recordingExecs) Close(ctx context.Context) error {
+	s.p.mu.Lock()
+	s.p.closed++
+	s.p.mu.Unlock()
+	return s.Sandbox.Close(ctx)
+}
+
+func (s *recordingExecs) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	s.p.mu.Lock()
+	s.p.execs = append(s.p.execs, req.Env)
+	s.p.mu.Unlock()
+	return s.Sandbox.Exec(ctx, req, out)
+}
+
+// TestEnvSentOncePerSandbox: the run's env goes into the sandbox when it
+// is created, which every Exec starts with; the agent's execs add only
+// what the sandbox lacks (here a later run's own key in a sandbox kept
+// open), and the agent still sees every value.
+func TestEnvSentOncePerSandbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t)
+	var term buffer
+	rec := &recordingSandbox{}
+	ref := recorded(t, rec)
+	o := options(repo, ref, commandAgent(t, `cat >/dev/null; echo "$SHARED,$RUN_ONLY"`), &term)
+	o.Env = map[string]string{"SHARED": "s"}
+	res := run(t, o)
+	if got := strings.TrimSpace(res.Stdout); got != "s," {
+		t.Errorf("agent saw %q, want \"s,\"", got)
+	}
+	if len(rec.created) != 1 || rec.created[0]["SHARED"] != "s" || len(rec.execs) == 0 {
+		t.Fatalf("created %v, execs %v", rec.created, rec.execs)
+	}
+	for _, env := range rec.execs {
+		if _, ok := env["SHARED"]; ok {
+			t.Errorf("an exec re-sent the sandbox's env: %v", env)
+		}
+	}
+
+	rec.created, rec.execs = nil, nil
+	so := worktreeOptions(repo, &term)
+	so.Sandbox, so.Env = ref, map[string]string{"SHARED": "s"}
+	sb, err := core.CreateSandbox(ctx, so)
+	if err != nil {
+		t.Fatalf("CreateSandbox: %v\n%s", err, term.String())
+	}
+	defer sb.Close(ctx)
+	res2, err := sb.Run(ctx, core.RunOptions{Agent: commandAgent(t, `cat >/dev/null; echo "$SHARED,$RUN_ONLY"`), Prompt: "p",
+		Env: map[string]string{"SHARED": "s", "RUN_ONLY": "r"}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := strings.TrimSpace(res2.Stdout); got != "s,r" {
+		t.Errorf("agent saw %q, want \"s,r\"", got)
+	}
+	agentExecs := 0
+	for _, env := range rec.execs {
+		if env["RUN_ONLY"] == "r" {
+			agentExecs++
+		}
+		if _, ok := env["SHARED"]; ok {
+			t.Errorf("an exec re-sent the sandbox's env: %v", env)
+		}
+	}
+	if agentExecs != 1 {
+		t.Errorf("%d execs carried the run's own RUN_ONLY; want the agent's one: %v", agentExecs, rec.execs)
+	}
+}
+
+// waitFor is a host hook waiting (up to a minute) for a file to appear.
+func waitFor(file string) string {
+	return fmt.Sprintf("for i in $(seq 600); do [ -e %s ] && exit 0; sleep 0.1; done; echo never created; exit 1", file)
+}
+
+// TestSandboxCreatedWhileTheWorktreeIsReadied: the sandbox is created
+// while the host on_worktree_ready hooks run (the hook here waits for
+// it); a hook that fails then fails the run in its phase, and the
+// sandbox created meanwhile is removed.
+func TestSandboxCreatedWhileTheWorktreeIsReadied(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		repo := newRepo(t)
+		var term buffer
+		rec := &recordingSandbox{marker: filepath.Join(t.TempDir(), "created")}
+		ref := recorded(t, rec)
+		o := options(repo, ref, commandAgent(t, "cat >/dev/null; echo done"), &term)
+		hooks := []core.Hook{{Command: waitFor(rec.marker)}}
+		if fail {
+			hooks = append(hooks, core.Hook{Command: "exit 3"})
+		}
+		o.Hooks = core.Hooks{HostOnWorktreeReady: hooks}
+		res, err := core.Run(t.Context(), o)
+		var re *core.RunError
+		switch {
+		case !fail && err != nil:
+			t.Fatalf("Run: %v\n%s", err, term.String())
+		case !fail && strings.TrimSpace(res.Stdout) != "done":
+			t.Errorf("stdout %q", res.Stdout)
+		case fail && (!asError(err, &re) || re.Phase != core.PhaseHooks):
+			t.Fatalf("err = %v; want the hook's failure", err)
+		}
+		if len(rec.created) != 1 || rec.closed != 1 {
+			t.Errorf("fail=%v: %d sandbox(es) created, %d closed; want 1 and 1", fail, len(rec.created), rec.closed)
+		}
+	}
+}
+
+// TestSandboxFailingWhileTheWorktreeIsReadied: a Create that fails while
+// the host hooks run is the run's error, naming the run and the sandbox
+// block; the hooks ran to their end, and nothing is left.
+func TestSandboxFailingWhileTheWorktreeIsReadied(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	var term buffer
+	rec := &recordingSandbox{createErr: errors.New("the engine said no")}
+	ref := recorded(t, rec)
+	ran := filepath.Join(t.TempDir(), "ran")
+	o := options(repo, ref, commandAgent(t, "echo never"), &term)
+	o.Hooks = core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "touch " + ran}}}
+	_, err := core.Run(t.Context(), o)
+	var re *core.RunError
+	if !asError(err, &re) || re.Phase != core.PhaseSandbox || re.Run != "test" || re.Plugin != ref.Address || !strings.Contains(err.Error(), "the engine said no") {
+		t.Fatalf("err = %#v; want the sandbox's failure naming the run and %s", err, ref.Address)
+	}
+	if !exists(ran) {
+		t.Errorf("the host hook did not run")
+	}
+	assertClean(t, repo)
+}
+
+// TestInterruptWhileTheWorktreeIsReadied: a cancellation while the host
+// hooks run and the sandbox is up (created meanwhile) ends the run as
+// cancelled and removes the sandbox.
+func TestInterruptWhileTheWorktreeIsReadied(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	var term buffer
+	rec := &recordingSandbox{marker: filepath.Join(t.TempDir(), "created")}
+	ref := recorded(t, rec)
+	o := options(repo, ref, commandAgent(t, "echo never"), &term)
+	o.Hooks = core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "sleep 60"}}}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for !exists(rec.marker) && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := core.Run(ctx, o)
+	var re *core.RunError
+	if !asError(err, &re) || !re.Cancelled {
+		t.Fatalf("err = %v; want a cancelled run", err)
+	}
+	if len(rec.created) != 1 || rec.closed != 1 {
+		t.Errorf("%d sandbox(es) created, %d closed; want 1 and 1", len(rec.created), rec.closed)
 	}
 }

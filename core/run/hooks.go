@@ -17,7 +17,7 @@ type Hook struct {
 
 // Hooks are a run's hooks, by when and where they run.
 type Hooks struct {
-	HostOnWorktreeReady   []Hook // sequential, on the host, in the worktree
+	HostOnWorktreeReady   []Hook // sequential, on the host, in the worktree, while the sandbox is created
 	HostOnSandboxReady    []Hook // on the host, parallel with SandboxOnSandboxReady
 	SandboxOnSandboxReady []Hook // inside the sandbox
 }

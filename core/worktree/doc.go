@@ -40,9 +40,10 @@
 //     sanddune/<run>/<YYYYMMDD-HHMMSS>-<6 hex> (SanitizeName, Stamp) starts at
 //     the host branch's tip (bind-mount: checked out in
 //     .sanddune/worktrees/<run>-<ts>-<hex>) and is merged into the host
-//     branch by Merge. Close deletes it once merged or when it has no
-//     commits, and keeps it (CloseResult.KeptBranch) when it holds unmerged
-//     commits or its worktree is preserved.
+//     branch by Merge. Close deletes it once merged (if still at the tip
+//     merged) or when it has no commits, and keeps it
+//     (CloseResult.KeptBranch) when it holds unmerged commits or its
+//     worktree is preserved.
 //   - branch: the named branch, created from BaseBranch (default HEAD) when
 //     missing, checked out in .sanddune/worktrees/<branch with / as ->. An
 //     existing worktree of the branch under .sanddune/worktrees is reused:

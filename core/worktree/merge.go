@@ -80,8 +80,7 @@ func (w *Workspace) Merge(ctx context.Context) (*MergeResult, error) {
 	}
 	res := &MergeResult{Target: w.TargetBranch, Commits: commits}
 	if len(commits) == 0 {
-		w.merged = true
-		return res, nil
+		return res, nil // Close deletes the branch if it still has none
 	}
 	fail := func(reason string, files []string, wt string, err error) (*MergeResult, error) {
 		me := &MergeError{Branch: w.Branch, Target: w.TargetBranch, Commits: commits, Reason: reason,
@@ -99,7 +98,6 @@ func (w *Workspace) Merge(ctx context.Context) (*MergeResult, error) {
 	for try := 0; ; try++ {
 		head, mergeCommit, wt, reason, files, err := w.mergeOnce(ctx)
 		if err == nil {
-			w.merged = true
 			res.Head, res.MergeCommit = head, mergeCommit
 			return res, nil
 		}
@@ -122,18 +120,29 @@ var errMoved = errors.New("the target branch moved during the merge")
 func (w *Workspace) mergeOnce(ctx context.Context) (head, mergeCommit, wt, reason string, files []string, err error) {
 	r, target := w.Repo, w.TargetBranch
 	targetRef := "refs/heads/" + target
-	old, err := r.resolve(ctx, targetRef)
+	// One listing gives where the target is checked out and the tips of
+	// the branches that are (the target's, and the temp branch's in its
+	// worktree); the others are read apart.
+	wts, err := r.worktrees(ctx)
 	if err != nil {
-		return "", "", "", "the target branch cannot be read", nil, err
-	}
-	tip, err := r.resolve(ctx, "refs/heads/"+w.Branch)
-	if err != nil {
-		return "", "", "", "the temp branch cannot be read", nil, err
-	}
-	if wts, err := r.worktrees(ctx); err != nil {
 		return "", "", "", "listing worktrees failed", nil, err
-	} else if e := findBranch(wts, target); e != nil {
-		wt = e.Path
+	}
+	var old, tip string
+	if e := findBranch(wts, target); e != nil {
+		wt, old = e.Path, e.Head
+	}
+	if e := findBranch(wts, w.Branch); e != nil {
+		tip = e.Head
+	}
+	if old == "" {
+		if old, err = r.resolve(ctx, targetRef); err != nil {
+			return "", "", wt, "the target branch cannot be read", nil, err
+		}
+	}
+	if tip == "" {
+		if tip, err = r.resolve(ctx, "refs/heads/"+w.Branch); err != nil {
+			return "", "", wt, "the temp branch cannot be read", nil, err
+		}
 	}
 	head = tip
 	if _, err := r.Git(ctx, "merge-base", "--is-ancestor", old, tip); err != nil {
@@ -164,33 +173,40 @@ func (w *Workspace) mergeOnce(ctx context.Context) (head, mergeCommit, wt, reaso
 			}
 			return "", "", wt, "updating the target branch failed", nil, err
 		}
+		w.merged = tip
 		return head, mergeCommit, "", "", nil, nil
 	}
-	// The target is checked out in wt: its tree must not have changes
-	// where the merge writes, and it moves by a fast-forward, which git
-	// refuses (changing nothing) when local changes are in the way.
-	if cur, err := Git(ctx, wt, "rev-parse", "HEAD"); err != nil {
-		return "", "", wt, "reading the target worktree failed", nil, err
-	} else if cur != old {
+	// The target is checked out in wt: it moves by a fast-forward, which
+	// git refuses, changing nothing, when its HEAD is no longer old or
+	// local changes are where the merge writes (then said which).
+	// maintenance.auto=false: no `git maintenance run --auto` after the
+	// merge, repacking the user's repository while the run waits.
+	_, err = (gitCmd{dir: wt, env: []string{action}}).run(ctx, "-c", "maintenance.auto=false", "merge", "--ff-only", "--quiet", "--no-stat", head)
+	if err == nil {
+		w.merged = tip
+		return head, mergeCommit, wt, "", nil, nil
+	}
+	if cur, rerr := Git(ctx, wt, "rev-parse", "HEAD"); rerr == nil && cur != old {
 		return "", "", wt, "the target branch moved", nil, errMoved
 	}
-	changed, err := Git(ctx, r.Root, "diff", "--no-renames", "--name-only", "-z", old, head)
+	if overlap := w.overlap(ctx, wt, old, head); len(overlap) > 0 {
+		return "", "", wt, "local changes in " + wt + " would be overwritten", overlap, errLocalChanges
+	}
+	return "", "", wt, "the fast-forward of " + wt + " was refused", nil, err
+}
+
+// overlap lists the local changes in wt where a merge from old to head
+// writes (none when git cannot tell).
+func (w *Workspace) overlap(ctx context.Context, wt, old, head string) []string {
+	changed, err := Git(ctx, w.Repo.Root, "diff", "--no-renames", "--name-only", "-z", old, head)
 	if err != nil {
-		return "", "", wt, "diff failed", nil, err
+		return nil
 	}
 	dirty, err := dirtyPaths(ctx, wt)
 	if err != nil {
-		return "", "", wt, "git status failed", nil, err
+		return nil
 	}
-	if overlap := intersect(strings.Split(changed, "\x00"), dirty); len(overlap) > 0 {
-		return "", "", wt, "local changes in " + wt + " would be overwritten", overlap, errLocalChanges
-	}
-	// maintenance.auto=false: no `git maintenance run --auto` after the
-	// merge, repacking the user's repository while the run waits.
-	if _, err := (gitCmd{dir: wt, env: []string{action}}).run(ctx, "-c", "maintenance.auto=false", "merge", "--ff-only", "--quiet", "--no-stat", head); err != nil {
-		return "", "", wt, "the fast-forward of " + wt + " was refused", nil, err
-	}
-	return head, mergeCommit, wt, "", nil, nil
+	return intersect(strings.Split(changed, "\x00"), dirty)
 }
 
 // finishCommand is the shell command that completes the merge by hand.

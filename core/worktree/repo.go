@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Repo is a host git repository seen from one of its working trees.
@@ -18,6 +19,13 @@ type Repo struct {
 	// shared git dir (equal unless Root is itself a linked worktree).
 	GitDir    string
 	CommonDir string
+
+	ident *identity // Identity's answer, asked once (nil: asked each time)
+}
+
+type identity struct {
+	once        sync.Once
+	name, email string
 }
 
 // Open finds the git working tree containing dir.
@@ -93,7 +101,7 @@ func parseRepo(abs string, ls []string) (*Repo, error) {
 	if !filepath.IsAbs(common) {
 		common = filepath.Join(abs, common)
 	}
-	return &Repo{Root: filepath.Clean(ls[0]), GitDir: filepath.Clean(ls[1]), CommonDir: filepath.Clean(common)}, nil
+	return &Repo{Root: filepath.Clean(ls[0]), GitDir: filepath.Clean(ls[1]), CommonDir: filepath.Clean(common), ident: &identity{}}, nil
 }
 
 // checkout reads rev-parse's HEAD and --symbolic-full-name HEAD.
@@ -131,26 +139,47 @@ func currentBranch(ctx context.Context, dir string) (string, error) {
 	return strings.TrimPrefix(out, "refs/heads/"), nil
 }
 
-// Checkout returns the commit checked out in Root and its branch ("" when
-// HEAD is detached), in one git call.
-func (r *Repo) Checkout(ctx context.Context) (commit, branch string, err error) {
-	out, err := Git(ctx, r.Root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+// Checkout returns the commit checked out in Root, its branch ("" when
+// HEAD is detached) and whether tracked files have uncommitted changes,
+// in one git call.
+func (r *Repo) Checkout(ctx context.Context) (commit, branch string, dirty bool, err error) {
+	out, err := Git(ctx, r.Root, "status", "--porcelain=v2", "--branch", "--untracked-files=no")
 	if err != nil {
-		return "", "", fmt.Errorf("reading HEAD: %w", err)
+		return "", "", false, fmt.Errorf("reading HEAD: %w", err)
 	}
-	commit, ref, ok := strings.Cut(out, "\n")
-	if !ok {
-		return "", "", fmt.Errorf("reading HEAD: unexpected git rev-parse output %q", out)
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "# branch.oid "):
+			commit = strings.TrimPrefix(line, "# branch.oid ")
+		case strings.HasPrefix(line, "# branch.head "):
+			branch = strings.TrimPrefix(line, "# branch.head ")
+		case line != "" && !strings.HasPrefix(line, "#"):
+			dirty = true
+		}
 	}
-	commit, branch = checkout(commit, ref)
-	return commit, branch, nil
+	if commit == "" || commit == "(initial)" {
+		return "", "", false, fmt.Errorf("reading HEAD: %w", ErrNoCommits)
+	}
+	if branch == "(detached)" {
+		branch = ""
+	}
+	return commit, branch, dirty, nil
 }
 
 // Identity returns the author name and email git commits with here (its
-// env, else user.name and user.email), in one git call; "" when git knows
-// none.
+// env, else user.name and user.email), in one git call for all the runs
+// of an opened repo; "" when git knows none.
 func (r *Repo) Identity(ctx context.Context) (name, email string) {
-	out, err := Git(ctx, r.Root, "var", "GIT_AUTHOR_IDENT")
+	if r.ident == nil {
+		return identityOf(ctx, r.Root)
+	}
+	// Not cut short by one run's cancellation: the answer is every run's.
+	r.ident.once.Do(func() { r.ident.name, r.ident.email = identityOf(context.WithoutCancel(ctx), r.Root) })
+	return r.ident.name, r.ident.email
+}
+
+func identityOf(ctx context.Context, root string) (name, email string) {
+	out, err := Git(ctx, root, "var", "GIT_AUTHOR_IDENT")
 	if m := identRE.FindStringSubmatch(out); err == nil && m != nil {
 		return m[1], m[2]
 	}

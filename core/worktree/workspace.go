@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ type Workspace struct {
 
 	log    hclog.Logger
 	locks  []*Lock
-	merged bool
+	merged string // the temp branch's tip Merge merged, "" until then
 	closed *CloseResult
 	// What Prepare created, undone when Prepare fails.
 	createdDir    string
@@ -147,16 +148,14 @@ func (w *Workspace) prepareHead(ctx context.Context) error {
 			return err
 		}
 	}
-	head, cur, err := r.Checkout(ctx)
+	head, cur, dirty, err := r.Checkout(ctx)
 	if err != nil {
 		return err
 	}
 	if cur != w.Plan.Branch {
 		return fmt.Errorf("the host repo is on %s, not %s as when the run was planned", orDetached(cur), orDetached(w.Plan.Branch))
 	}
-	w.Dir, w.Branch, w.Base = r.Root, cur, head
-	status, err := r.Git(ctx, "status", "--porcelain", "--untracked-files=no")
-	w.DirtyHead = err == nil && status != ""
+	w.Dir, w.Branch, w.Base, w.DirtyHead = r.Root, cur, head, dirty
 	return nil
 }
 
@@ -200,12 +199,18 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	if err := w.lock("branch " + b); err != nil {
 		return err
 	}
-	if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil && ctx.Err() == nil {
-		w.log.Warn("git worktree prune failed", "error", err)
-	}
 	wts, err := r.worktrees(ctx)
 	if err != nil {
 		return err
+	}
+	if slices.ContainsFunc(wts, func(e worktreeEntry) bool { return e.Prunable }) {
+		// A worktree whose directory is gone still holds its branch.
+		if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil && ctx.Err() == nil {
+			w.log.Warn("git worktree prune failed", "error", err)
+		}
+		if wts, err = r.worktrees(ctx); err != nil {
+			return err
+		}
 	}
 	managed := r.StateDir("worktrees")
 	dir := filepath.Join(managed, strings.ReplaceAll(b, "/", "-"))
@@ -259,12 +264,15 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 		}
 		w.createdBranch, w.createdAt = b, base
 		_, err = r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", "-b", b, dir, base)...)
+		w.Base = base
 	}
 	if err != nil {
 		return err
 	}
 	w.Dir = dir
-	w.Base, err = Git(ctx, dir, "rev-parse", "HEAD")
+	if exists {
+		w.Base, err = Git(ctx, dir, "rev-parse", "HEAD")
+	}
 	return err
 }
 
@@ -365,8 +373,8 @@ type CloseResult struct {
 }
 
 // Close ends the workspace: a clean worktree is removed and a dirty one
-// preserved; a temp branch is deleted once merged (or when it has no
-// commits); locks are released. It runs even when ctx is cancelled, and is
+// preserved; a temp branch is deleted once merged (if still at the tip
+// merged) or when it has no commits; locks are released. It runs even when ctx is cancelled, and is
 // idempotent.
 func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 	if w.closed != nil {
@@ -378,32 +386,41 @@ func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 	var res CloseResult
 	var errs []error
 	if w.Plan.Worktree && w.Dir != "" {
-		dirty, err := Dirty(ctx, w.Dir)
-		switch {
-		case err != nil:
+		// git worktree remove (without --force) refuses a worktree with
+		// changes or untracked files, the same check as Dirty: only then
+		// is Dirty asked whether that was why.
+		if _, err := w.Repo.adminGit(ctx, "worktree", "remove", w.Dir); err != nil {
 			res.PreservedPath = w.Dir
-			errs = append(errs, fmt.Errorf("checking %s for uncommitted changes (kept): %w", w.Dir, err))
-		case dirty:
-			res.PreservedPath = w.Dir
-		default:
-			if _, err := w.Repo.adminGit(ctx, "worktree", "remove", w.Dir); err != nil {
-				res.PreservedPath = w.Dir
+			switch dirty, derr := Dirty(ctx, w.Dir); {
+			case derr != nil:
+				errs = append(errs, fmt.Errorf("checking %s for uncommitted changes (kept): %w", w.Dir, derr))
+			case !dirty:
 				errs = append(errs, err)
-			} else if _, err := w.Repo.adminGit(ctx, "worktree", "prune"); err != nil {
-				w.log.Warn("git worktree prune failed", "error", err)
 			}
 		}
 	}
 	if w.Temp {
 		keep := res.PreservedPath != ""
-		if !keep && !w.merged {
+		if !keep && w.merged == "" {
 			cs, err := w.Commits(ctx)
 			keep = err != nil || len(cs) > 0
 		}
-		if keep {
+		var err error
+		switch {
+		case keep:
+		case w.merged != "":
+			// Only if still at the tip merged: a commit made since
+			// (by something the sandbox left running) is kept.
+			if _, err = w.Repo.adminGit(ctx, "update-ref", "-d", "refs/heads/"+w.Branch, w.merged); err != nil {
+				err = fmt.Errorf("branch %s moved after its merge, so it is kept with what was committed since: %w", w.Branch, err)
+			}
+		default:
+			_, err = w.Repo.adminGit(ctx, "branch", "-D", w.Branch)
+		}
+		if keep || err != nil {
 			res.KeptBranch = w.Branch
-		} else if _, err := w.Repo.adminGit(ctx, "branch", "-D", w.Branch); err != nil {
-			res.KeptBranch = w.Branch
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -414,7 +431,10 @@ func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 // worktreeEntry is one `git worktree list --porcelain` record.
 type worktreeEntry struct {
 	Path   string
+	Head   string // the commit checked out
 	Branch string // full ref, "" when detached
+	// Prunable: its directory is gone (git worktree prune removes it).
+	Prunable bool
 }
 
 func (r *Repo) worktrees(ctx context.Context) ([]worktreeEntry, error) {
@@ -430,8 +450,12 @@ func (r *Repo) worktrees(ctx context.Context) ([]worktreeEntry, error) {
 			wts = append(wts, worktreeEntry{Path: strings.TrimPrefix(f, "worktree ")})
 			cur = &wts[len(wts)-1]
 		case cur == nil:
+		case strings.HasPrefix(f, "HEAD "):
+			cur.Head = strings.TrimPrefix(f, "HEAD ")
 		case strings.HasPrefix(f, "branch "):
 			cur.Branch = strings.TrimPrefix(f, "branch ")
+		case f == "prunable" || strings.HasPrefix(f, "prunable "):
+			cur.Prunable = true
 		}
 	}
 	return wts, nil

@@ -48,18 +48,23 @@ func TestOpenCheckout(t *testing.T) {
 	os.Mkdir(sub, 0o755)
 	head := git(t, r.Root, "rev-parse", "HEAD")
 	r2, commit, branch, err := OpenCheckout(ctx, sub)
-	if err != nil || *r2 != *r || commit != head || branch != "main" {
+	if err != nil || r2.Root != r.Root || r2.GitDir != r.GitDir || r2.CommonDir != r.CommonDir || commit != head || branch != "main" {
 		t.Fatalf("got %+v %q %q %v, want %+v %q main", r2, commit, branch, err, r, head)
 	}
-	if c, b, err := r.Checkout(ctx); c != head || b != "main" || err != nil {
-		t.Fatalf("Checkout: %q %q %v", c, b, err)
+	if c, b, dirty, err := r.Checkout(ctx); c != head || b != "main" || dirty || err != nil {
+		t.Fatalf("Checkout: %q %q %v %v", c, b, dirty, err)
+	}
+	os.WriteFile(filepath.Join(r.Root, "untracked"), nil, 0o644)
+	if _, _, dirty, _ := r.Checkout(ctx); dirty {
+		t.Fatalf("Checkout: an untracked file made the checkout dirty")
 	}
 	git(t, r.Root, "checkout", "--quiet", "--detach")
 	if _, commit, branch, err = OpenCheckout(ctx, r.Root); err != nil || commit != head || branch != "" {
 		t.Fatalf("detached: %q %q %v", commit, branch, err)
 	}
-	if c, b, err := r.Checkout(ctx); c != head || b != "" || err != nil {
-		t.Fatalf("Checkout detached: %q %q %v", c, b, err)
+	os.WriteFile(filepath.Join(r.Root, "README"), []byte("changed\n"), 0o644)
+	if c, b, dirty, err := r.Checkout(ctx); c != head || b != "" || !dirty || err != nil {
+		t.Fatalf("Checkout detached, a tracked file changed: %q %q %v %v", c, b, dirty, err)
 	}
 	empty := t.TempDir()
 	git(t, empty, "init", "--quiet", "-b", "main")
@@ -346,6 +351,28 @@ func TestMergeToHeadTargetNotCheckedOut(t *testing.T) {
 	closeWS(t, ws)
 }
 
+// TestMergeToHeadKeepsWhatIsCommittedAfterTheMerge: a commit on the temp
+// branch after Merge read it (something still running in the sandbox
+// while it is removed) is not deleted with the branch: Close keeps the
+// branch, and says why.
+func TestMergeToHeadKeepsWhatIsCommittedAfterTheMerge(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "late")
+	commitFile(t, ws.Dir, "b.txt", "b\n", "agent")
+	if _, err := ws.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	late := commitFile(t, ws.Dir, "c.txt", "c\n", "late")
+	closed, err := ws.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "moved after its merge") || closed.KeptBranch != ws.Branch {
+		t.Fatalf("Close: %+v, %v; want the branch kept, and why", closed, err)
+	}
+	if got := git(t, r.Root, "rev-parse", ws.Branch); got != late {
+		t.Fatalf("branch at %s, want the late commit %s", got, late)
+	}
+}
+
 func TestMergeToHeadWithoutCommits(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
@@ -476,6 +503,28 @@ func TestBranchStrategyCreatesFromHeadOrBase(t *testing.T) {
 		t.Fatalf("upstream config written despite branch.autoSetupMerge=always:\n%s", cfg)
 	}
 	hostClean(t, r.Root)
+}
+
+// TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone: a worktree of
+// the branch deleted by hand (rm -rf) no longer holds the branch: the run
+// checks it out afresh from its tip.
+func TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	gone := filepath.Join(t.TempDir(), "gone")
+	git(t, r.Root, "worktree", "add", "--quiet", "-b", "agent/gone", gone)
+	tip := commitFile(t, gone, "g.txt", "g", "work in the gone worktree")
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/gone"}, sdk.ContractBindMount, "r1")
+	if ws.Dir != r.StateDir("worktrees", "agent-gone") || ws.Base != tip || !ws.ExistingBranch {
+		t.Fatalf("got %+v, want the branch checked out afresh at %s", ws, tip)
+	}
+	closeWS(t, ws)
+	if out := git(t, r.Root, "worktree", "list", "--porcelain"); strings.Contains(out, gone) {
+		t.Errorf("the gone worktree is still listed:\n%s", out)
+	}
 }
 
 func TestBranchStrategyContinuesFromPreservedWorktree(t *testing.T) {

@@ -181,9 +181,10 @@ func hasSubIDs(file, name, uid string) bool {
 	return false
 }
 
-// checkedConfigs remembers the test containers that started, so that one
-// plugin process (one sanddune invocation) starts each shape only once;
-// across processes, the cache directory remembers them (passedKey).
+// checkedConfigs remembers the test containers that started, with what
+// they needed (Create applies it), so that blocks of one shape test it
+// once per plugin process; across processes, the cache directory
+// remembers them (passedKey).
 type checkedConfigs struct {
 	mu sync.Mutex
 	// ok are the shapes that start, with what they need on this host.

@@ -12,12 +12,15 @@ import (
 	"syscall"
 )
 
-// A test container that started is remembered across sanddune processes
+// Within one sanddune process the host asks each block's preflight once;
+// across processes, a test container that started is remembered
 // in the user's cache directory (preflightCache), one empty file per shape,
 // named by a hash of everything the test's outcome depends on (passedKey);
 // nothing is written in the user's repository. A podman service (socket) is
 // never remembered: its runtime and configuration are not visible here.
-// Create removes them all when a container does not start.
+// Create removes them all when a container does not start. The cache
+// stays: without it every sanddune run with podman would start a test
+// container (a podman run) before its sandbox.
 
 // preflightCache is where the shapes that passed are remembered:
 // <user cache dir>/sanddune/podman-preflight, or "" when the user has no

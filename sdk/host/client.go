@@ -21,6 +21,7 @@ type conn struct {
 	// component names the dispensed component in errors ("" for the catalog).
 	component string
 	done      context.Context
+	asked     *asked
 	provider  pluginpb.ProviderClient
 	sandbox   pluginpb.SandboxClient
 	agent     pluginpb.AgentClient
@@ -68,11 +69,6 @@ func (c *providerClient) Configure(ctx context.Context, cfg sdk.Config) (sdk.Dia
 // ResourceLister and SandboxRecoverer over gRPC.
 type sandboxProviderClient struct {
 	providerClient
-
-	mu sync.Mutex
-	// progress: the catalog says the component serves
-	// CreateWithProgress; read once it answered.
-	progress, catalogued bool
 }
 
 func (c *sandboxProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
@@ -94,11 +90,14 @@ func (c *sandboxProviderClient) Preflight(ctx context.Context, req sdk.Preflight
 	if err != nil {
 		return &callError{op: "Preflight", err: err}
 	}
-	_, err = c.sandbox.Preflight(ctx, &pluginpb.PreflightRequest{
+	preq := &pluginpb.PreflightRequest{
 		Component: c.ref.Name, Config: d, HostRepoPath: req.HostRepoPath,
 		HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
-	}, wire.CallOpts...)
-	return c.fromStatus(ctx, "Preflight", err)
+	}
+	return c.asked.preflight(ctx, preq, func() error {
+		_, err := c.sandbox.Preflight(ctx, preq, wire.CallOpts...)
+		return c.fromStatus(ctx, "Preflight", err)
+	})
 }
 
 // Create calls CreateWithProgress when the caller takes progress reports
@@ -128,23 +127,18 @@ func (c *sandboxProviderClient) Create(ctx context.Context, req sdk.CreateReques
 }
 
 // createsWithProgress reads the component's create_progress capability
-// from the plugin's catalog (once it answered).
+// from the plugin's catalog.
 func (c *sandboxProviderClient) createsWithProgress(ctx context.Context) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.catalogued {
-		resp, err := c.provider.Catalog(ctx, &pluginpb.CatalogRequest{}, wire.CallOpts...)
-		if err != nil {
-			return false // Create will say what is wrong with the plugin
-		}
-		for _, comp := range resp.Components {
-			if info := comp.GetInfo(); info.GetKind() == pluginpb.Kind_KIND_SANDBOX && info.GetName() == c.ref.Name {
-				c.progress = comp.CreateProgress
-			}
-		}
-		c.catalogued = true
+	resp, err := c.catalog(ctx)
+	if err != nil {
+		return false // Create will say what is wrong with the plugin
 	}
-	return c.progress
+	for _, comp := range resp.Components {
+		if info := comp.GetInfo(); info.GetKind() == pluginpb.Kind_KIND_SANDBOX && info.GetName() == c.ref.Name {
+			return comp.CreateProgress
+		}
+	}
+	return false
 }
 
 // createWithProgress passes the streamed progress reports to progress and

@@ -34,16 +34,21 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
 	}
 }
 
+// pluginSets is the plugin set of one client: its connections (one per
+// dispensed component) share what the host asks once (asked).
 func pluginSets() map[int]plugin.PluginSet {
+	a := &asked{}
+	connect := func(done context.Context, cc *grpc.ClientConn) any { return connect(done, cc, a) }
 	return map[int]plugin.PluginSet{wire.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
 }
 
 // Versions lists the plugin protocol versions the host speaks, ascending.
 func Versions() []int { return []int{wire.ProtocolVersion} }
 
-func connect(done context.Context, cc *grpc.ClientConn) any {
+func connect(done context.Context, cc *grpc.ClientConn, a *asked) any {
 	return &conn{
 		done:     done,
+		asked:    a,
 		provider: pluginpb.NewProviderClient(cc),
 		sandbox:  pluginpb.NewSandboxClient(cc),
 		agent:    pluginpb.NewAgentClient(cc),
@@ -56,9 +61,9 @@ func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]sdk.Inf
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.provider.Catalog(ctx, &pluginpb.CatalogRequest{}, wire.CallOpts...)
+	resp, err := c.catalog(ctx)
 	if err != nil {
-		return nil, c.fromStatus(ctx, "Catalog", err)
+		return nil, err
 	}
 	var out []sdk.Info
 	for _, comp := range resp.Components {

@@ -45,7 +45,7 @@ func TestEncodeCwdOfAPluginBeforeTheRPC(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cc.Close() })
-		a := &agentProviderClient{providerClient: providerClient{conn: connect(context.Background(), cc).(*conn), ref: &pluginpb.ComponentRef{Name: "old"}}}
+		a := &agentProviderClient{providerClient: providerClient{conn: connect(context.Background(), cc, &asked{}).(*conn), ref: &pluginpb.ComponentRef{Name: "old"}}}
 		if _, err := a.Describe(context.Background(), sdk.Config{}); err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,8 @@ type Runner struct {
 	CompletionTimeout time.Duration
 	RunsAsRoot        bool
 	// Env is set for the agent's command, under the env the agent plugin
-	// asks for (the sandbox's own env stays as created).
+	// asks for: what the run's env adds to the sandbox's, which every
+	// Exec starts with (nil when the sandbox has it all).
 	Env map[string]string
 	// Confined: the sandbox confines the agent, which may then bypass its
 	// permission prompts.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -137,8 +138,14 @@ type runner struct {
 	progress *runlog.Log
 	ws       *worktree.Workspace
 	sb       sdk.Sandbox
+	// sbEnv is the env sb was created with: what every Exec in it
+	// starts with, so a run sends only what differs (execEnv).
+	sbEnv    map[string]string
 	res      *run.Result
 	syncedIn bool
+	// closing is the sandbox being removed, closeErr how it went.
+	closing  sdk.Sandbox
+	closeErr error
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
 	// cleans up through it relaunched (collect), and says so in cleanup.
 	sandboxDied bool
@@ -153,6 +160,7 @@ type runner struct {
 	refsAt     time.Time
 	// statePath is the run's state file, host this host's name (phase.go).
 	statePath, host string
+	phaseMu         sync.Mutex // setup steps overlap: enter may be called at once
 }
 
 // Preflight asks the sandbox provider of each spec whether it can create
@@ -254,17 +262,40 @@ func (r *runner) run(ctx context.Context, body func(context.Context) *run.Error)
 	}
 	var runErr *run.Error
 	defer func() { err = r.finish(ctx, runErr) }()
-	if runErr = r.setupWorktree(ctx); runErr != nil {
+	if runErr = r.prepareWorkspace(ctx); runErr != nil {
 		return r.res, runErr
 	}
-	if runErr = r.mergeBranches(ctx); runErr != nil {
-		return r.res, runErr
-	}
-	if runErr = r.setupSandbox(ctx); runErr != nil {
+	if runErr = r.setup(ctx); runErr != nil {
 		return r.res, runErr
 	}
 	runErr = body(ctx)
 	return r.res, nil
+}
+
+// setup readies the prepared workspace (copies, host on_worktree_ready
+// hooks) while the sandbox is created, then readies the sandbox. With
+// merge_branches the sandbox waits for the merges, which move the branch
+// an isolated sandbox starts from (and its labels name).
+func (r *runner) setup(ctx context.Context) *run.Error {
+	if len(r.MergeBranches) > 0 || r.Sandbox.Provider == nil {
+		if err := r.readyWorktree(ctx); err != nil {
+			return err
+		}
+		if err := r.mergeBranches(ctx); err != nil {
+			return err
+		}
+		return r.setupSandbox(ctx)
+	}
+	created := make(chan *run.Error, 1)
+	go func() { created <- r.createSandbox(ctx) }()
+	readyErr := r.readyWorktree(ctx)
+	if err := <-created; readyErr == nil && err != nil {
+		return err
+	}
+	if readyErr != nil {
+		return readyErr // the teardown removes the sandbox, if created
+	}
+	return r.readySandbox(ctx)
 }
 
 // begin opens the run's log and result.
@@ -340,9 +371,17 @@ func (r *runner) body(ctx context.Context) *run.Error {
 	return r.iterate(ctx)
 }
 
-// setupWorktree prepares the workspace: branch, worktree, copies, host
-// on_worktree_ready hooks.
+// setupWorktree prepares the workspace and readies it: branch, worktree,
+// copies, host on_worktree_ready hooks.
 func (r *runner) setupWorktree(ctx context.Context) *run.Error {
+	if err := r.prepareWorkspace(ctx); err != nil {
+		return err
+	}
+	return r.readyWorktree(ctx)
+}
+
+// prepareWorkspace locks and makes the run's branch and worktree.
+func (r *runner) prepareWorkspace(ctx context.Context) *run.Error {
 	r.enter(run.PhaseWorktree, 0)
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
 	var ws *worktree.Workspace
@@ -374,8 +413,13 @@ func (r *runner) setupWorktree(ctx context.Context) *run.Error {
 	} else {
 		r.progress.Info("branch %s", orDetached(ws.Branch))
 	}
+	return nil
+}
 
-	hostDir := r.hostDir()
+// readyWorktree copies copy_to_worktree into the worktree and runs the
+// host on_worktree_ready hooks. It touches nothing createSandbox does.
+func (r *runner) readyWorktree(ctx context.Context) *run.Error {
+	ws, hostDir := r.ws, r.hostDir()
 	if len(r.CopyPaths) > 0 && r.Strategy.Worktree {
 		ph := r.progress.Phase("Copying to worktree")
 		var skipped []string
@@ -397,21 +441,23 @@ func (r *runner) setupWorktree(ctx context.Context) *run.Error {
 	return nil
 }
 
-// setupSandbox creates the sandbox in the prepared workspace, syncs the
-// code in (isolated) and runs the on_sandbox_ready hooks.
+// setupSandbox creates the sandbox in the prepared workspace and readies
+// it.
 func (r *runner) setupSandbox(ctx context.Context) *run.Error {
-	ws := r.ws
-	hostDir := r.hostDir()
-	r.snapshotRefs(ctx)
+	if err := r.createSandbox(ctx); err != nil {
+		return err
+	}
+	return r.readySandbox(ctx)
+}
+
+// createSandbox creates the sandbox (none for a session on the host) in
+// the prepared workspace: r.sb, r.sbEnv.
+func (r *runner) createSandbox(ctx context.Context) *run.Error {
 	if r.Sandbox.Provider == nil {
-		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
-			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
-		}); err != nil {
-			return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
-		}
 		return nil
 	}
 	r.enter(run.PhaseSandbox, 0)
+	ws := r.ws
 	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
 		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
@@ -436,9 +482,26 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	if err != nil {
 		return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 0, err, "")
 	}
-	r.sb = sb
+	r.sb, r.sbEnv = sb, req.Env
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
+	return nil
+}
 
+// readySandbox notes the host's refs (before anything runs in the
+// sandbox), syncs the code into an isolated sandbox and runs the
+// on_sandbox_ready hooks.
+func (r *runner) readySandbox(ctx context.Context) *run.Error {
+	hostDir := r.hostDir()
+	r.snapshotRefs(ctx)
+	if r.sb == nil {
+		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
+			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)
+		}); err != nil {
+			return r.fail(ctx, run.PhaseHooks, "", 0, err, "fix the hook command (or raise its timeout) and run again")
+		}
+		return nil
+	}
+	sb := r.sb
 	if r.Caps.Contract == sdk.ContractIsolated {
 		r.enter(run.PhaseSyncIn, 0)
 		ph := r.progress.Phase("Syncing the repository into the sandbox")
@@ -560,6 +623,22 @@ func (r *runner) sandboxEnv(ctx context.Context) map[string]string {
 	}
 	for k, v := range r.Env {
 		out[k] = v
+	}
+	return out
+}
+
+// execEnv is the run's env an Exec in the sandbox must add: what the
+// sandbox was not created with (a session step's or a later run's own
+// values), none when the sandbox has it all.
+func (r *runner) execEnv() map[string]string {
+	var out map[string]string
+	for k, v := range r.Env {
+		if have, ok := r.sbEnv[k]; !ok || have != v {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
 	}
 	return out
 }

@@ -73,7 +73,7 @@ func (r *runner) session(ctx context.Context) *run.Error {
 			req.Env[k] = v
 		}
 	} else {
-		maps.Copy(req.Env, r.Env)
+		maps.Copy(req.Env, r.execEnv())
 		var ok bool
 		if tty, ok = r.sb.(sdk.TTYSandbox); !ok {
 			return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 1, errors.New("the sandbox declares the TTY capability but cannot run a terminal session"), "")

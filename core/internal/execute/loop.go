@@ -26,7 +26,7 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 	ar := &agentexec.Runner{
 		Agent: r.Agent.Provider, Config: r.Agent.Config, Sandbox: r.sb,
 		Signals: r.CompletionSignals, IdleTimeout: r.IdleTimeout, CompletionTimeout: r.CompletionTimeout,
-		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Env: r.Env, Log: r.progress, Observe: r.observe,
+		RunsAsRoot: r.runsAsRoot(ctx), Confined: r.Caps.Confines, Env: r.execEnv(), Log: r.progress, Observe: r.observe,
 	}
 	stdout := agentexec.NewRing(run.MaxStdoutBytes)
 	defer func() { r.res.Stdout = stdout.String() }()
@@ -182,53 +182,88 @@ func (r *runner) observe(n int, e sdk.Event) {
 // teardown brings the work home and releases everything, whatever
 // happened. runErr is the run's failure so far; the result is a failure of
 // teardown itself when the run had succeeded.
+//
+// Once an isolated sandbox's commits are synced out, the sandbox is
+// removed while the merge and the worktree cleanup run; a bind-mounted
+// worktree is cleaned up only once its sandbox is gone, so nothing still
+// running there writes into it unseen.
 func (r *runner) teardown(ctx context.Context, runErr *run.Error) *run.Error {
 	if r.ws == nil {
 		return nil
 	}
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout+r.Timeouts.SyncOut+r.Timeouts.Merge)
 	defer cancel()
-	failed := r.closeSandbox(tctx)
+	failed, remove := r.releaseSandbox(tctx)
 	if runErr == nil {
 		runErr = failed
 	}
-	if e := r.closeWorktree(tctx, runErr); failed == nil {
+	removed := make(chan struct{})
+	go func() {
+		defer close(removed)
+		remove()
+	}()
+	e := r.closeWorktree(tctx, runErr, removed)
+	<-removed
+	r.removed(tctx)
+	if failed == nil {
 		failed = e
 	}
 	return failed
 }
 
 // closeSandbox syncs the commits out of an isolated sandbox and removes
-// it; a sandbox whose sync-out failed is kept, and said so. When the
-// sandbox plugin died, the run's resources are collected through it
-// relaunched instead.
+// it (see releaseSandbox).
 func (r *runner) closeSandbox(tctx context.Context) *run.Error {
+	failed, remove := r.releaseSandbox(tctx)
+	remove()
+	r.removed(tctx)
+	return failed
+}
+
+// releaseSandbox syncs the commits out of an isolated sandbox and returns
+// the removal of the sandbox, to run next (r.removed then says how it
+// went); a sandbox whose sync-out failed is kept, and said so. When the
+// sandbox plugin died, the run's resources are collected through it
+// relaunched instead, before it returns.
+func (r *runner) releaseSandbox(tctx context.Context) (failed *run.Error, remove func()) {
 	sb, died := r.sb, r.sandboxDied
 	r.sb, r.sandboxDied = nil, false
+	none := func() {}
 	switch {
 	case died && sb == nil: // Create failed: it may have made one
 		r.collect(tctx, "")
-		return nil
+		return nil, none
 	case sb == nil:
-		return nil
+		return nil, none
 	case died:
 		r.collect(tctx, sb.Info().ID)
-		return nil
+		return nil, none
 	}
-	_, failed, keep := r.syncOut(tctx, sb, false)
+	var keep bool
+	_, failed, keep = r.syncOut(tctx, sb, false)
 	if failed != nil && pluginDied(failed.Err) {
 		r.collect(tctx, sb.Info().ID)
-		return failed
+		return failed, none
 	}
 	if keep {
-		return failed
+		return failed, none
 	}
-	if err := sb.Close(tctx); pluginDied(err) {
+	r.closing = sb
+	return failed, func() { r.closeErr = sb.Close(tctx) }
+}
+
+// removed reports the removal releaseSandbox returned, once it ended: a
+// plugin that died meanwhile is relaunched to collect the sandbox.
+func (r *runner) removed(tctx context.Context) {
+	sb, err := r.closing, r.closeErr
+	r.closing, r.closeErr = nil, nil
+	switch {
+	case sb == nil:
+	case pluginDied(err):
 		r.collect(tctx, sb.Info().ID)
-	} else if err != nil {
-		r.progress.Warn("closing sandbox %s failed: %v", sb.Info().ID, err)
+	case err != nil:
+		r.progress.Warn("removing sandbox %s (%s) failed: %v; sanddune gc removes it", sb.Info().ID, r.Sandbox.Address, err)
 	}
-	return failed
 }
 
 // syncOut brings an isolated sandbox's commits onto the host branch and
@@ -270,9 +305,10 @@ func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool)
 }
 
 // closeWorktree merges (merge-to-head, when nothing failed), lists the
-// commits and cleans the worktree up, preserving a dirty one. runErr is
-// the failure so far; the result is a failure of this step.
-func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Error {
+// commits and cleans the worktree up, preserving a dirty one; a worktree
+// a sandbox mounts, once removed is closed. runErr is the failure so
+// far; the result is a failure of this step.
+func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error, removed <-chan struct{}) *run.Error {
 	var failed *run.Error
 	merged := false
 	if runErr == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
@@ -305,6 +341,9 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 	}
 
 	r.enter(run.PhaseCleanup, 0)
+	if r.Caps.Contract == sdk.ContractBindMount {
+		<-removed
+	}
 	cr, err := r.ws.Close(tctx)
 	if err != nil {
 		r.progress.Warn("cleaning up the worktree: %v", err)
@@ -313,6 +352,9 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 		r.res.PreservedWorktreePath = cr.PreservedPath
 		r.progress.Warn("the worktree has uncommitted changes and is preserved at %s (review: cd %s; discard: git worktree remove --force %s)",
 			cr.PreservedPath, cr.PreservedPath, cr.PreservedPath)
+	}
+	if cr.KeptBranch != "" && merged && err == nil && cr.PreservedPath == "" {
+		r.progress.Warn("branch %s is kept: it holds commits made after the merge (by something left running in the sandbox?)", cr.KeptBranch)
 	}
 	if cr.KeptBranch != "" && !merged {
 		r.res.Branch = cr.KeptBranch

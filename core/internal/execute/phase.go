@@ -15,6 +15,8 @@ import (
 // 0 outside the loop): in its state file (`sanddune status`) and to the
 // OnPhase observer.
 func (r *runner) enter(phase run.Phase, n int) {
+	r.phaseMu.Lock()
+	defer r.phaseMu.Unlock()
 	e := r.phaseEvent(phase, n)
 	if r.statePath != "" {
 		if err := runstate.Write(r.statePath, runstate.State{
