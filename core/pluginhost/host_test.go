@@ -218,22 +218,32 @@ func TestComponentOfMultiComponentBinary(t *testing.T) {
 	}
 }
 
-func TestOneProcessPerPlugin(t *testing.T) {
-	t.Parallel()
-	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
+// resolveConcurrently resolves the sandboxes names from 8 goroutines at
+// once, calling each (unless nil) with every resolution.
+func resolveConcurrently(t *testing.T, h *Host, each func(string, sdk.SandboxProvider, Component), names ...string) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, n := range []string{"alpha", "beta"} {
-				if _, _, err := h.Sandbox(context.Background(), n); err != nil {
+			for _, n := range names {
+				p, c, err := h.Sandbox(context.Background(), n)
+				if err != nil {
 					t.Error(err)
+				} else if each != nil {
+					each(n, p, c)
 				}
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+func TestOneProcessPerPlugin(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
+	resolveConcurrently(t, h, nil, "alpha", "beta")
 	if len(h.procs) != 2 {
 		t.Fatalf("%d plugin processes, want 2 (one per plugin)", len(h.procs))
 	}
@@ -252,27 +262,14 @@ func TestBuiltinsOfOneBinaryShareOneProcess(t *testing.T) {
 	if err := os.Symlink(fakePlugin, filepath.Join(dir, BinaryPrefix+"alpha")); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, n := range []string{"alpha", "beta"} {
-				p, c, err := h.Sandbox(context.Background(), n)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if !c.Source.Builtin() || c.Source.Name != n {
-					t.Errorf("%s resolved to %+v, want the built-in", n, c.Source)
-				}
-				if _, err := p.Create(context.Background(), sdk.CreateRequest{}); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	resolveConcurrently(t, h, func(n string, p sdk.SandboxProvider, c Component) {
+		if !c.Source.Builtin() || c.Source.Name != n {
+			t.Errorf("%s resolved to %+v, want the built-in", n, c.Source)
+		}
+		if _, err := p.Create(context.Background(), sdk.CreateRequest{}); err != nil {
+			t.Error(err)
+		}
+	}, "alpha", "beta")
 	if len(h.procs) != 1 {
 		t.Fatalf("%d plugin processes, want 1 (the built-ins' binary)", len(h.procs))
 	}
