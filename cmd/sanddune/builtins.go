@@ -20,7 +20,7 @@ var builtins = map[string]string{
 	"pi":         builtinsBinary,
 	"podman":     builtinsBinary,
 	"vercel":     builtinsBinary,
-	// client-go makes it as big as all the others together: its own binary
+	// client-go makes it twice the size of all the others together: its own binary
 	// (cmd/sanddune-plugin-kubernetes) keeps it out of every other run.
 	"kubernetes": pluginhost.BinaryPrefix + "kubernetes",
 }
