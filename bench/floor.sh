@@ -172,7 +172,7 @@ log "raw figures:"; cat "$data" "$work/mem.data" 2>/dev/null >&2 || true
       set -- $(col 13); local_load="$2–$3"
       set -- $(col 11); local_pss="**$1** ($2–$3)"
       set -- $(col 9)
-      echo "| $n run(s) | $local_core | ${local_np%.*} | $local_max | $1 ($2–$3) | $local_pss | $( ((n > 1)) && echo "< 70" || echo "< 50") | $local_load |"
+      echo "| $n run(s) | $local_core | ${local_np%.*} | $local_max | $1 ($2–$3) | $local_pss | $( ((n > 1)) && echo "< 60" || echo "< 45") | $local_load |"
     done
   fi
   echo

@@ -258,13 +258,13 @@ func TestDockerSandboxRemovedFromOutside(t *testing.T) {
 	}
 }
 
-// pluginPID is the pid of the built-in plugin name that sanddune process
-// parent serves, or 0.
-func pluginPID(parent int, name string) int {
+// builtinsPID is the pid of the sanddune-plugin-builtins process that
+// serves sanddune process parent, or 0.
+func builtinsPID(parent int) int {
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, c := range cmdlines {
 		b, err := os.ReadFile(c)
-		if err != nil || !bytes.HasSuffix(b, []byte("/sanddune-plugin-"+name+"\x00")) {
+		if err != nil || !bytes.HasSuffix(b, []byte("/"+builtinsBinary+"\x00")) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(c)))
@@ -279,9 +279,10 @@ func pluginPID(parent int, name string) int {
 	return 0
 }
 
-// TestSandboxPluginKilledIsCleanedUp: the docker (or bubblewrap) plugin is
-// SIGKILLed while the agent runs. The run fails against the sandbox plugin
-// and says it died; sanddune restarts the plugin and removes the run's
+// TestSandboxPluginKilledIsCleanedUp: the docker (or bubblewrap) plugin,
+// the built-ins' process, which serves the agent too, is SIGKILLed while
+// the agent runs. The run fails against the sandbox plugin (the agent
+// plugin died with it) and says it died; sanddune restarts the plugin and removes the run's
 // sandbox through it before it exits, and says so; no process of the
 // sandbox (the agent's) outlives the run, and the agent's commit is on
 // the run's branch (ADR 0016).
@@ -359,7 +360,7 @@ func TestSandboxPluginKilledIsCleanedUp(t *testing.T) {
 			stdout, stderr := startScanning(t, cmd, 1)
 			defer cmd.Process.Kill()
 			go io.Copy(io.Discard, stdout)
-			pid := pluginPID(cmd.Process.Pid, tc.plugin)
+			pid := builtinsPID(cmd.Process.Pid)
 			if pid == 0 {
 				t.Fatalf("no %s plugin process while the agent runs", tc.plugin)
 			}

@@ -282,7 +282,7 @@ func TestInteractiveKilledPluginRestoresTheTerminal(t *testing.T) {
 	s.expect("name? ")
 	var plugin int
 	for _, pid := range pluginProcesses(t, s.cmd.Process.Pid) {
-		if cmdline, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "cmdline")); strings.HasSuffix(string(cmdline), "/sanddune-plugin-bubblewrap\x00") {
+		if cmdline, _ := os.ReadFile(filepath.Join("/proc", itoa(pid), "cmdline")); strings.HasSuffix(string(cmdline), "/"+builtinsBinary+"\x00") {
 			plugin = pid
 		}
 	}

@@ -24,12 +24,13 @@ type Source struct {
 	Trusted bool
 }
 
-// Builtin reports whether the source is compiled into sanddune.
+// Builtin reports whether the source is a built-in, served by a binary
+// installed with sanddune.
 func (s Source) Builtin() bool { return s.Path == "" }
 
 func (s Source) String() string {
 	if s.Builtin() {
-		return "built-in " + s.Name
+		return "built-in"
 	}
 	return s.Path
 }

@@ -5,8 +5,9 @@
 // (the "docker" in `sandbox "docker" "x" {}`) resolves to a plugin source:
 //
 //  1. the binary the config's required_plugins names by source;
-//  2. otherwise a built-in: the binary sanddune-plugin-<name> installed
-//     beside the sanddune executable with it (docs/adr/0019);
+//  2. otherwise a built-in: the binary Options.Builtins maps its name to,
+//     installed beside the sanddune executable with it; the built-ins one
+//     binary serves share one process of it (docs/adr/0022);
 //  3. otherwise an external binary named sanddune-plugin-<name>, searched
 //     in the directories of SANDDUNE_PLUGIN_PATH, then <repo>/.sanddune/plugins,
 //     then $XDG_DATA_HOME/sanddune/plugins (~/.local/share/...), then the
@@ -23,8 +24,8 @@
 // A binary may serve several components: a label "acme-vm" is looked up as
 // sanddune-plugin-acme-vm, then sanddune-plugin-acme.
 //
-// The Host launches each source once and shares the process between all
-// runs; one that died is launched again on the next Resolve (a run whose
+// The Host launches each binary once and shares the process between all
+// runs and all the components it serves; one that died is launched again on the next Resolve (a run whose
 // sandbox plugin died cleans up through it, ADR 0016). Plugin processes
 // get their own process group (so a terminal's Ctrl-C reaches sanddune
 // first, which then cancels runs cleanly) and a parent-death signal, and

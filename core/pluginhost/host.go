@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,9 +30,10 @@ import (
 
 // Options configure a Host.
 type Options struct {
-	// Builtins are the names of the plugins that come with sanddune, each
-	// installed as sanddune-plugin-<name> beside Executable.
-	Builtins []string
+	// Builtins are the plugins that come with sanddune, by name, each
+	// mapped to the file name of the binary, installed beside Executable,
+	// that serves it. The names a binary serves share one process of it.
+	Builtins map[string]string
 	// Executable is sanddune's own binary.
 	Executable string
 	// RepoRoot enables the <repo>/.sanddune/plugins search directory.
@@ -83,6 +85,7 @@ type process struct {
 	ready   chan struct{}
 	killed  chan struct{} // closed once the plugin is killed
 	src     Source
+	path    string // the binary
 	cmd     *exec.Cmd
 	marker  string // NAME=random in the environment of the plugin and its children
 	client  *plugin.Client
@@ -93,6 +96,19 @@ type process struct {
 	// forced: kill had to SIGKILL the plugin, which had not finished
 	// shutting down (or it was killed before).
 	forced bool
+	// sandboxes are the sandbox components dispensed from it, by name.
+	mu        sync.Mutex
+	sandboxes map[string]bool
+}
+
+// dispensed records that a sandbox component was dispensed from p.
+func (p *process) dispensed(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sandboxes == nil {
+		p.sandboxes = map[string]bool{}
+	}
+	p.sandboxes[name] = true
 }
 
 // New returns a Host. Call Close when done.
@@ -245,6 +261,9 @@ func (h *Host) Resolve(ctx context.Context, kind sdk.Kind, label string) (Compon
 		if !ok {
 			continue
 		}
+		if err := h.checkBuiltin(src); err != nil {
+			return Component{Source: src}, err
+		}
 		p := h.start(ctx, src)
 		if p.err != nil {
 			return Component{Source: src}, p.err
@@ -260,6 +279,9 @@ func (h *Host) Resolve(ctx context.Context, kind sdk.Kind, label string) (Compon
 			if err != nil {
 				return Component{Source: src}, fmt.Errorf("plugin %q (%s): %w", name, src, err)
 			}
+			if kind == sdk.KindSandbox {
+				p.dispensed(label)
+			}
 			return Component{Info: info, Source: src, Provider: prov}, nil
 		}
 		if name == label {
@@ -267,9 +289,15 @@ func (h *Host) Resolve(ctx context.Context, kind sdk.Kind, label string) (Compon
 				name, src, kind, label, describeCatalog(p.catalog))
 		}
 	}
-	known := append([]string{}, h.opts.Builtins...)
+	var known []string
+	for b := range h.opts.Builtins {
+		known = append(known, b)
+	}
+	sort.Strings(known)
 	for _, b := range listBinaries(h.dirs) {
-		known = append(known, b.Name)
+		if !h.isBuiltin(b.Name) && !h.isBuiltinBinary(b.Path) {
+			known = append(known, b.Name)
+		}
 	}
 	return Component{}, &NotFoundError{Kind: kind, Label: label, Dirs: h.dirs, Known: known}
 }
@@ -322,12 +350,12 @@ func (h *Host) source(name string) (Source, bool) {
 	}
 	p := findBinary(h.dirs, name)
 	if builtin {
-		if p != "" && p != h.builtinPath(name) {
+		if p != "" && !h.besideSanddune(p) {
 			h.warnIgnored(name, p)
 		}
 		return Source{Name: name}, true
 	}
-	if p != "" {
+	if p != "" && !h.isBuiltinBinary(p) {
 		return Source{Name: name, Path: p, Trusted: h.trustedDir(filepath.Dir(p))}, true
 	}
 	return Source{}, false
@@ -344,26 +372,60 @@ func (h *Host) warnIgnored(name, path string) {
 		"plugin", name, "path", path)
 }
 
-// builtinPath is where the built-in plugin name is installed: beside
+// builtinPath is the binary that serves the built-in plugin name: beside
 // sanddune.
 func (h *Host) builtinPath(name string) string {
-	return filepath.Join(filepath.Dir(h.opts.Executable), BinaryPrefix+name)
+	return filepath.Join(filepath.Dir(h.opts.Executable), h.opts.Builtins[name])
+}
+
+// besideSanddune reports whether a binary lies in sanddune's own directory.
+// One named like a built-in is sanddune's own, or left there by an older
+// install that had a binary per built-in: not a plugin the user added.
+func (h *Host) besideSanddune(path string) bool {
+	return h.opts.Executable != "" && filepath.Dir(path) == filepath.Dir(h.opts.Executable)
 }
 
 func (h *Host) isBuiltin(name string) bool {
-	for _, b := range h.opts.Builtins {
-		if b == name {
+	_, ok := h.opts.Builtins[name]
+	return ok
+}
+
+// isBuiltinBinary reports whether path is the binary of a built-in: it
+// serves built-ins under their names, never as a plugin of its own.
+func (h *Host) isBuiltinBinary(path string) bool {
+	for name := range h.opts.Builtins {
+		if path == h.builtinPath(name) {
 			return true
 		}
 	}
 	return false
 }
 
-// start launches the source's process once; concurrent callers wait for it.
-func (h *Host) start(ctx context.Context, src Source) *process {
-	key := "builtin:" + src.Name
+// checkBuiltin says, before anything starts, that the binary serving a
+// built-in is missing or not executable.
+func (h *Host) checkBuiltin(src Source) error {
 	if !src.Builtin() {
-		key = src.Path
+		return nil
+	}
+	path := h.builtinPath(src.Name)
+	if !isFile(path) {
+		return fmt.Errorf("built-in plugin %q is missing: sanddune starts it from %s, beside itself; install sanddune with its plugins (make install, or go install ./cmd/... in a checkout of sanddune)", src.Name, path)
+	}
+	if !isExecutable(path) {
+		return fmt.Errorf("built-in plugin %q: %s is not executable (chmod +x %s)", src.Name, path, path)
+	}
+	return nil
+}
+
+// start launches the source's process once; concurrent callers wait for
+// it. The built-ins one binary serves share its process, which is named
+// after the binary (sanddune-plugin-builtins runs as plugin "builtins").
+func (h *Host) start(ctx context.Context, src Source) *process {
+	key, path := src.Path, src.Path
+	if src.Builtin() {
+		bin := h.opts.Builtins[src.Name]
+		key, path = "builtin:"+bin, h.builtinPath(src.Name)
+		src = Source{Name: strings.TrimPrefix(bin, BinaryPrefix)}
 	}
 	h.mu.Lock()
 	p, ok := h.procs[key]
@@ -372,7 +434,7 @@ func (h *Host) start(ctx context.Context, src Source) *process {
 		dead, ok = p, false
 	}
 	if !ok {
-		p = &process{ready: make(chan struct{}), killed: make(chan struct{}), src: src}
+		p = &process{ready: make(chan struct{}), killed: make(chan struct{}), src: src, path: path}
 		h.procs[key] = p
 	}
 	h.mu.Unlock()
@@ -440,17 +502,9 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	var lock *Lock
 	var cmd *exec.Cmd
 	if src.Builtin() {
-		// Built-ins are part of sanddune: trusted with it, never locked.
-		path := h.builtinPath(src.Name)
-		if !isFile(path) {
-			p.err = fmt.Errorf("built-in plugin %q is missing: sanddune starts it from %s, beside itself; install sanddune with its plugins (make install, or go install ./cmd/... in a checkout of sanddune)", src.Name, path)
-			return
-		}
-		if !isExecutable(path) {
-			p.err = fmt.Errorf("built-in plugin %q: %s is not executable (chmod +x %s)", src.Name, path, path)
-			return
-		}
-		cmd = exec.Command(path)
+		// Built-ins are part of sanddune: trusted with it, never locked
+		// (checkBuiltin has checked the binary).
+		cmd = exec.Command(p.path)
 	} else {
 		if !isExecutable(src.Path) {
 			p.err = fmt.Errorf("plugin %q: %s is not executable (chmod +x %s)", src.Name, src.Path, src.Path)
@@ -670,12 +724,15 @@ func (h *Host) Close() {
 	wg.Wait()
 	h.mu.Lock()
 	for _, p := range procs {
-		for _, info := range p.catalog {
-			if p.forced && info.Kind == sdk.KindSandbox {
-				h.stopped = append(h.stopped, info.Name)
+		p.mu.Lock()
+		for name := range p.sandboxes {
+			if p.forced {
+				h.stopped = append(h.stopped, name)
 			}
 		}
+		p.mu.Unlock()
 	}
+	sort.Strings(h.stopped)
 	if h.sockets != "" {
 		os.RemoveAll(h.sockets)
 		h.sockets = ""
@@ -683,8 +740,8 @@ func (h *Host) Close() {
 	h.mu.Unlock()
 }
 
-// Stopped returns, and forgets, the sandbox components of the plugins
-// Close had to kill (SIGKILL after go-plugin's 2 s of shutdown grace)
+// Stopped returns, and forgets, the sandbox components dispensed from the
+// plugins Close had to kill (SIGKILL after go-plugin's 2 s of shutdown grace)
 // before they had shut down: a Create or Close they were still running
 // may have left a resource. Resolving one again relaunches its plugin,
 // through which the caller can collect them (ADR 0016).

@@ -52,18 +52,28 @@ func pluginDir(t *testing.T, names ...string) string {
 	return dir
 }
 
+// ownBinaries maps each built-in name to a binary of its own,
+// sanddune-plugin-<name>.
+func ownBinaries(names ...string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		m[n] = BinaryPrefix + n
+	}
+	return m
+}
+
 // installed returns the path of a sanddune executable installed with the
-// built-ins names beside it (each the fake plugin, serving a sandbox of its
-// name), as make install lays them out.
-func installed(t *testing.T, builtins ...string) string {
+// binaries of the built-ins beside it (each the fake plugin, serving what
+// its name says), as make install lays them out.
+func installed(t *testing.T, builtins map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "sanddune")
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range builtins {
-		if err := os.Symlink(fakePlugin, filepath.Join(dir, BinaryPrefix+b)); err != nil {
+	for _, bin := range builtins {
+		if err := os.Symlink(fakePlugin, filepath.Join(dir, bin)); err != nil && !errors.Is(err, os.ErrExist) {
 			t.Fatal(err)
 		}
 	}
@@ -72,10 +82,16 @@ func installed(t *testing.T, builtins ...string) string {
 
 func newHost(t *testing.T, pluginPath string, builtins ...string) (*Host, *bytes.Buffer) {
 	t.Helper()
+	return newHostOf(t, pluginPath, ownBinaries(builtins...))
+}
+
+// newHostOf is newHost with the built-ins mapped to their binaries.
+func newHostOf(t *testing.T, pluginPath string, builtins map[string]string) (*Host, *bytes.Buffer) {
+	t.Helper()
 	var logs bytes.Buffer
 	h := New(Options{
 		Builtins:   builtins,
-		Executable: installed(t, builtins...),
+		Executable: installed(t, builtins),
 		Getenv: func(k string) string {
 			if k == "SANDDUNE_PLUGIN_PATH" {
 				return pluginPath
@@ -138,7 +154,7 @@ func TestBuiltinServedFromItsBinaryBesideSanddune(t *testing.T) {
 		t.Fatalf("source %v info %+v: want the built-in", c.Source, c.Info)
 	}
 	want := filepath.Join(filepath.Dir(h.opts.Executable), BinaryPrefix+"alpha")
-	if got := h.procs["builtin:alpha"].cmd.Path; got != want {
+	if got := h.procs["builtin:"+BinaryPrefix+"alpha"].cmd.Path; got != want {
 		t.Fatalf("the built-in ran %s, want %s", got, want)
 	}
 	if strings.Contains(logs.String(), "ignored") {
@@ -202,24 +218,102 @@ func TestComponentOfMultiComponentBinary(t *testing.T) {
 	}
 }
 
-func TestOneProcessPerPlugin(t *testing.T) {
-	t.Parallel()
-	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
+// resolveConcurrently resolves the sandboxes names from 8 goroutines at
+// once, calling each (unless nil) with every resolution.
+func resolveConcurrently(t *testing.T, h *Host, each func(string, sdk.SandboxProvider, Component), names ...string) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, n := range []string{"alpha", "beta"} {
-				if _, _, err := h.Sandbox(context.Background(), n); err != nil {
+			for _, n := range names {
+				p, c, err := h.Sandbox(context.Background(), n)
+				if err != nil {
 					t.Error(err)
+				} else if each != nil {
+					each(n, p, c)
 				}
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+func TestOneProcessPerPlugin(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t, pluginDir(t, "beta"), "alpha")
+	resolveConcurrently(t, h, nil, "alpha", "beta")
 	if len(h.procs) != 2 {
 		t.Fatalf("%d plugin processes, want 2 (one per plugin)", len(h.procs))
+	}
+}
+
+// TestBuiltinsOfOneBinaryShareOneProcess: the built-ins one binary serves
+// (sanddune-plugin-builtins) run as one process of it, however many of them
+// are resolved and however often; each is listed under its own name, the
+// binary is no plugin of its own, and a binary beside sanddune named like
+// a built-in (left by an older install) is not warned about.
+func TestBuiltinsOfOneBinaryShareOneProcess(t *testing.T) {
+	t.Parallel()
+	bin := BinaryPrefix + "builtins"
+	h, logs := newHostOf(t, "", map[string]string{"alpha": bin, "beta": bin})
+	dir := filepath.Dir(h.opts.Executable)
+	if err := os.Symlink(fakePlugin, filepath.Join(dir, BinaryPrefix+"alpha")); err != nil {
+		t.Fatal(err)
+	}
+	resolveConcurrently(t, h, func(n string, p sdk.SandboxProvider, c Component) {
+		if !c.Source.Builtin() || c.Source.Name != n {
+			t.Errorf("%s resolved to %+v, want the built-in", n, c.Source)
+		}
+		if _, err := p.Create(context.Background(), sdk.CreateRequest{}); err != nil {
+			t.Error(err)
+		}
+	}, "alpha", "beta")
+	if len(h.procs) != 1 {
+		t.Fatalf("%d plugin processes, want 1 (the built-ins' binary)", len(h.procs))
+	}
+	if got, want := h.procs["builtin:"+bin].cmd.Path, filepath.Join(dir, bin); got != want {
+		t.Fatalf("the built-ins ran %s, want %s", got, want)
+	}
+	var names []string
+	for _, r := range h.List(context.Background()) {
+		if r.Err != nil || !r.Source.Builtin() {
+			t.Fatalf("list row %+v, want built-ins only", r)
+		}
+		names = append(names, r.Info.Name)
+	}
+	if !slices.Equal(names, []string{"alpha", "beta"}) {
+		t.Fatalf("list = %v, want alpha and beta once each", names)
+	}
+	if len(h.procs) != 1 {
+		t.Fatalf("list started %d processes, want the one", len(h.procs))
+	}
+	_, _, err := h.Sandbox(context.Background(), "builtins")
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || slices.Contains(nf.Known, "builtins") || !slices.Equal(nf.Known, []string{"alpha", "beta"}) {
+		t.Fatalf("resolving the binary's own name: %v (known %v), want not found, knowing alpha and beta", err, nf.Known)
+	}
+	if strings.Contains(logs.String(), "ignored") {
+		t.Fatalf("a binary beside sanddune was warned about:\n%s", logs)
+	}
+}
+
+// TestMissingBuiltinsBinaryNamesEachBuiltin: when the binary several
+// built-ins share is missing, each built-in asked for says so by its name.
+func TestMissingBuiltinsBinaryNamesEachBuiltin(t *testing.T) {
+	t.Parallel()
+	bin := BinaryPrefix + "builtins"
+	h, _ := newHostOf(t, "", map[string]string{"alpha": bin, "beta": bin})
+	path := filepath.Join(filepath.Dir(h.opts.Executable), bin)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"alpha", "beta"} {
+		_, _, err := h.Sandbox(context.Background(), n)
+		if err == nil || !strings.Contains(err.Error(), `built-in plugin "`+n+`" is missing: sanddune starts it from `+path) {
+			t.Fatalf("%s: err = %v, want it named with %s", n, err, path)
+		}
 	}
 }
 

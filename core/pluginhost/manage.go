@@ -44,17 +44,19 @@ func (h *Host) Sources() (srcs []Source, ignored []Source) {
 			continue
 		}
 		if h.isBuiltin(s.Name) {
-			if s.Path == h.builtinPath(s.Name) {
-				continue // the built-in itself
+			if !h.besideSanddune(s.Path) {
+				ignored = append(ignored, s)
 			}
-			ignored = append(ignored, s)
 			continue
+		}
+		if h.isBuiltinBinary(s.Path) {
+			continue // sanddune-plugin-builtins serves built-ins, under their names
 		}
 		s.Trusted = h.trustedDir(filepath.Dir(s.Path))
 		seen[s.Name] = true
 		srcs = append(srcs, s)
 	}
-	for _, b := range h.opts.Builtins {
+	for b := range h.opts.Builtins {
 		if !seen[b] {
 			srcs = append(srcs, Source{Name: b})
 		}
@@ -102,6 +104,10 @@ func (h *Host) list(ctx context.Context, s Source) []Listing {
 		base.SHA256 = sum
 		base.Lock, base.Mismatch = h.lockState(s.Name, sum)
 	}
+	if err := h.checkBuiltin(s); err != nil {
+		base.Err = err
+		return []Listing{base}
+	}
 	p := h.start(ctx, s)
 	if p.err != nil {
 		base.Err = p.err
@@ -109,6 +115,9 @@ func (h *Host) list(ctx context.Context, s Source) []Listing {
 	}
 	var out []Listing
 	for _, info := range p.catalog {
+		if s.Builtin() && info.Name != s.Name {
+			continue // a built-in's binary serves others too: each is listed on its own
+		}
 		l := base
 		l.Info = info
 		out = append(out, l)

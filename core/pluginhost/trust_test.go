@@ -25,8 +25,8 @@ func newTrustEnv(t *testing.T) trustEnv {
 func (e trustEnv) host(t *testing.T, builtins ...string) *Host {
 	t.Helper()
 	h := New(Options{
-		Builtins:   builtins,
-		Executable: installed(t, builtins...),
+		Builtins:   ownBinaries(builtins...),
+		Executable: installed(t, ownBinaries(builtins...)),
 		RepoRoot:   e.repo,
 		Getenv: func(k string) string {
 			switch k {

@@ -193,6 +193,13 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	case ctx.Err() != nil:
 		return out, context.Cause(ctx)
 	case parseErr != nil && errors.Is(context.Cause(execCtx), errParserGone) && execErr != nil:
+		if errors.Is(parseErr, sdk.ErrPluginShutdown) {
+			if err := a.sandboxPluginGone(ctx); err != nil {
+				// One process served both (as the built-ins' does): the
+				// sandbox plugin died with the agent plugin.
+				return out, &SandboxExecError{Err: err}
+			}
+		}
 		return out, fmt.Errorf("%s, so the agent was stopped: %w", parserFailed(parseErr), parseErr)
 	case stopReason(s.stop.Load()) == stoppedIdle:
 		return out, &run.IdleTimeoutError{Timeout: a.IdleTimeout}
@@ -211,6 +218,17 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 		return out, fmt.Errorf("%s: %w", parserFailed(parseErr), parseErr)
 	}
 	return out, nil
+}
+
+// sandboxPluginGone returns the sandbox plugin's shutdown error when it is
+// gone too, after the agent plugin's process died: an Exec of `true`
+// through it fails at once then.
+func (a *Runner) sandboxPluginGone(ctx context.Context) error {
+	_, err := a.Sandbox.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {})
+	if errors.Is(err, sdk.ErrPluginShutdown) {
+		return err
+	}
+	return nil
 }
 
 // parserFailed says why ParseStream ended with err: the agent plugin's

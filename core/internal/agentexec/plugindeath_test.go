@@ -3,6 +3,7 @@ package agentexec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,10 @@ type endlessSandbox struct {
 	cancelled chan bool
 }
 
-func (s endlessSandbox) Exec(ctx context.Context, _ sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+func (s endlessSandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	if req.Argv[0] == "true" {
+		return sdk.ExecResult{}, nil // its plugin is alive
+	}
 	backstop := time.After(time.Minute)
 	for {
 		out(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(`{"type":"text"}`)})
@@ -60,5 +64,30 @@ func TestAgentStoppedWhenItsPluginDies(t *testing.T) {
 	if !errors.Is(err, sdk.ErrPluginShutdown) || !strings.Contains(err.Error(), "the agent plugin died") ||
 		!strings.Contains(err.Error(), "agent was stopped") || strings.Contains(err.Error(), "parse") {
 		t.Fatalf("err = %v, want that the agent plugin died (not a parse failure) and the agent was stopped", err)
+	}
+}
+
+// sharedProcessSandbox is a sandbox served by the agent plugin's process:
+// once the agent plugin is dead, so is it.
+type sharedProcessSandbox struct{ endlessSandbox }
+
+func (s sharedProcessSandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputFunc) (sdk.ExecResult, error) {
+	if req.Argv[0] == "true" {
+		return sdk.ExecResult{}, fmt.Errorf("sb: Exec: %w", sdk.ErrPluginShutdown)
+	}
+	return s.endlessSandbox.Exec(ctx, req, out)
+}
+
+// TestSandboxBlamedWhenOneProcessServedBoth: when the agent plugin's
+// process dies and the sandbox plugin is gone with it (one process served
+// both), the iteration fails as the sandbox's failure, which the run
+// cleans up after (its plugin restarted), not as the agent's.
+func TestSandboxBlamedWhenOneProcessServedBoth(t *testing.T) {
+	sb := sharedProcessSandbox{endlessSandbox{cancelled: make(chan bool, 1)}}
+	r := &Runner{Agent: dyingAgent{}, Sandbox: sb, IdleTimeout: time.Hour, CompletionTimeout: time.Hour}
+	_, err := r.Invoke(context.Background(), 1, "prompt", "", false)
+	var sbErr *SandboxExecError
+	if !errors.As(err, &sbErr) || !errors.Is(err, sdk.ErrPluginShutdown) || !strings.Contains(err.Error(), "the sandbox plugin crashed") {
+		t.Fatalf("err = %v, want the sandbox plugin's crash", err)
 	}
 }

@@ -6,6 +6,8 @@
 //   - "crashy": its sandboxes exit the process in the middle of Exec;
 //   - "stuck": its Create writes HostRepoPath/creating and never returns
 //     (so the plugin does not stop when asked to);
+//   - "builtins": serves two sandboxes, "alpha" and "beta" (a binary
+//     serving several built-ins);
 //   - anything else: a sandbox whose Exec echoes its argv.
 package main
 
@@ -23,6 +25,9 @@ import (
 func main() {
 	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "sanddune-plugin-")
 	opts := sdk.ServeOpts{Sandboxes: map[string]sdk.SandboxProvider{name: &provider{name: name}}}
+	if name == "builtins" {
+		opts.Sandboxes = map[string]sdk.SandboxProvider{"alpha": &provider{name: "alpha"}, "beta": &provider{name: "beta"}}
+	}
 	if name == "future" {
 		// The handshake line of a plugin that picked protocol 99; the host
 		// refuses it before connecting.
