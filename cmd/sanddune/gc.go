@@ -25,8 +25,9 @@ func newGCCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Clean up what dead runs left behind, salvaging their work first",
-		Long: `Remove sandbox resources (containers, sandbox directories...) labelled by runs whose
-sanddune process is gone, clean worktrees in .sanddune/worktrees that no live run holds, lock
+		Long: `Remove sandbox resources (containers, sandbox directories...) labelled by runs on this
+repository whose sanddune process is gone (--all-repos: runs on any repository of this host;
+outside a repository gc always looks at all), clean worktrees in .sanddune/worktrees that no live run holds, lock
 files of dead processes, temporary run branches that hold nothing, and the temporary directories
 (sync bundles, plugin sockets) of dead sanddune processes.
 
@@ -83,7 +84,7 @@ would be salvaged and removed, and where gc looked.`,
 			if opts.DryRun {
 				printLookedAt(out, providers, file)
 			}
-			failed := printGC(out, rep, opts.DryRun)
+			failed := printGC(out, rep, opts.DryRun, opts.AllRepos || repo == nil)
 			for _, err := range rep.Errors {
 				fmt.Fprintln(os.Stderr, err)
 				failed = true
@@ -97,6 +98,7 @@ would be salvaged and removed, and where gc looked.`,
 	flags.register(cmd)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "only show what would be salvaged and removed, and where gc looked")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "also remove isolated sandboxes whose work cannot be salvaged (it is lost)")
+	cmd.Flags().BoolVar(&opts.AllRepos, "all-repos", false, "also collect what dead runs on other repositories of this host left (by default only this repository's)")
 	return cmd
 }
 
@@ -133,7 +135,10 @@ func printLookedAt(w io.Writer, ps []gc.Provider, file *config.File) {
 
 // printGC prints what gc did, or that there was nothing to do; it reports
 // whether a removal failed.
-func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
+func printGC(w io.Writer, rep gc.Report, dryRun, allRepos bool) (failed bool) {
+	if rep.OtherRepos > 0 {
+		defer fmt.Fprintf(w, "%d sandbox(es) of dead runs on other repositories left alone (sanddune gc --all-repos collects them too)\n", rep.OtherRepos)
+	}
 	if len(rep.Locks)+len(rep.Sandboxes)+len(rep.Worktrees)+len(rep.Branches)+len(rep.Temp)+len(rep.Errors) == 0 {
 		fmt.Fprintln(w, "nothing to clean up")
 		return false
@@ -146,6 +151,9 @@ func printGC(w io.Writer, rep gc.Report, dryRun bool) (failed bool) {
 		what := fmt.Sprintf("%s (run %s)", s.Resource.ID, s.Run())
 		if b := s.Block(); b != "" {
 			what = fmt.Sprintf("%s (run %s, %s)", s.Resource.ID, s.Run(), b)
+		}
+		if repo := s.Resource.Labels[gc.LabelRepo]; allRepos && repo != "" {
+			what = strings.TrimSuffix(what, ")") + ", repository " + repo + ")"
 		}
 		if s.Salvage != nil && (dryRun || s.Salvage.Landed) {
 			printSalvage(w, prefix, what, s.Salvage, dryRun)

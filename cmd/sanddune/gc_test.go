@@ -307,11 +307,11 @@ func TestGCNeverReportsASalvageThatFailed(t *testing.T) {
 func TestGCSaysWhenNothingIsLeft(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	if printGC(&out, gc.Report{}, false) || out.String() != "nothing to clean up\n" {
+	if printGC(&out, gc.Report{}, false, false) || out.String() != "nothing to clean up\n" {
 		t.Fatalf("empty report printed %q", out.String())
 	}
 	out.Reset()
-	printGC(&out, gc.Report{Temp: []gc.SweptTemp{{Path: "/tmp/sanddune-sync-1-x", PID: 1, Action: "removed"}}}, false)
+	printGC(&out, gc.Report{Temp: []gc.SweptTemp{{Path: "/tmp/sanddune-sync-1-x", PID: 1, Action: "removed"}}}, false, false)
 	if strings.Contains(out.String(), "nothing") || !strings.Contains(out.String(), "/tmp/sanddune-sync-1-x") {
 		t.Fatalf("report with a temp dir printed %q", out.String())
 	}
@@ -340,5 +340,28 @@ func TestGCSeesARunKilledButNotYetReaped(t *testing.T) {
 	}
 	if r := gcIn(dir, tmp); r.code != 0 || !strings.Contains(r.stdout, "removed "+sandbox) {
 		t.Fatalf("gc beside the unreaped run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestGCLeavesOtherRepositoriesAlone: gc in one repository leaves the
+// orphaned sandbox of a dead run on another one, and says so; with
+// --all-repos it collects it, naming that repository.
+func TestGCLeavesOtherRepositoriesAlone(t *testing.T) {
+	t.Parallel()
+	dir, other := gitRepo(t), gitRepo(t)
+	tmp := t.TempDir()
+	sandbox := killedRun(t, dir, tmp, "")
+	writeFile(t, filepath.Join(other, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}`+"\n")
+	r := gcIn(other, tmp)
+	if r.code != 0 || strings.Contains(r.stdout, sandbox) ||
+		!strings.Contains(r.stdout, "1 sandbox(es) of dead runs on other repositories left alone (sanddune gc --all-repos collects them too)") {
+		t.Fatalf("gc in another repository: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(sandbox); err != nil {
+		t.Fatalf("gc in another repository removed %s: %v", sandbox, err)
+	}
+	r = gcIn(other, tmp, "--all-repos")
+	if r.code != 0 || !strings.Contains(r.stdout, "removed "+sandbox+" (run orphan, sandbox.local.dev, repository "+dir+")") {
+		t.Fatalf("gc --all-repos: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -13,6 +13,8 @@
 //
 // A provider resource (sdk.ResourceLister) is orphaned when its labels say
 // it was made on this host by a sanddune process that is gone (Orphaned).
+// Given a repository, gc collects the orphans of runs on that repository
+// only, unless Options.AllRepos.
 // With Options.Mine, gc collects the resources of this process instead
 // (OfRun), through a sandbox plugin relaunched after it died (or was
 // killed before it had shut down).
@@ -84,6 +86,10 @@ type Options struct {
 	// Run narrows Mine to one run, by its sdk.LabelRun value: a run whose
 	// sandbox plugin died, which holds its branch's lock already.
 	Run string
+	// AllRepos collects the orphans of every repository on this host; by
+	// default, with a repository, only those whose runs worked on it
+	// (LabelRepo), and the others are counted (Report.OtherRepos).
+	AllRepos bool
 }
 
 // Provider is a sandbox provider to collect from, with a config.
@@ -183,6 +189,9 @@ type Report struct {
 	// Errors are failures that did not stop the rest (a provider that could
 	// not list its resources, a sweep that failed).
 	Errors []error
+	// OtherRepos counts the orphaned sandboxes left alone because their
+	// runs worked on another repository (or do not say which).
+	OtherRepos int
 }
 
 // Run collects the orphaned sandboxes of providers, salvaging isolated
@@ -198,11 +207,17 @@ func Run(ctx context.Context, repo *worktree.Repo, providers []Provider, opts Op
 	}
 	seen := map[[2]string]bool{} // plugin, resource ID
 	for _, p := range providers {
-		sbs, err := sandboxes(ctx, p.Name, p.Provider, p.Config, opts, func(id string) bool {
-			k := [2]string{p.Name, id}
-			dup := seen[k]
+		sbs, err := sandboxes(ctx, p.Name, p.Provider, p.Config, opts, func(r sdk.Resource) bool {
+			k := [2]string{p.Name, r.ID}
+			if seen[k] {
+				return true
+			}
 			seen[k] = true
-			return dup
+			if repo != nil && !opts.AllRepos && !opts.Mine && !sameDir(r.Labels[LabelRepo], repo.Root) {
+				rep.OtherRepos++
+				return true
+			}
+			return false
 		})
 		if err != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("sandbox %s: %w", p, err))
@@ -262,12 +277,12 @@ func sameDir(a, b string) bool {
 // cfg the config its resource calls get (the zero Config for its
 // defaults). A provider that does not list resources has none.
 func Sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, cfg sdk.Config, opts Options) ([]Sandbox, error) {
-	return sandboxes(ctx, name, p, cfg, opts, func(string) bool { return false })
+	return sandboxes(ctx, name, p, cfg, opts, func(sdk.Resource) bool { return false })
 }
 
-// sandboxes is Sandboxes leaving alone the resources seen (collected
-// already).
-func sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, cfg sdk.Config, opts Options, seen func(id string) bool) ([]Sandbox, error) {
+// sandboxes is Sandboxes leaving alone the orphans skip says to (collected
+// already, or of another repository).
+func sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, cfg sdk.Config, opts Options, skip func(sdk.Resource) bool) ([]Sandbox, error) {
 	rl, ok := p.(sdk.ResourceLister)
 	if !ok {
 		return nil, nil
@@ -282,7 +297,7 @@ func sandboxes(ctx context.Context, name string, p sdk.SandboxProvider, cfg sdk.
 	var out []Sandbox
 	var contract sdk.Contract
 	for _, r := range res {
-		if opts.Mine && !OfRun(r.Labels, opts.Run) || !opts.Mine && !Orphaned(r.Labels) || seen(r.ID) {
+		if opts.Mine && !OfRun(r.Labels, opts.Run) || !opts.Mine && !Orphaned(r.Labels) || skip(r) {
 			continue
 		}
 		if contract == "" {

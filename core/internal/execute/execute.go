@@ -604,22 +604,24 @@ func (r *runner) syncSpec() gitsync.Spec {
 // sandboxEnv is the resolved env plus what git needs in a bind-mounted
 // worktree: the host's identity (the host's global git config is not
 // mounted) and trust in a repository owned by another uid, both passed as
-// env so no git config file is written. The run's own env wins.
+// command-line-level config (GIT_CONFIG_KEY_n) so no git config file is
+// written, and an agent's own identity (`git -c user.name=…`,
+// GIT_AUTHOR_NAME) still wins. The run's own env wins over all of it.
 func (r *runner) sandboxEnv(ctx context.Context) map[string]string {
-	out := make(map[string]string, len(r.Env)+6)
-	if r.Caps.Contract == sdk.ContractBindMount {
+	out := make(map[string]string, len(r.Env)+7)
+	if _, set := r.Env["GIT_CONFIG_COUNT"]; r.Caps.Contract == sdk.ContractBindMount && !set {
+		config := [][2]string{{"safe.directory", "*"}}
 		name, email := r.Repo.Identity(ctx)
-		for k, v := range map[string]string{
-			"GIT_AUTHOR_NAME": name, "GIT_COMMITTER_NAME": name,
-			"GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_EMAIL": email,
-		} {
-			if v != "" {
-				out[k] = v
-			}
+		if name != "" {
+			config = append(config, [2]string{"user.name", name})
 		}
-		if _, set := r.Env["GIT_CONFIG_COUNT"]; !set {
-			out["GIT_CONFIG_COUNT"], out["GIT_CONFIG_KEY_0"], out["GIT_CONFIG_VALUE_0"] = "1", "safe.directory", "*"
+		if email != "" {
+			config = append(config, [2]string{"user.email", email})
 		}
+		for i, kv := range config {
+			out[fmt.Sprintf("GIT_CONFIG_KEY_%d", i)], out[fmt.Sprintf("GIT_CONFIG_VALUE_%d", i)] = kv[0], kv[1]
+		}
+		out["GIT_CONFIG_COUNT"] = fmt.Sprint(len(config))
 	}
 	for k, v := range r.Env {
 		out[k] = v
