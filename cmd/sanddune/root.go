@@ -59,7 +59,9 @@ add their own commands:
 sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("SANDDUNE_LOG_LEVEL", "warn"), "diagnostic log level on stderr: trace, debug, info, warn, error")
 	root.AddCommand(
 		newVersionCommand(),

@@ -21,13 +21,18 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print sanddune's version and the plugin protocol versions it speaks",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			var vs []string
-			for _, v := range host.Versions() {
-				vs = append(vs, strconv.Itoa(v))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "sanddune %s (plugin protocol %s)\n", sandduneVersion(), strings.Join(vs, ", "))
+			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 		},
 	}
+}
+
+// versionLine is what `sanddune version` and `sanddune --version` print.
+func versionLine() string {
+	var vs []string
+	for _, v := range host.Versions() {
+		vs = append(vs, strconv.Itoa(v))
+	}
+	return fmt.Sprintf("sanddune %s (plugin protocol %s)", sandduneVersion(), strings.Join(vs, ", "))
 }
 
 // sandduneVersion is the version this binary was built as.

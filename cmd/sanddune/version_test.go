@@ -30,11 +30,14 @@ func TestVersionOf(t *testing.T) {
 }
 
 // TestVersionCommand runs the built binary: one line naming its version
-// and the plugin protocol versions it speaks.
+// and the plugin protocol versions it speaks, for `version` and
+// `--version` alike.
 func TestVersionCommand(t *testing.T) {
-	r := run(t, t.TempDir(), "version")
 	line := regexp.MustCompile(`^sanddune (\(devel\)( [0-9a-f]{12}(-dirty)?)?|v\S+) \(plugin protocol 1\)\n$`)
-	if r.code != 0 || !line.MatchString(r.stdout) {
-		t.Fatalf("sanddune version: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	for _, arg := range []string{"version", "--version"} {
+		r := run(t, t.TempDir(), arg)
+		if r.code != 0 || !line.MatchString(r.stdout) {
+			t.Fatalf("sanddune %s: exit %d\n%s%s", arg, r.code, r.stdout, r.stderr)
+		}
 	}
 }

@@ -184,7 +184,9 @@ variable "n" { type = number }
 run "r" { prompt = "${var.needed} ${var.nope}" }
 `, loadOpts{name: "sanddune.hcl", vars: map[string]string{"n": "many", "extra": "1"}})
 	wantAt(t, wantError(t, f, diags, "Missing value for variable"), "sanddune.hcl", 10, 1)
-	wantError(t, f, diags, "Invalid value for variable")
+	if d := wantError(t, f, diags, "Invalid value for variable"); d.Detail != `The value of variable "n" from --var is not a valid number: "many" is not an HCL value of that type (such as 42, true, ["a"] or {k = "v"}).` {
+		t.Errorf("detail %q: want the value, no HCL internals", d.Detail)
+	}
 	wantError(t, f, diags, "Value for undeclared variable")
 	d := wantError(t, f, diags, "Unsupported attribute")
 	wantAt(t, d, "sanddune.hcl", 12, 40)

@@ -132,16 +132,17 @@ func parseVariableValue(raw string, ty cty.Type) (cty.Value, error) {
 	if ty == cty.String || ty == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
+	notLiteral := fmt.Errorf("%q is not an HCL value of that type (such as 42, true, [\"a\"] or {k = \"v\"})", raw)
 	if diags := CheckSource([]byte(raw), "<value>"); diags.HasErrors() {
-		return cty.NilVal, diags
+		return cty.NilVal, notLiteral
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "<value>", hcl.InitialPos)
 	if diags.HasErrors() {
-		return cty.NilVal, diags
+		return cty.NilVal, notLiteral
 	}
 	val, diags := expr.Value(nil)
 	if diags.HasErrors() {
-		return cty.NilVal, diags
+		return cty.NilVal, notLiteral
 	}
 	return convert.Convert(val, ty)
 }
