@@ -338,3 +338,39 @@ run "implement" {
 		t.Fatal("an instance started: agent/same exists")
 	}
 }
+
+// TestRunContinuingAnotherRunsBranchIsNotWarned: a run planned from
+// another run's result on that run's branch (a review of an implement run)
+// continues it without the "left by an earlier run?" warning, which a
+// branch left by a failed run still gets.
+func TestRunContinuingAnotherRunsBranchIsNotWarned(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "commit" {
+  command = `+commitsAgent("f", 1)+`
+}
+run "implement" {
+  allow_unconfined = true
+  prompt           = "x"
+  branch_strategy  = { type = "branch", branch = "agent/work" }
+}
+run "review" {
+  allow_unconfined = true
+  for_each         = [run.implement]
+  prompt           = "review"
+  branch_strategy  = { type = "branch", branch = each.value.branch }
+  logging {
+    type = "stdout"
+  }
+}
+`)
+	r := run(t, dir, "run", "implement", "review")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	out := r.stdout + r.stderr
+	if strings.Contains(out, "already exists") || !strings.Contains(out, "continuing run.implement's branch agent/work") {
+		t.Fatalf("want the review to continue run.implement's branch without a warning:\n%s", out)
+	}
+}

@@ -1,6 +1,7 @@
 package copilot
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,7 +84,10 @@ func TestDescribe(t *testing.T) {
 // Copilot CLI 1.0.102 itself (in /home/agent/workspace) and back.
 func TestRewriteRealSession(t *testing.T) {
 	t.Parallel()
-	data := agentkittest.ReadFile(t, "testdata/session-1.0.102.jsonl")
+	data, err := os.ReadFile("testdata/session-1.0.102.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := string(agentkittest.RewriteRoundTrip(t, New(), data, "/home/agent/workspace", "/home/me/my repo_v1.2"))
 	if n := strings.Count(got, `"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"/home/agent/workspace"`) {
 		t.Errorf("%d cwd fields rewritten, want cwd and gitRoot of the start and the resume:\n%s", n, got)

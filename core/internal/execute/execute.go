@@ -71,6 +71,10 @@ type Spec struct {
 	// Interactive makes the run an interactive session instead of the
 	// iterations; nil for an unattended run.
 	Interactive *Interactive
+	// BranchOf is the run whose result is on the run's branch
+	// ("run.<label>"), when it was planned from that run's result: the
+	// branch existing is expected then.
+	BranchOf string
 	// Budgets are the token budgets the run spends: its own (TokenBudget;
 	// a session's is shared by its steps) and its pipeline's.
 	Budgets []*run.Budget
@@ -403,6 +407,8 @@ func (r *runner) prepareWorkspace(ctx context.Context) *run.Error {
 	switch {
 	case ws.ReusedDirty:
 		r.progress.Warn("continuing from the worktree %s: it holds uncommitted changes left by an earlier run of branch %s", ws.Dir, ws.Branch)
+	case ws.ExistingBranch && r.BranchOf != "":
+		r.progress.Info("continuing %s's branch %s from its tip %.12s", r.BranchOf, ws.Branch, ws.Base)
 	case ws.ExistingBranch:
 		r.progress.Warn("branch %s already exists (left by an earlier run?): the run continues from its tip %.12s; to start afresh, delete it first (git branch -D %s)", ws.Branch, ws.Base, ws.Branch)
 	case ws.DirtyHead:

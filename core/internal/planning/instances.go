@@ -53,6 +53,7 @@ func (bp *blockPlanner) instance(body config.RunBody, each *config.Each) (*Plann
 	if spec == nil || ds.HasErrors() {
 		return nil, ds
 	}
+	spec.BranchOf = resultOnBranch(bp.results, spec.Strategy.Branch)
 	pr := planned(spec)
 	pr.Block = r.Label
 	if each != nil {
@@ -305,3 +306,35 @@ func checkParallel(f *config.File, g *Graph, p *Plan) Diagnostics {
 	}
 	return CheckParallel(specs, overlap, func(i int) string { return uses[i].n.Addr })
 }
+
+// resultOnBranch is the run (run.<label>) among results whose result is
+// on branch, "" for none: a run planned from it continues its work there.
+func resultOnBranch(results map[string]cty.Value, branch string) string {
+	if branch == "" {
+		return ""
+	}
+	var on func(v cty.Value) bool
+	on = func(v cty.Value) bool {
+		switch {
+		case v.IsNull() || !v.IsKnown():
+			return false
+		case v.Type().IsObjectType() && v.Type().HasAttribute("branch") && v.Type().HasAttribute("commits"):
+			b := v.GetAttr("branch")
+			return b.Type() == cty.String && !b.IsNull() && b.AsString() == branch
+		case v.CanIterateElements():
+			for it := v.ElementIterator(); it.Next(); {
+				if _, e := it.Element(); on(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for label, v := range results {
+		if on(v) {
+			return "run." + label
+		}
+	}
+	return ""
+}
+
