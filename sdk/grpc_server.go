@@ -227,6 +227,7 @@ func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, 
 		Config: cfg, RunID: req.RunId, RunName: req.RunName, HostRepoPath: req.HostRepoPath,
 		WorktreePath: req.WorktreePath, GitMounts: fromMounts(req.GitMounts), Env: wire.StringMap(req.Env),
 		Labels: req.Labels, HostUID: int(req.HostUid), HostGID: int(req.HostGid), Progress: progress,
+		Egress: fromEgressPolicy(req.Egress),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -332,6 +333,37 @@ func (s sandboxServer) Close(ctx context.Context, req *pluginpb.Handle) (*plugin
 	delete(s.handles, req.Handle)
 	s.mu.Unlock()
 	return &pluginpb.Empty{}, nil
+}
+
+// WatchEgress streams an EgressWatcher's refusals until the host cancels.
+func (s sandboxServer) WatchEgress(req *pluginpb.Handle, stream pluginpb.Sandbox_WatchEgressServer) error {
+	sb, err := s.handle(req.Handle)
+	if err != nil {
+		return err
+	}
+	ew, ok := sb.(EgressWatcher)
+	if !ok {
+		return status.Error(codes.Unimplemented, "this sandbox reports no egress refusals (it does not implement sdk.EgressWatcher)")
+	}
+	var mu sync.Mutex
+	var sendErr error
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	err = ew.WatchEgress(ctx, func(d EgressDenial) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sendErr == nil {
+			if sendErr = stream.Send(toEgressDenial(d)); sendErr != nil {
+				cancel()
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if sendErr != nil {
+		return sendErr
+	}
+	return toStatus(err)
 }
 
 // closeAll closes the sandboxes the host left open (plugin shutdown),
