@@ -105,6 +105,21 @@ type SandboxRef struct {
 	// it): a run then removes its sandbox through it, salvaging an
 	// isolated one's work first. Nil: the run's error names what is left.
 	Restart func(context.Context) (sdk.SandboxProvider, error)
+	// Egress, when set, is the only network the sandbox may reach (the
+	// block's egress block); the provider must declare the egress
+	// capability.
+	Egress *Egress
+}
+
+// Egress is a sandbox's egress policy. Entries are a name, `*.domain`, an
+// IP or a CIDR, each optionally with `:port` (docs/configuration.md).
+type Egress struct {
+	Allow []string
+	// Hosts are names the sandbox resolves to fixed addresses.
+	Hosts map[string]string
+	// NoAgent leaves out the endpoints the run's agent plugin declares
+	// (`agent = false`); they are allowed by default.
+	NoAgent bool
 }
 
 // AgentRef is an agent provider block, like SandboxRef.

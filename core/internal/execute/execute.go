@@ -53,6 +53,9 @@ type Spec struct {
 
 	Caps sdk.SandboxCapabilities
 	Desc sdk.AgentDescription
+	// Egress is the sandbox's egress policy (the block's and the agent's
+	// endpoints), nil when it has none.
+	Egress *sdk.EgressPolicy
 	// CaptureSessions copies each iteration's session to the host.
 	CaptureSessions bool
 
