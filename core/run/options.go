@@ -83,6 +83,10 @@ type Options struct {
 	// it creates the sandbox (a queue the run waits in, say); panics are
 	// recovered. The run's log shows the reports too.
 	OnSandboxProgress func(SandboxProgress)
+	// OnEgressDenied receives each connection or name lookup the
+	// sandbox's egress policy refused; panics are recovered. The run's
+	// log shows them too.
+	OnEgressDenied func(EgressDenied)
 
 	// ExpressionTimeout bounds each !`command` of a prompt file (default 30s).
 	ExpressionTimeout time.Duration
@@ -154,4 +158,12 @@ type SandboxProgress struct {
 	Run  string
 	Time time.Time
 	sdk.Progress
+}
+
+// EgressDenied is a refusal of the sandbox's egress policy as seen by
+// observers (--events, OnEgressDenied).
+type EgressDenied struct {
+	Run  string
+	Time time.Time
+	sdk.EgressDenial
 }
