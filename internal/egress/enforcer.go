@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -158,36 +159,35 @@ const readyLine = `{"ready":true}`
 // error when the enforcer ended before it was ready (its last lines say
 // why).
 func ReadEvents(r io.Reader, ready func(), report func(Denial)) error {
-	dec := json.NewDecoder(r)
+	sc := bufio.NewScanner(r)
 	isReady := false
-	var last []string
-	for {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if isReady {
-				return nil
-			}
-			if errors.Is(err, io.EOF) && len(last) > 0 {
-				return errors.New("the egress enforcer failed: " + strings.Join(last, "; "))
-			}
-			return errors.New("the egress enforcer ended before it was ready")
-		}
+	var last []string // what it said before failing
+	for sc.Scan() {
 		var line struct {
 			Ready bool   `json:"ready"`
 			Error string `json:"error"`
 			Denial
 		}
-		if json.Unmarshal(raw, &line) != nil {
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil || line.Error != "" {
+			if line.Error == "" {
+				line.Error = strings.TrimSpace(sc.Text())
+			}
+			last = append(last[max(0, len(last)-4):], line.Error)
 			continue
 		}
 		switch {
-		case line.Ready:
+		case line.Ready && !isReady:
 			isReady = true
 			ready()
-		case line.Error != "":
-			last = append(last, line.Error)
 		case line.Proto != "":
 			report(line.Denial)
 		}
 	}
+	if isReady {
+		return nil
+	}
+	if len(last) > 0 {
+		return errors.New("the egress enforcer failed: " + strings.Join(last, "; "))
+	}
+	return errors.New("the egress enforcer ended before it was ready")
 }
