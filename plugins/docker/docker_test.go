@@ -313,3 +313,5 @@ func TestAttachToAContainerRemovedMeanwhile(t *testing.T) {
 		t.Fatalf("exec in a container removed before its attach: %v", err)
 	}
 }
+
+func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }

@@ -352,3 +352,5 @@ exec %q "$@"
 		t.Fatalf("%d test containers, want 3: another podman binary is tested again", n)
 	}
 }
+
+func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }

@@ -1,0 +1,189 @@
+package containerkittest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/missingstudio/sanddune/internal/egress"
+	"github.com/missingstudio/sanddune/internal/kittest"
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// EnforcerOnPath builds the egress enforcer (static, as installed) into a
+// directory put first on PATH, where the providers find it. It sets PATH,
+// so the calling test cannot run in parallel.
+func EnforcerOnPath(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, egress.BinaryName), "github.com/missingstudio/sanddune/cmd/"+egress.BinaryName)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the egress enforcer: %v\n%s", err, out)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// Egress checks an egress policy against listeners on this host: inside
+// the sandbox, a listed IP:port is reachable by a plain TCP connect, the
+// same IP on another port is not, nor an unlisted address of the host; a
+// hosts name resolves to its address and its listed port is reachable,
+// but not with an HTTP request naming another host; an unlisted name does
+// not resolve; UDP out is refused. WatchEgress reports each refusal, and
+// Close leaves no container of the run behind.
+func Egress(t *testing.T, e Engine) {
+	EnforcerOnPath(t)
+	// Listeners on every host address (the gateway and the others): the
+	// listed port, an unlisted one, and the port listed for ok.test.
+	port, otherPort, namedPort := listen(t), listen(t), listen(t)
+	connect := func(host string, port int) sdk.ExecRequest {
+		return sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && head -n1 <&3`, host, port)}, Timeout: 30 * time.Second}
+	}
+	reaches := func(sb sdk.Sandbox, req sdk.ExecRequest) bool {
+		res, o := kittest.Exec(t, sb, req)
+		return res.ExitCode == 0 && slices.Equal(o.Stdout, []string{"hello"})
+	}
+
+	open, _ := Create(t, e, e.Config(t, nil), nil)
+	gw := gateway(t, open)
+	unlisted := otherHostAddr(t, gw)
+	for _, target := range []string{gw + fmt.Sprint(":", port), gw + fmt.Sprint(":", otherPort), unlisted + fmt.Sprint(":", port)} {
+		host, p, _ := strings.Cut(target, ":")
+		if !reaches(open, connect(host, atoi(p))) {
+			t.Fatalf("without a policy the sandbox cannot reach %s (test is void)", target)
+		}
+	}
+
+	policy := sdk.EgressPolicy{
+		Allow: []string{fmt.Sprintf("%s:%d", gw, port), fmt.Sprintf("ok.test:%d", namedPort)},
+		Hosts: map[string]string{"ok.test": gw},
+	}
+	sb, req := Create(t, e, e.Config(t, nil), func(r *sdk.CreateRequest) { r.Egress = &policy })
+	watcher, ok := sb.(sdk.EgressWatcher)
+	if !ok {
+		t.Fatalf("%T does not implement sdk.EgressWatcher", sb)
+	}
+	var mu sync.Mutex
+	var denied []sdk.EgressDenial
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan error, 1)
+	go func() {
+		watched <- watcher.WatchEgress(ctx, func(d sdk.EgressDenial) {
+			mu.Lock()
+			denied = append(denied, d)
+			mu.Unlock()
+		})
+	}()
+
+	if !reaches(sb, connect(gw, port)) {
+		t.Errorf("the listed %s:%d is not reachable", gw, port)
+	}
+	if reaches(sb, connect(gw, otherPort)) {
+		t.Errorf("the unlisted port %s:%d is reachable", gw, otherPort)
+	}
+	if reaches(sb, connect(unlisted, port)) {
+		t.Errorf("the unlisted address %s:%d is reachable", unlisted, port)
+	}
+	if res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"getent", "hosts", "ok.test"}}); res.ExitCode != 0 || len(o.Stdout) != 1 || strings.Fields(o.Stdout[0])[0] != gw {
+		t.Errorf("the hosts name ok.test does not resolve to %s: %+v %q", gw, res, o.Stdout)
+	}
+	if !reaches(sb, connect("ok.test", namedPort)) {
+		t.Errorf("the listed ok.test:%d is not reachable", namedPort)
+	}
+	fronted := sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/ok.test/%d && printf 'GET / HTTP/1.1\r\nHost: unlisted.test\r\n\r\n' >&3 && head -n1 <&3`, namedPort)}, Timeout: 30 * time.Second}
+	if reaches(sb, fronted) {
+		t.Errorf("an HTTP request for unlisted.test reached ok.test's address")
+	}
+	if res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"getent", "hosts", "unlisted.test"}}); res.ExitCode == 0 {
+		t.Errorf("the unlisted name unlisted.test resolves: %q", o.Stdout)
+	}
+	kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`echo data > /dev/udp/%s/%d`, unlisted, port)}})
+
+	want := []sdk.EgressDenial{
+		{Host: gw, Port: otherPort, Proto: "tcp"},
+		{Host: unlisted, Port: port, Proto: "tcp"},
+		{Host: "unlisted.test", Port: namedPort, Proto: "tcp"},
+		{Host: "unlisted.test", Proto: "dns"},
+		{Host: unlisted, Port: port, Proto: "udp"},
+	}
+	missing := want
+	for deadline := time.Now().Add(30 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		mu.Lock()
+		missing = slices.DeleteFunc(slices.Clone(want), func(w sdk.EgressDenial) bool {
+			return slices.ContainsFunc(denied, func(d sdk.EgressDenial) bool {
+				return d.Host == w.Host && d.Port == w.Port && d.Proto == w.Proto && d.Reason != ""
+			})
+		})
+		mu.Unlock()
+	}
+	if len(missing) > 0 {
+		mu.Lock()
+		t.Errorf("refusals not reported: %+v (reported: %+v)", missing, denied)
+		mu.Unlock()
+	}
+	cancel()
+	if err := <-watched; err != nil {
+		t.Errorf("WatchEgress: %v", err)
+	}
+
+	if err := sb.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if left := e.Containers(t, req.RunID); len(left) != 0 {
+		t.Fatalf("containers of the run left after Close (the egress sidecar?): %v", left)
+	}
+}
+
+// listen answers "hello" to every connection on a port of every host
+// address, until the test ends.
+func listen(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// otherHostAddr is an IPv4 address of this host other than gw (the
+// sandbox reaches it through its gateway, like an outside host).
+func otherHostAddr(t *testing.T, gw string) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		ip, ok := a.(*net.IPNet)
+		if ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && ip.IP.String() != gw {
+			return ip.IP.String()
+		}
+	}
+	t.Fatalf("this host has no IPv4 address but %s to test an unlisted address with", gw)
+	return ""
+}
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscan(s, &n)
+	return n
+}
