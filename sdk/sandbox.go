@@ -116,8 +116,8 @@ type CreateRequest struct {
 // port. Everything else is refused, TCP and UDP.
 type EgressPolicy struct {
 	Allow []string
-	// Hosts are names the sandbox resolves to fixed addresses (allowed
-	// like names in Allow).
+	// Hosts are names the sandbox resolves to fixed addresses; reaching
+	// one takes an Allow entry like any name.
 	Hosts map[string]string
 }
 
