@@ -34,7 +34,8 @@ func EnforcerOnPath(t *testing.T) {
 
 // Egress checks an egress policy against listeners on this host: inside
 // the sandbox, a listed IP:port is reachable by a plain TCP connect, the
-// same IP on another port is not, nor an unlisted address of the host; a
+// same IP on another port is not, nor an unlisted address of the host
+// (not even as root); a
 // hosts name resolves to its address and its listed port is reachable,
 // but not with an HTTP request naming another host; an unlisted name does
 // not resolve; UDP out is refused. WatchEgress reports each refusal, and
@@ -91,6 +92,11 @@ func Egress(t *testing.T, e Engine) {
 	}
 	if reaches(sb, connect(unlisted, port)) {
 		t.Errorf("the unlisted address %s:%d is reachable", unlisted, port)
+	}
+	asRoot := connect(unlisted, port)
+	asRoot.Sudo = true // root in the container, but without CAP_NET_ADMIN
+	if reaches(sb, asRoot) {
+		t.Errorf("the unlisted address %s:%d is reachable as root", unlisted, port)
 	}
 	if res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"getent", "hosts", "ok.test"}}); res.ExitCode != 0 || len(o.Stdout) != 1 || strings.Fields(o.Stdout[0])[0] != gw {
 		t.Errorf("the hosts name ok.test does not resolve to %s: %+v %q", gw, res, o.Stdout)
