@@ -44,7 +44,7 @@ func Egress(t *testing.T, e Engine) {
 	EnforcerOnPath(t)
 	// Listeners on every host address (the gateway and the others): the
 	// listed port, an unlisted one, and the port listed for ok.test.
-	port, otherPort, namedPort := listen(t), listen(t), listen(t)
+	port, otherPort, namedPort := listen(t, "0.0.0.0"), listen(t, "0.0.0.0"), listen(t, "0.0.0.0")
 	connect := func(host string, port int) sdk.ExecRequest {
 		return sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && head -n1 <&3`, host, port)}, Timeout: 30 * time.Second}
 	}
@@ -148,11 +148,11 @@ func Egress(t *testing.T, e Engine) {
 	}
 }
 
-// listen answers "hello" to every connection on a port of every host
-// address, until the test ends.
-func listen(t *testing.T) int {
+// listen answers "hello" to every connection on a free port of host (a
+// host address; 0.0.0.0: all), until the test ends.
+func listen(t *testing.T, host string) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
