@@ -39,7 +39,8 @@ func EnforcerOnPath(t *testing.T) {
 // hosts name resolves to its address and its listed port is reachable,
 // but not with an HTTP request naming another host; an unlisted name does
 // not resolve; UDP out is refused. WatchEgress reports each refusal, and
-// Close leaves no container of the run behind.
+// Close, or gc removing what ListResources lists, leaves no container of
+// the run behind.
 func Egress(t *testing.T, e Engine) {
 	EnforcerOnPath(t)
 	// Listeners on every host address (the gateway and the others): the
@@ -145,6 +146,31 @@ func Egress(t *testing.T, e Engine) {
 	}
 	if left := e.Containers(t, req.RunID); len(left) != 0 {
 		t.Fatalf("containers of the run left after Close (the egress sidecar?): %v", left)
+	}
+
+	// gc removes what ListResources lists of a run, the sandbox first.
+	sb, req = Create(t, e, e.Config(t, nil), func(r *sdk.CreateRequest) { r.Egress = &policy })
+	p := e.New().(sdk.ResourceLister)
+	rs, err := p.ListResources(context.Background(), sdk.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{sb.Info().ID}
+	for _, r := range rs {
+		if r.Labels[sdk.LabelRun] == req.RunID && r.ID != sb.Info().ID {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("ListResources lists %d resources of the run, want the sandbox and its sidecar: %+v", len(ids), rs)
+	}
+	for _, id := range ids {
+		if err := p.RemoveResource(context.Background(), sdk.Config{}, id); err != nil {
+			t.Fatalf("RemoveResource %s: %v", id, err)
+		}
+	}
+	if left := e.Containers(t, req.RunID); len(left) != 0 {
+		t.Fatalf("containers of the run left after gc: %v", left)
 	}
 }
 
