@@ -116,8 +116,8 @@ type CreateRequest struct {
 // port. Everything else is refused, TCP and UDP.
 type EgressPolicy struct {
 	Allow []string
-	// Hosts are names the sandbox resolves to fixed addresses (allowed
-	// like names in Allow).
+	// Hosts are names the sandbox resolves to fixed addresses; reaching
+	// one takes an Allow entry like any name.
 	Hosts map[string]string
 }
 
@@ -138,7 +138,9 @@ type EgressDenial struct {
 // the Egress capability.
 type EgressWatcher interface {
 	// WatchEgress calls report for every refusal of the sandbox's policy,
-	// in order, until ctx ends; then it returns nil.
+	// in order, until ctx ends; then it returns nil. Over the plugin
+	// protocol ctx also ends when the host closes the sandbox, and the
+	// host receives every refusal reported before WatchEgress returned.
 	WatchEgress(ctx context.Context, report func(EgressDenial)) error
 }
 

@@ -10,16 +10,20 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// A sandbox provider's progress report is one --events line of its own
-// type beside the agent events, in the order the runs report them.
-func TestEventsCarrySandboxProgress(t *testing.T) {
+// A sandbox provider's progress report and an egress refusal are --events
+// lines of their own types beside the agent events, in the order the runs
+// report them.
+func TestEventsCarrySandboxProgressAndEgressDenials(t *testing.T) {
 	var b bytes.Buffer
-	onEvent, onProgress := eventSinks(NewEventWriter(&b), "events.jsonl")
+	var o core.RunOptions
+	setEventSinks(&o, NewEventWriter(&b), "events.jsonl")
+	onEvent, onProgress := o.OnEvent, o.OnSandboxProgress
 	at := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
 	onProgress(core.SandboxProgress{Run: "implement-3", Time: at,
 		Progress: sdk.Progress{Waiting: true, Message: "queued behind 5 running pods (max_concurrent 5)"}})
 	onProgress(core.SandboxProgress{Run: "implement-3", Time: at, Progress: sdk.Progress{Message: "left the queue after 12s"}})
 	onEvent(core.AgentEvent{Run: "implement-3", Iteration: 1, Time: at, Event: sdk.Event{Type: sdk.EventText, Text: "hi"}})
+	o.OnEgressDenied(core.EgressDenied{Run: "implement-3", Time: at, EgressDenial: sdk.EgressDenial{Host: "example.com", Port: 443, Proto: "tcp", Reason: "not in egress.allow"}})
 
 	type line struct {
 		Type      string
@@ -37,8 +41,8 @@ func TestEventsCarrySandboxProgress(t *testing.T) {
 		}
 		got = append(got, l)
 	}
-	if len(got) != 3 {
-		t.Fatalf("%d lines, want 3: %+v", len(got), got)
+	if len(got) != 4 {
+		t.Fatalf("%d lines, want 4: %+v", len(got), got)
 	}
 	q, left := got[0], got[1]
 	if q.Type != "sandbox_progress" || q.Run != "implement-3" || q.Iteration != 0 || !q.Timestamp.Equal(at) ||
@@ -50,5 +54,9 @@ func TestEventsCarrySandboxProgress(t *testing.T) {
 	}
 	if got[2].Type != "text" || got[2].Payload["text"] != "hi" {
 		t.Errorf("agent event line %+v", got[2])
+	}
+	if d := got[3]; d.Type != "egress_denied" || d.Run != "implement-3" || d.Iteration != 0 || d.Payload["host"] != "example.com" ||
+		d.Payload["port"] != 443.0 || d.Payload["proto"] != "tcp" || d.Payload["reason"] != "not in egress.allow" {
+		t.Errorf("egress denied line %+v", d)
 	}
 }

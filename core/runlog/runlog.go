@@ -292,7 +292,9 @@ type Summary struct {
 	Elapsed       time.Duration
 	Preserved     string
 	PatchPath     string
-	Err           error
+	// EgressDenied counts the refusals of the sandbox's egress policy.
+	EgressDenied int
+	Err          error
 }
 
 // Summary logs the end-of-run report.
@@ -312,6 +314,9 @@ func (l *Log) Summary(s Summary) {
 	if u := s.Usage; u != nil {
 		fmt.Fprintf(&b, "  tokens:     %d in, %d cache write, %d cache read, %d out\n",
 			u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+	}
+	if s.EgressDenied > 0 {
+		fmt.Fprintf(&b, "  egress:     %d refused (see the egress denied warnings)\n", s.EgressDenied)
 	}
 	if s.Preserved != "" {
 		fmt.Fprintf(&b, "  worktree preserved at %s\n", s.Preserved)

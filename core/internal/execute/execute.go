@@ -53,6 +53,9 @@ type Spec struct {
 
 	Caps sdk.SandboxCapabilities
 	Desc sdk.AgentDescription
+	// Egress is the sandbox's egress policy (the block's and the agent's
+	// endpoints), nil when it has none.
+	Egress *sdk.EgressPolicy
 	// CaptureSessions copies each iteration's session to the host.
 	CaptureSessions bool
 
@@ -130,6 +133,7 @@ type runner struct {
 	progress *runlog.Log
 	ws       *worktree.Workspace
 	sb       sdk.Sandbox
+	egress   *egressWatch // the sandbox's egress refusals
 	res      *run.Result
 	syncedIn bool
 	// sandboxDied: the sandbox plugin's process is gone; the teardown
@@ -291,7 +295,7 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	r.progress.Summary(runlog.Summary{
 		Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
 		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Elapsed: r.res.Elapsed,
-		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, Err: summaryErr,
+		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, EgressDenied: r.res.EgressDenied, Err: summaryErr,
 	})
 	defer r.progress.Close()
 	if runErr == nil {
@@ -398,7 +402,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	req := sdk.CreateRequest{
 		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
 		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
-		HostUID: os.Getuid(), HostGID: os.Getgid(),
+		HostUID: os.Getuid(), HostGID: os.Getgid(), Egress: r.Egress,
 	}
 	if r.Caps.Contract == sdk.ContractBindMount {
 		req.WorktreePath, req.GitMounts = ws.Dir, ws.GitMounts
@@ -420,6 +424,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	}
 	r.sb = sb
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
+	r.watchEgress(ctx, sb)
 
 	if r.Caps.Contract == sdk.ContractIsolated {
 		ph := r.progress.Phase("Syncing the repository into the sandbox")

@@ -178,6 +178,8 @@ func (r *runner) teardown(ctx context.Context, runErr *run.Error) *run.Error {
 func (r *runner) closeSandbox(tctx context.Context) *run.Error {
 	sb, died := r.sb, r.sandboxDied
 	r.sb, r.sandboxDied = nil, false
+	closed := false
+	defer func() { r.stopEgress(tctx, closed) }()
 	switch {
 	case died && sb == nil: // Create failed: it may have made one
 		r.collect(tctx, "")
@@ -196,7 +198,9 @@ func (r *runner) closeSandbox(tctx context.Context) *run.Error {
 	if keep {
 		return failed
 	}
-	if err := sb.Close(tctx); pluginDied(err) {
+	err := sb.Close(tctx)
+	closed = err == nil
+	if pluginDied(err) {
 		r.collect(tctx, sb.Info().ID)
 	} else if err != nil {
 		r.progress.Warn("closing sandbox %s failed: %v", sb.Info().ID, err)
