@@ -315,3 +315,5 @@ func TestAttachToAContainerRemovedMeanwhile(t *testing.T) {
 }
 
 func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
+
+func TestMain(m *testing.M) { os.Exit(containerkittest.WithEnforcer(m)) }

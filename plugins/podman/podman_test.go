@@ -354,3 +354,5 @@ exec %q "$@"
 }
 
 func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
+
+func TestMain(m *testing.M) { os.Exit(containerkittest.WithEnforcer(m)) }

@@ -202,13 +202,14 @@ func (s *sandbox) Close(ctx context.Context) error {
 	})
 }
 
-// removeContainer force-removes a container; a missing one is not an error.
+// removeContainer force-removes a container and those depending on it (an
+// egress sidecar in its network namespace); a missing one is not an error.
 // A `podman rm` cut short (a timeout under load) can leave the container
 // half-removed, in state "Removing": removal is checked and retried.
 func removeContainer(ctx context.Context, c cli, id string) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		_, err = c.run(ctx, nil, "rm", "--force", "--ignore", "--time", "0", id)
+		_, err = c.run(ctx, nil, "rm", "--force", "--depend", "--ignore", "--time", "0", id)
 		if _, xerr := c.run(ctx, nil, "container", "exists", id); exitCode(xerr) == 1 {
 			return nil
 		}
