@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // TestValidateEgress: the problems of egress blocks are reported in one
@@ -78,8 +80,8 @@ func TestDockerEgressEndToEnd(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
 	gw := dockerGateway(t)
-	other := otherHostIP(t, gw)
-	ipPort, namePort, otherPort, agentPort := helloListener(t), helloListener(t), helloListener(t), helloListener(t)
+	other := kittest.OtherIPv4(t, gw)
+	ipPort, namePort, otherPort, agentPort := kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0")
 	gitPort := gitDaemon(t)
 
 	dir := gitRepo(t)
@@ -257,45 +259,6 @@ func dockerGateway(t *testing.T) string {
 	}
 	t.Fatalf("docker's bridge network has no IPv4 gateway: %v %q", err, out)
 	return ""
-}
-
-// otherHostIP is an IPv4 address of this host other than gw and loopback:
-// a container reaches it through its gateway, like an outside host.
-func otherHostIP(t *testing.T, gw string) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && n.IP.String() != gw {
-			return n.IP.String()
-		}
-	}
-	t.Skipf("this host has no IPv4 address besides %s to stand for an unlisted host", gw)
-	return ""
-}
-
-// helloListener answers "hello" on a port of every address of this host,
-// until the test ends.
-func helloListener(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // gitDaemon serves a bare repository r.git over git:// on every address of
