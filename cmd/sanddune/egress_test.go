@@ -18,7 +18,8 @@ import (
 // TestValidateEgress: the problems of egress blocks are reported in one
 // pass, each once, at the attribute: a malformed entry naming it, a bad
 // hosts address, egress on a provider that cannot enforce it (local,
-// with bubblewrap suggested), and egress together with network = "none".
+// with bubblewrap suggested), egress together with network = "none", and
+// an agent endpoint that is no egress entry (a bug of the agent plugin).
 func TestValidateEgress(t *testing.T) {
 	t.Parallel()
 	dir := gitRepo(t)
@@ -35,13 +36,27 @@ sandbox "bubblewrap" "off" {
     agent = false
   }
 }
+sandbox "docker" "d" {
+  egress { allow = ["github.com"] }
+}
 agent "command" "a" { command = ["true"] }
+agent "command" "bad" {
+  command   = ["true"]
+  endpoints = ["llm.internal:99999"]
+}
+run "three" {
+  sandbox = sandbox.docker.d
+  agent   = agent.command.bad
+  prompt  = "x"
+}
 run "one" {
+  agent   = agent.command.a
   sandbox = sandbox.local.dev
   prompt  = "x"
   allow_unconfined = true
 }
 run "two" {
+  agent   = agent.command.a
   sandbox = sandbox.bubblewrap.off
   prompt  = "x"
 }
@@ -53,12 +68,16 @@ run "two" {
 		`sanddune.hcl:4:27: Error: Invalid egress host`, `"not-an-ip" is not an IP address`,
 		`sanddune.hcl:2:3: Error: The sandbox cannot enforce egress`, `sandbox.local.dev's provider (local) does not declare the egress capability`,
 		`sanddune.hcl:8:13: Error: egress with network = "none"`,
+		`Error: Invalid agent endpoint`, `agent.command.bad declares the endpoint "llm.internal:99999"`,
 	} {
 		if strings.Count(r.stderr, want) != 1 {
 			t.Errorf("want %q once in the output", want)
 		}
 	}
-	errs := 5 // and one more while bubblewrap does not enforce egress
+	if !strings.Contains(r.stderr, "bubblewrap on this machine without a container engine") {
+		t.Errorf("the refusal of egress on local does not suggest bubblewrap")
+	}
+	errs := 6 // and one more while bubblewrap does not enforce egress
 	if strings.Contains(r.stderr, "sandbox.bubblewrap.off's provider (bubblewrap) does not declare the egress capability") {
 		errs++
 	}
