@@ -48,8 +48,8 @@ sandbox "docker" "d" {
 	if b.Egress == nil || b.Egress.AgentEndpoints() {
 		t.Errorf("agent = false: %+v", b.Egress)
 	}
-	if !strings.Contains(b.Diags.Error(), "Duplicate egress block") {
-		t.Errorf("a second egress block: %v", b.Diags)
+	if b.Diags.HasErrors() || !strings.Contains(b.Egress.Diags.Error(), "Duplicate egress block") {
+		t.Errorf("a second egress block: %v, egress: %v", b.Diags, b.Egress.Diags)
 	}
 	if c.Egress != nil {
 		t.Errorf("a block without egress has %+v", c.Egress)
