@@ -86,19 +86,33 @@ run "two" {
 	}
 }
 
-// TestDockerEgressEndToEnd: `sanddune run` with an egress policy on docker
-// and a scripted agent that tries test hosts on this machine by plain TCP
-// and by git (a git daemon the test starts): a listed IP:port, a name from
-// hosts with its listed port, the agent's declared endpoint, an unlisted
-// port of the same host and an unlisted address. Only the listed ones get
-// through; the refused ones are in the run's log, its --events and its
-// --json count. The agent's endpoint is refused with agent = false. A run
-// without a policy reaches every target (else the test would prove
-// nothing).
+// TestDockerEgressEndToEnd: egressEndToEnd on docker.
 func TestDockerEgressEndToEnd(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
-	gw := dockerGateway(t)
+	egressEndToEnd(t, "docker", fmt.Sprintf("  image = %q\n", testImage()),
+		networkGateway(t, "docker", "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}"), containers)
+}
+
+// TestPodmanEgressEndToEnd: egressEndToEnd on podman.
+func TestPodmanEgressEndToEnd(t *testing.T) {
+	t.Parallel()
+	body := requirePodman(t)
+	egressEndToEnd(t, "podman", body,
+		networkGateway(t, "podman", "network", "inspect", "podman", "--format", "{{range .Subnets}}{{.Gateway}} {{end}}"), podmanContainers)
+}
+
+// egressEndToEnd: `sanddune run` with an egress policy on a sandbox of
+// plugin (its block's body, gw the address of this machine its sandboxes
+// see) and a scripted agent that tries test hosts on this machine by plain
+// TCP and by git (a git daemon the test starts): a listed IP:port, a name
+// from hosts with its listed port, the agent's declared endpoint, an
+// unlisted port of the same host and an unlisted address. Only the listed
+// ones get through; the refused ones are in the run's log, its --events
+// and its --json count. The agent's endpoint is refused with agent =
+// false. A run without a policy reaches every target (else the test would
+// prove nothing). containers lists what the runs left.
+func egressEndToEnd(t *testing.T, plugin, body, gw string, containers func(*testing.T, string) []string) {
 	other := kittest.OtherIPv4(t, gw)
 	ipPort, namePort, otherPort, agentPort := kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0")
 	gitPort := gitDaemon(t)
@@ -125,37 +139,34 @@ gitls git-unlisted-addr git://%[2]s:%[7]d/r.git
     agent = %v
   }`, gw, ipPort, namePort, gitPort, gw, agent)
 	}
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), fmt.Sprintf(`sandbox "docker" "open" {
-  image = "%[1]s"
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), fmt.Sprintf(`sandbox "%[6]s" "open" {
+%[1]s}
+sandbox "%[6]s" "with_agent" {
+%[1]s  %[2]s
 }
-sandbox "docker" "with_agent" {
-  image = "%[1]s"
-  %[2]s
-}
-sandbox "docker" "without_agent" {
-  image = "%[1]s"
-  %[3]s
+sandbox "%[6]s" "without_agent" {
+%[1]s  %[3]s
 }
 agent "command" "probe" {
   command   = ["bash", "probe.sh"]
   endpoints = ["%[4]s:%[5]d"]
 }
 run "open" {
-  sandbox        = sandbox.docker.open
+  sandbox        = sandbox.%[6]s.open
   prompt         = "probe"
   max_iterations = 1
 }
 run "agent" {
-  sandbox        = sandbox.docker.with_agent
+  sandbox        = sandbox.%[6]s.with_agent
   prompt         = "probe"
   max_iterations = 1
 }
 run "noagent" {
-  sandbox        = sandbox.docker.without_agent
+  sandbox        = sandbox.%[6]s.without_agent
   prompt         = "probe"
   max_iterations = 1
 }
-`, testImage(), egress(true), egress(false), gw, agentPort))
+`, body, egress(true), egress(false), gw, agentPort, plugin))
 
 	// Without a policy ok.test does not resolve: only the others compare.
 	open := probeRun(t, dir, "open")
@@ -266,17 +277,17 @@ func probeRun(t *testing.T, dir, name string) probed {
 	return p
 }
 
-// dockerGateway is the address of this host on docker's default bridge,
-// as its containers see it.
-func dockerGateway(t *testing.T) string {
+// networkGateway is the IPv4 gateway an engine's inspect command prints:
+// the address of this machine its containers see.
+func networkGateway(t *testing.T, engine string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("docker", "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}").Output()
+	out, err := exec.Command(engine, args...).Output()
 	for _, f := range strings.Fields(string(out)) {
 		if ip := net.ParseIP(f); ip != nil && ip.To4() != nil {
 			return f
 		}
 	}
-	t.Fatalf("docker's bridge network has no IPv4 gateway: %v %q", err, out)
+	t.Fatalf("%s %v: no IPv4 gateway: %v %q", engine, args, err, out)
 	return ""
 }
 
