@@ -321,3 +321,59 @@ func gitDaemon(t *testing.T) int {
 	t.Fatalf("git daemon on port %d does not answer", port)
 	return 0
 }
+
+// TestDryRunShowsTheEgressPolicy: the plan shows each run's policy as the
+// sandbox will get it: the block's entries and hosts, with the agent's
+// endpoints unless agent = false.
+func TestDryRunShowsTheEgressPolicy(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "with" {
+  egress {
+    allow = ["github.com:443"]
+    hosts = { "ok.test" = "10.0.0.1" }
+  }
+}
+sandbox "docker" "without" {
+  egress {
+    allow = ["github.com:443"]
+    agent = false
+  }
+}
+agent "command" "a" {
+  command   = ["true"]
+  endpoints = ["llm.internal:8080"]
+}
+run "with" {
+  sandbox = sandbox.docker.with
+  prompt  = "x"
+}
+run "without" {
+  sandbox = sandbox.docker.without
+  prompt  = "x"
+}
+`)
+	r := run(t, dir, "run", "--dry-run", "--json")
+	var doc struct {
+		Runs []struct {
+			Name   string
+			Egress *struct {
+				Allow []string
+				Hosts map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 || len(doc.Runs) != 2 {
+		t.Fatalf("exit %d, %v:\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if e := doc.Runs[0].Egress; e == nil || !slices.Equal(e.Allow, []string{"github.com:443", "llm.internal:8080"}) || e.Hosts["ok.test"] != "10.0.0.1" {
+		t.Errorf("run with: egress %+v", e)
+	}
+	if e := doc.Runs[1].Egress; e == nil || !slices.Equal(e.Allow, []string{"github.com:443"}) {
+		t.Errorf("run without: egress %+v", e)
+	}
+	r = run(t, dir, "run", "--dry-run", "with")
+	if !strings.Contains(r.stdout, "  egress:    allows github.com:443, llm.internal:8080 (hosts: ok.test = 10.0.0.1)") {
+		t.Errorf("the plan does not show the policy:\n%s%s", r.stdout, r.stderr)
+	}
+}
