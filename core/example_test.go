@@ -63,10 +63,9 @@ command = ["sh", "-c", "cat >> steps.txt && git add steps.txt && git -c user.nam
 		return
 	}
 	agent := core.AgentRef{Address: "agent.command.step", Plugin: "command", Provider: command.New(), Config: agCfg}
-	sb, err := core.CreateSandbox(ctx, core.CreateSandboxOptions{
-		WorktreeOptions: core.WorktreeOptions{Name: "pair", Repo: repo, Logging: core.Logging{Mode: core.LogFile, Path: os.DevNull},
-			BranchStrategy: core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/pair"}},
-		SandboxOptions: core.SandboxOptions{Sandbox: core.SandboxRef{Address: "sandbox.local.dev", Plugin: "local", Provider: local.New(), Config: sbCfg}},
+	sb, err := core.CreateSandbox(ctx, core.RunOptions{Name: "pair", Repo: repo, Logging: core.Logging{Mode: core.LogFile, Path: os.DevNull},
+		BranchStrategy: core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/pair"},
+		Sandbox:        core.SandboxRef{Address: "sandbox.local.dev", Plugin: "local", Provider: local.New(), Config: sbCfg},
 	})
 	if err != nil {
 		fmt.Println(err)

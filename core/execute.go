@@ -34,12 +34,14 @@ func Execute(ctx context.Context, p *RunPlan) []Outcome {
 	return schedule.Execute(ctx, p.nodes, p.parallel, schedule.Runs[*planning.Planned]{
 		Name: func(pr *planning.Planned) string { return pr.Name },
 		Key:  func(pr *planning.Planned) (string, cty.Value) { return pr.Key, pr.KeyVal },
-		Run: func(ctx context.Context, pr *planning.Planned) (*Result, error) {
+		Run: func(ctx context.Context, pr *planning.Planned) (res *Result, err error) {
+			defer func() { execute.Done(pr.Spec, pr.Name, res, err) }()
 			if pr.Steps != nil {
 				return execute.RunSession(ctx, pr.Name, pr.Steps)
 			}
 			return execute.Run(ctx, pr.Spec)
 		},
+		Queued: func(pr *planning.Planned) { execute.Waiting(pr.Spec, pr.Name) },
 	})
 }
 

@@ -4,45 +4,9 @@ import (
 	"context"
 	"sync"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/planning"
 )
-
-// WorktreeOptions is a worktree kept open across runs (CreateWorktree):
-// what a run says about its branch, worktree and log.
-type WorktreeOptions struct {
-	Name    string
-	Repo    string
-	BaseDir string
-	// BranchStrategy is branch or merge-to-head: a worktree of its own.
-	BranchStrategy BranchStrategy
-	CopyToWorktree []string
-	// Hooks: only HostOnWorktreeReady applies here.
-	Hooks   Hooks
-	Logging Logging
-	// Timeouts bound the lifecycle steps of the worktree and its sandboxes.
-	Timeouts Timeouts
-	Logger   hclog.Logger
-	Version  string
-}
-
-// SandboxOptions is a sandbox kept open across runs (Worktree.CreateSandbox).
-type SandboxOptions struct {
-	Sandbox SandboxRef
-	// Env is the sandbox's env (the run's layer); each run adds its agent's.
-	Env map[string]string
-	// Hooks: HostOnSandboxReady and SandboxOnSandboxReady apply here.
-	Hooks Hooks
-}
-
-// CreateSandboxOptions is a sandbox in a worktree of its own
-// (CreateSandbox).
-type CreateSandboxOptions struct {
-	WorktreeOptions
-	SandboxOptions
-}
 
 // Worktree is a worktree kept open across runs and sandboxes. Close it
 // when done (defer wt.Close(ctx)): a clean worktree is removed, a dirty
@@ -66,17 +30,23 @@ type Sandbox struct {
 	err    error
 }
 
-// CreateWorktree creates a worktree for several runs, with a branch or
-// merge-to-head strategy; head (the host's working directory) is refused
-// before anything starts.
-func CreateWorktree(ctx context.Context, o WorktreeOptions) (*Worktree, error) {
-	ro := o.runOptions()
+// CreateWorktree creates a worktree for several runs from what o says
+// about the worktree: Name ("worktree" when empty), Repo, BaseDir,
+// BranchStrategy, CopyToWorktree, Hooks.HostOnWorktreeReady, Logging,
+// Timeouts, Logger and Version. Its sandboxes and runs bring the rest.
+// The strategy is branch or merge-to-head; head (the host's working
+// directory) is refused before anything starts.
+func CreateWorktree(ctx context.Context, o RunOptions) (*Worktree, error) {
+	if o.Name == "" {
+		o.Name = "worktree"
+	}
+	o.Sandbox, o.Env, o.Hooks = SandboxRef{}, nil, Hooks{HostOnWorktreeReady: o.Hooks.HostOnWorktreeReady}
 	if o.BranchStrategy.Type != StrategyBranch && o.BranchStrategy.Type != StrategyMergeToHead {
-		return nil, &RunError{Run: ro.Name, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: "run." + ro.Name, Attribute: "branch_strategy",
+		return nil, &RunError{Run: o.Name, Phase: PhaseConfig, Err: Diagnostics{{Severity: Error, Block: "run." + o.Name, Attribute: "branch_strategy",
 			Summary: "A worktree needs a branch or merge-to-head strategy",
 			Detail:  `a worktree of its own is on a named branch (type "branch") or a temporary one merged at the end (type "merge-to-head"); "head" works in the host's working directory`}}}
 	}
-	spec, err := planning.PlanEnv(ctx, planning.Options{Options: ro})
+	spec, err := planning.PlanEnv(ctx, planning.Options{Options: o})
 	if err != nil {
 		return nil, err
 	}
@@ -84,16 +54,18 @@ func CreateWorktree(ctx context.Context, o WorktreeOptions) (*Worktree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worktree{l: l, opts: ro}, nil
+	return &Worktree{l: l, opts: o}, nil
 }
 
 // Path is the worktree's directory; Branch its branch.
 func (w *Worktree) Path() string   { return w.l.Dir() }
 func (w *Worktree) Branch() string { return w.l.Branch() }
 
-// CreateSandbox creates a sandbox in the worktree. Its Close removes only
-// the sandbox; the worktree stays until w.Close.
-func (w *Worktree) CreateSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
+// CreateSandbox creates o's sandbox in the worktree, with o's Env (the
+// run's layer; each run adds its agent's) and Hooks.HostOnSandboxReady
+// and SandboxOnSandboxReady. Its Close removes only the sandbox; the
+// worktree stays until w.Close.
+func (w *Worktree) CreateSandbox(ctx context.Context, o RunOptions) (*Sandbox, error) {
 	ro := w.opts
 	ro.Sandbox, ro.Env, ro.Hooks.HostOnSandboxReady, ro.Hooks.SandboxOnSandboxReady = o.Sandbox, o.Env, o.Hooks.HostOnSandboxReady, o.Hooks.SandboxOnSandboxReady
 	spec, err := planning.PlanEnv(ctx, planning.Options{Options: ro})
@@ -116,7 +88,7 @@ func (w *Worktree) Run(ctx context.Context, o RunOptions) (*Result, error) {
 // inOwnSandbox runs o (an interactive session when ia is set) in a
 // sandbox created for it and removed after it.
 func (w *Worktree) inOwnSandbox(ctx context.Context, o RunOptions, ia *Attachment) (*Result, error) {
-	sb, err := w.CreateSandbox(ctx, SandboxOptions{Sandbox: o.Sandbox, Env: o.Env, Hooks: o.Hooks})
+	sb, err := w.CreateSandbox(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -130,14 +102,15 @@ func (w *Worktree) inOwnSandbox(ctx context.Context, o RunOptions, ia *Attachmen
 // Steps, every run. Idempotent.
 func (w *Worktree) Close(ctx context.Context) (*Result, error) { return w.l.Close(ctx) }
 
-// CreateSandbox creates a worktree and a sandbox in it, owned together:
-// Close removes both.
-func CreateSandbox(ctx context.Context, o CreateSandboxOptions) (*Sandbox, error) {
-	wt, err := CreateWorktree(ctx, o.WorktreeOptions)
+// CreateSandbox creates a worktree and a sandbox in it from o
+// (CreateWorktree, Worktree.CreateSandbox), owned together: Close removes
+// both.
+func CreateSandbox(ctx context.Context, o RunOptions) (*Sandbox, error) {
+	wt, err := CreateWorktree(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := wt.CreateSandbox(ctx, o.SandboxOptions)
+	sb, err := wt.CreateSandbox(ctx, o)
 	if err != nil {
 		wt.Close(ctx)
 		return nil, err
@@ -218,14 +191,4 @@ func (s *Sandbox) Close(ctx context.Context) (*Result, error) {
 		}
 	}
 	return s.res, s.err
-}
-
-func (o WorktreeOptions) runOptions() RunOptions {
-	name := o.Name
-	if name == "" {
-		name = "worktree"
-	}
-	return RunOptions{Name: name, Repo: o.Repo, BaseDir: o.BaseDir, BranchStrategy: o.BranchStrategy,
-		CopyToWorktree: o.CopyToWorktree, Hooks: Hooks{HostOnWorktreeReady: o.Hooks.HostOnWorktreeReady}, Logging: o.Logging,
-		Timeouts: o.Timeouts, Logger: o.Logger, Version: o.Version}
 }

@@ -31,6 +31,10 @@ type AgentEvent = run.AgentEvent
 // observers (--events, OnSandboxProgress).
 type SandboxProgress = run.SandboxProgress
 
+// PhaseEvent is a run entering a phase as seen by observers (--events,
+// OnPhase).
+type PhaseEvent = run.PhaseEvent
+
 // EgressDenied is a refusal of a sandbox's egress policy as seen by
 // observers (--events, OnEgressDenied).
 type EgressDenied = run.EgressDenied

@@ -118,6 +118,11 @@ pipeline "p" { runs = [run.b] }`, "Dependency outside the pipeline", 6, nil},
   branch_strategy = "head"
   merge_branches  = ["x"]
 }`, "merge_branches needs a worktree", 5, nil},
+		{"pipeline token budget", `run "a" { prompt = "x" }
+pipeline "p" {
+  runs         = [run.a]
+  token_budget = -5
+}`, "Invalid token_budget", 6, nil},
 		{"for_each not a collection", `run "a" {
   prompt   = "x"
   for_each = "abc"

@@ -416,6 +416,8 @@ func TestFakeRunChecks(t *testing.T) {
   completion_signal = []`, "Invalid completion_signal", 9},
 		{"zero iterations", "box", `prompt = "x"
   max_iterations = 0`, "Invalid max_iterations", 9},
+		{"zero token budget", "box", `prompt = "x"
+  token_budget = 0`, "Invalid token_budget", 9},
 		{"resume with iterations", "box", `prompt = "x"
   agent = agent.sess.s
   resume_session = "abc"

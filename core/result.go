@@ -4,6 +4,7 @@ import (
 	"github.com/missingstudio/sanddune/core/output"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Result is what a run produced. Its JSON form is one entry of the
@@ -31,7 +32,8 @@ const (
 // plugin involved, where the work is, and what to do next.
 type RunError = run.Error
 
-// Phase names the step of a run an error comes from.
+// Phase names the step of a run an error comes from, or that a run has
+// entered (PhaseEvent).
 type Phase = run.Phase
 
 // The phases of a run.
@@ -48,9 +50,12 @@ const (
 	PhaseSession   = run.PhaseSession
 	PhaseAgent     = run.PhaseAgent
 	PhaseOutput    = run.PhaseOutput
+	PhaseBudget    = run.PhaseBudget
 	PhaseSyncOut   = run.PhaseSyncOut
 	PhaseMerge     = run.PhaseMerge
 	PhaseCleanup   = run.PhaseCleanup
+	PhaseWaiting   = run.PhaseWaiting
+	PhaseDone      = run.PhaseDone
 )
 
 // IdleTimeoutError is an agent that printed nothing for its idle timeout.
@@ -58,6 +63,13 @@ type IdleTimeoutError = run.IdleTimeoutError
 
 // AgentExitError is an agent process that exited non-zero.
 type AgentExitError = run.AgentExitError
+
+// BudgetError is a run its token budget (RunOptions.TokenBudget, or its
+// pipeline's) stopped before its next iteration.
+type BudgetError = run.BudgetError
+
+// BudgetUsage is a token budget as a result reports it (Result.Budgets).
+type BudgetUsage = run.BudgetUsage
 
 // StructuredOutputError is a run whose structured output (RunOptions.Output)
 // is missing, not JSON, or does not match its schema: the tag, the raw
@@ -70,3 +82,7 @@ type StructuredOutputError = run.OutputError
 // OutputCause says why structured output was refused: the JSON Pointer of
 // the offending value and the message.
 type OutputCause = output.Cause
+
+// Tokens is every token of u: input, output, cache reads and cache
+// writes; 0 for nil.
+func Tokens(u *sdk.Usage) int64 { return run.Tokens(u) }

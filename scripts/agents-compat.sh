@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks the command lines the agent plugins build against the real CLIs.
 #
-# 1. Installs Claude Code, Codex, opencode and pi from the npm registry at
-#    pinned versions (agents-install.sh caches them).
+# 1. Installs Claude Code, Codex, opencode, pi and the Copilot CLI from the
+#    npm registry at pinned versions (agents-install.sh caches them).
 # 2. Makes sure the plugins' golden command files (plugins/*/testdata/
 #    commands.golden, one built command per line) are current.
 # 3. Replays every golden command through the real CLI's own parser, with
@@ -13,7 +13,9 @@
 #      opencode  checks flags, value types and choices against its --help
 #                (yargs accepts unknown flags silently);
 #      pi        checks flags against its --help, then appends --help (pi
-#                reports bad values and resolves --session/--fork first).
+#                reports bad values and resolves --session/--fork first);
+#      copilot   appends --help (it rejects unknown flags and bad values
+#                first).
 #    Negative controls prove each method rejects a bad command line.
 # 4. Runs core/internal/session's round trips against the real claude and pi.
 #
@@ -31,7 +33,7 @@ log "CLIs ready ($(( $(date +%s) - start ))s)"
 
 cd "$repo"
 log "checking that the golden command files are current"
-go test -count=1 -run '^TestBuildCommandGolden$' ./plugins/claude ./plugins/codex ./plugins/opencode ./plugins/pi >/dev/null
+go test -count=1 -run '^TestBuildCommandGolden$' ./plugins/claude ./plugins/codex ./plugins/opencode ./plugins/pi ./plugins/copilot >/dev/null
 
 checker="$(mktemp "${TMPDIR:-/tmp}/agents-compat.XXXXXX.js")"
 trap 'rm -f "$checker"' EXIT
@@ -178,6 +180,12 @@ const checks = {
     if (r.code !== 0) return `--help exit ${r.code}: ${r.out.slice(0, 400)}`;
     return "";
   },
+  copilot(c, argv) {
+    // Its parser rejects unknown flags and bad values before --help.
+    const r = run([...argv, "--help"]);
+    if (r.code !== 0 || !r.out.includes("Usage:")) return `exit ${r.code}: ${r.out.slice(0, 400)}`;
+    return "";
+  },
   pi(c, argv) {
     const args = withoutPrompt({ ...c, argv });
     const problem = checkFlags(args.slice(1), helpOptions(help([argv[0]]), "pi"));
@@ -195,8 +203,8 @@ for (const file of goldens) {
   const cli = path.basename(path.dirname(path.dirname(file)));
   for (const line of fs.readFileSync(file, "utf8").split("\n").filter(Boolean)) {
     const c = JSON.parse(line);
-    // A shell prelude (codex's resume, pi's base_url): sh -c <script> sh <args...> <cli argv...>
-    if (c.argv[0] === "sh") c.argv = c.argv.slice(c.argv.indexOf(cli, 4));
+    // A shell prelude (codex's resume, pi's base_url, copilot's usage): sh -c <script> sh <args...> <cli argv...>
+    if (c.argv[0] === "sh") c.argv = c.argv.slice(c.argv.findIndex((a, i) => i >= 4 && (a === cli || a.endsWith("/" + cli))));
     const argv = [path.join(bin, cli), ...c.argv.slice(1)];
     const problem = checks[cli](c, argv);
     if (problem) { failed++; console.log(`FAIL ${cli}: ${c.name}\n     ${JSON.stringify(c.argv)}\n     ${problem}`); }
@@ -215,6 +223,8 @@ const controls = [
   ["codex", "-s on exec resume", { argv: ["codex", "exec", "resume", "x", "--json", "-s", "danger-full-access", "-"] }],
   ["opencode", "unknown flag", { argv: ["opencode", "run", "--format", "json", "--bogus"] }],
   ["opencode", "bad format", { argv: ["opencode", "run", "--format", "yaml"] }],
+  ["copilot", "unknown flag", { argv: ["copilot", "--output-format", "json", "--bogus"] }],
+  ["copilot", "bad effort", { argv: ["copilot", "--output-format", "json", "--reasoning-effort", "huge"] }],
   ["pi", "unknown flag", { argv: ["pi", "--mode", "json", "--bogus"] }],
   ["pi", "bad thinking level", { argv: ["pi", "--mode", "json", "--thinking", "max"] }],
   ["pi", "missing session", { argv: ["pi", "--mode", "json", "--session", "019e8c52-0000-7000-8000-000000000000"] }],
@@ -232,7 +242,8 @@ EOF
 
 log "replaying the golden commands against the real CLIs"
 node "$checker" "$bin" plugins/claude/testdata/commands.golden plugins/codex/testdata/commands.golden \
-  plugins/opencode/testdata/commands.golden plugins/pi/testdata/commands.golden
+  plugins/opencode/testdata/commands.golden plugins/pi/testdata/commands.golden \
+  plugins/copilot/testdata/commands.golden
 
 log "session capture and resume with the real claude and pi"
 SANDDUNE_AGENTS_BIN="$bin" go test -count=1 -run '^TestCompat' ./core/internal/session

@@ -55,24 +55,6 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Is(target error) bool { return target == ErrUsage }
 
-// PluginError is an error from a call to a plugin: Plugin names the
-// component (empty for plugin-wide calls) and Op the operation (Exec,
-// Create, ...).
-type PluginError struct {
-	Plugin string
-	Op     string
-	Err    error
-}
-
-func (e *PluginError) Error() string {
-	if e.Plugin == "" {
-		return e.Op + ": " + e.Err.Error()
-	}
-	return "plugin " + e.Plugin + ": " + e.Op + ": " + e.Err.Error()
-}
-
-func (e *PluginError) Unwrap() error { return e.Err }
-
 // toStatus turns a provider's error into a gRPC status error (plugin end; sdk/host maps them back).
 func toStatus(err error) error {
 	switch {

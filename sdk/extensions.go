@@ -66,18 +66,15 @@ type Resource struct {
 	Labels map[string]string
 }
 
-// Well-known labels set by the host on every CreateRequest.
+// Labels the host sets on every CreateRequest that a provider may need to
+// read. A provider stores all of a request's labels with the sandbox and
+// returns them in ListResources: the host judges orphans from its own
+// labels (the sanddune process, its host, the run's repository and branch).
+// A provider that can keep only a few (as tags) keeps LabelRun, LabelHost
+// and LabelPID.
 const (
-	LabelRun     = "sanddune.run"      // run id
-	LabelSandbox = "sanddune.sandbox"  // sandbox block address, e.g. sandbox.docker.default
-	LabelVersion = "sanddune.version"  // sanddune version
-	LabelPID     = "sanddune.pid"      // pid of the sanddune process that owns the run
-	LabelHost    = "sanddune.host"     // hostname of that process
-	LabelRunName = "sanddune.run-name" // the run's name
-	// Where the run's work belongs, so that `sanddune gc` can salvage an
-	// isolated sandbox whose run died: the host repo, the run's branch and
-	// the commit the sandbox started from.
-	LabelRepo   = "sanddune.repo"
-	LabelBranch = "sanddune.branch"
-	LabelBase   = "sanddune.base"
+	LabelRun     = "sanddune.run"     // run id
+	LabelSandbox = "sanddune.sandbox" // sandbox block address, e.g. sandbox.docker.default
+	LabelPID     = "sanddune.pid"     // pid of the sanddune process that owns the run
+	LabelHost    = "sanddune.host"    // hostname of that process
 )

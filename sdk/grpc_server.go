@@ -117,7 +117,7 @@ func (s *server) Info(ctx context.Context, ref *pluginpb.ComponentRef) (*pluginp
 // served completes a provider's Info with what Serve knows: the name and
 // kind the component is served under and the protocol version spoken.
 func served(info Info, name string, kind Kind) Info {
-	info.Name, info.Kind, info.ProtocolVersions = name, kind, []int{ProtocolVersion}
+	info.Name, info.Kind, info.ProtocolVersions = name, kind, []int{wire.ProtocolVersion}
 	return info
 }
 
@@ -215,7 +215,7 @@ func (s sandboxServer) CreateWithProgress(req *pluginpb.CreateRequest, stream pl
 	return stream.Send(&pluginpb.CreateProgressResponse{Created: resp})
 }
 
-func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, progress ProgressFunc) (*pluginpb.CreateResponse, error) {
+func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, progress func(Progress)) (*pluginpb.CreateResponse, error) {
 	p, err := s.sandbox(req.Component)
 	if err != nil {
 		return nil, err

@@ -102,8 +102,9 @@ type CreateRequest struct {
 	// HostUID, HostGID are the ids of the user running sanddune.
 	HostUID, HostGID int
 	// Progress, when set, receives what Create is doing or waiting for
-	// while it runs; providers call Report.
-	Progress ProgressFunc
+	// while it runs, in order; providers call Report. A report may block
+	// for a moment (it crosses the plugin connection).
+	Progress func(Progress)
 	// Egress, when set, is the only network the sandbox may reach
 	// (providers declaring the Egress capability; nil: no policy).
 	Egress *EgressPolicy
@@ -164,10 +165,6 @@ type Progress struct {
 	// (max_concurrent 5)".
 	Message string
 }
-
-// ProgressFunc receives progress reports, in order. It may block for a
-// moment (the report crosses the plugin connection).
-type ProgressFunc func(Progress)
 
 // Mount is a host path made visible in the sandbox.
 type Mount struct {

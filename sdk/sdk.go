@@ -13,14 +13,7 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
-
-// ProtocolVersion is the plugin protocol version this SDK speaks. It is the
-// go-plugin application protocol version negotiated at handshake time;
-// breaking wire changes bump it, additive changes use capability flags.
-const ProtocolVersion = wire.ProtocolVersion
 
 // Kind says which contract a component implements.
 type Kind string

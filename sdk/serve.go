@@ -2,8 +2,6 @@ package sdk
 
 import (
 	"context"
-	"errors"
-	"net"
 	"os"
 	"time"
 
@@ -21,8 +19,12 @@ import (
 type ServeOpts struct {
 	Sandboxes map[string]SandboxProvider
 	Agents    map[string]AgentProvider
-	// Logger receives go-plugin's own logs; nil means DefaultLogger().
-	Logger hclog.Logger
+}
+
+func init() {
+	wire.ServeConfig = func(opts any, logger hclog.Logger) *plugin.ServeConfig {
+		return newServer(opts.(ServeOpts)).config(logger)
+	}
 }
 
 // Serve serves the components over go-plugin gRPC until the host stops the
@@ -30,7 +32,7 @@ type ServeOpts struct {
 // the host left open. Call it from main;
 // stdout belongs to the handshake, so log to stderr only.
 func Serve(opts ServeOpts) {
-	logger := opts.logger()
+	logger := DefaultLogger()
 	srv := newServer(opts)
 	plugin.Serve(srv.config(logger))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -38,30 +40,6 @@ func Serve(opts ServeOpts) {
 	if err := srv.closeAll(ctx); err != nil {
 		logger.Error("closing sandboxes left open", "error", err)
 	}
-}
-
-// ServeInProcess serves the components like Serve, but inside this process
-// and until ctx ends: for tests, which connect to addr through sdk/host
-// (sdk/plugintest does). stopped is closed once the server has stopped.
-func ServeInProcess(ctx context.Context, opts ServeOpts) (addr net.Addr, stopped <-chan struct{}, err error) {
-	cfg := newServer(opts).config(opts.logger())
-	reattach := make(chan *plugin.ReattachConfig, 1)
-	closed := make(chan struct{})
-	cfg.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}
-	go plugin.Serve(cfg)
-	select {
-	case rc := <-reattach:
-		return rc.Addr, closed, nil
-	case <-closed:
-		return nil, nil, errors.New("the plugin server stopped before serving")
-	}
-}
-
-func (o ServeOpts) logger() hclog.Logger {
-	if o.Logger == nil {
-		return DefaultLogger()
-	}
-	return o.Logger
 }
 
 // config is go-plugin's configuration for serving s.
@@ -74,7 +52,7 @@ func (s *server) config(logger hclog.Logger) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
-			ProtocolVersion: {wire.PluginName: &wire.Plugin{Register: register}},
+			wire.ProtocolVersion: {wire.PluginName: &wire.Plugin{Register: register}},
 		},
 		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(o, wire.ServerOpts...)...)

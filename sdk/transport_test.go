@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
 	"github.com/missingstudio/sanddune/sdk/internal/fake"
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
 	"github.com/missingstudio/sanddune/sdk/plugintest"
 )
 
@@ -142,19 +144,19 @@ func TestFakeCatalog(t *testing.T) {
 	}
 	var got []string
 	for _, c := range comps {
-		got = append(got, fmt.Sprintf("%s/%v/%v/%v", c.Info.Kind, c.Commands, c.Resources, c.Info.ProtocolVersions))
+		got = append(got, fmt.Sprintf("%s/%v", c.Kind, c.ProtocolVersions))
 	}
-	want := []string{"sandbox/false/false/[1]", "sandbox/true/true/[1]", "agent/false/false/[1]"}
+	want := []string{"sandbox/[1]", "sandbox/[1]", "agent/[1]"}
 	if !slices.Equal(got, want) {
 		t.Errorf("catalog %q, want %q", got, want)
 	}
-	if len(comps) != 3 || comps[0].Info.Name != "a" || comps[1].Info.Name != "b" || comps[2].Info.Name != "c" ||
-		comps[0].Info.Sandbox.Contract != sdk.ContractIsolated || comps[2].Info.Description != "test agent" {
+	if len(comps) != 3 || comps[0].Name != "a" || comps[1].Name != "b" || comps[2].Name != "c" ||
+		comps[0].Sandbox.Contract != sdk.ContractIsolated || comps[2].Description != "test agent" {
 		t.Errorf("Catalog: %+v", comps)
 	}
 	// Serve fills the name, kind and protocol versions the provider left out.
 	info, err := plugintest.Agent(t, fake.AgentProvider{}).Info(ctx)
-	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{sdk.ProtocolVersion}) {
+	if err != nil || info.Name != "plugintest" || info.Kind != sdk.KindAgent || !slices.Equal(info.ProtocolVersions, []int{wire.ProtocolVersion}) {
 		t.Errorf("Info: %+v, %v", info, err)
 	}
 }
@@ -248,8 +250,7 @@ func TestFakeErrors(t *testing.T) {
 		t.Errorf("Describe through gRPC: %+v, %v", d, err)
 	}
 	err := p.Preflight(ctx, sdk.PreflightRequest{})
-	var pe *sdk.PluginError
-	if !errors.As(err, &pe) || pe.Op != "Preflight" || pe.Plugin != "plugintest" || err.Error() != "plugin plugintest: Preflight: daemon unreachable" {
+	if err == nil || err.Error() != "plugin plugintest: Preflight: daemon unreachable" {
 		t.Errorf("Preflight error %v (%T)", err, err)
 	}
 	if _, err := p.Create(ctx, sdk.CreateRequest{RunID: "unsupported"}); !errors.Is(err, sdk.ErrNotSupported) {
@@ -265,7 +266,7 @@ func TestFakeErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.CopyOut(ctx, "x", "y"); err == nil || !errors.As(err, &pe) || pe.Op != "CopyOut" {
+	if err := sb.CopyOut(ctx, "x", "y"); err == nil || !strings.Contains(err.Error(), ": CopyOut: ") {
 		t.Errorf("CopyOut error %v", err)
 	}
 	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); !errors.Is(err, sdk.ErrSandboxGone) ||
@@ -436,8 +437,7 @@ func TestFakePluginShutdown(t *testing.T) {
 		stop()
 	}()
 	_, err := sb.Exec(context.Background(), sdk.ExecRequest{Argv: []string{"x"}}, func(sdk.OutputLine) {})
-	var pe *sdk.PluginError
-	if !errors.Is(err, sdk.ErrPluginShutdown) || !errors.As(err, &pe) || pe.Op != "Exec" {
+	if !errors.Is(err, sdk.ErrPluginShutdown) || !strings.Contains(err.Error(), ": Exec: ") {
 		t.Errorf("Exec when the plugin goes away: %v", err)
 	}
 	if _, err := p.Info(context.Background()); !errors.Is(err, sdk.ErrPluginShutdown) {
@@ -449,14 +449,13 @@ func TestFakePluginShutdown(t *testing.T) {
 // and a stop function that breaks it.
 func serve(t *testing.T, opts sdk.ServeOpts) (plugin.ClientProtocol, func()) {
 	t.Helper()
-	opts.Logger = hclog.NewNullLogger()
 	ctx, stop := context.WithCancel(context.Background())
-	addr, stopped, err := sdk.ServeInProcess(ctx, opts)
+	addr, stopped, err := wire.ServeInProcess(ctx, wire.ServeConfig(opts, hclog.NewNullLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(); <-stopped })
-	client := plugin.NewClient(host.InProcess(addr, opts.Logger))
+	client := plugin.NewClient(wire.Reattach(host.ClientConfig(nil, hclog.NewNullLogger()), addr))
 	t.Cleanup(client.Kill)
 	cp, err := client.Client()
 	if err != nil {
@@ -612,7 +611,7 @@ func TestServeSubprocess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := client.NegotiatedVersion(); v != sdk.ProtocolVersion {
+	if v := client.NegotiatedVersion(); v != wire.ProtocolVersion {
 		t.Errorf("negotiated version %d", v)
 	}
 	ctx := context.Background()
@@ -654,8 +653,7 @@ func TestServeSubprocess(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	var pe *sdk.PluginError
-	if !errors.Is(err, sdk.ErrPluginShutdown) || !errors.As(err, &pe) || pe.Op != "Exec" {
+	if !errors.Is(err, sdk.ErrPluginShutdown) || !strings.Contains(err.Error(), ": Exec: ") {
 		t.Errorf("Exec when the plugin dies: %v", err)
 	}
 }

@@ -32,6 +32,8 @@ var agentBlocks = map[string]string{
 	"codex":    `agent "codex" "a" { model = "gpt-5.4" }`,
 	"opencode": `agent "opencode" "a" { model = "anthropic/claude-sonnet-4-5" }`,
 	"pi":       `agent "pi" "a" { model = "anthropic/claude-sonnet-4-5" }`,
+	"copilot":  `agent "copilot" "a" { model = "gpt-5.4" }`,
+	"cursor":   `agent "cursor" "a" { model = "auto" }`,
 	"command":  `agent "command" "a" { command = ["fake-agent"] }`,
 }
 
@@ -39,12 +41,15 @@ func runFakeAgent(t *testing.T, plugin, stream, exit string) (string, result) {
 	t.Helper()
 	dir := gitRepo(t)
 	bin := plugin
-	if plugin == "command" {
+	switch plugin {
+	case "command":
 		bin = "fake-agent"
+	case "cursor":
+		bin = "cursor-agent"
 	}
 	env := agentEnv(t, dir, bin, commitThenPrint, "/dev/null")
 	writeFile(t, filepath.Join(dir, ".sanddune/.env"), "FIXTURE=\nSTREAM=\nEXIT=\n")
-	env = append(env, "ANTHROPIC_API_KEY=sk-fake", "OPENAI_API_KEY=sk-fake", "STREAM="+stream, "EXIT="+exit)
+	env = append(env, "ANTHROPIC_API_KEY=sk-fake", "OPENAI_API_KEY=sk-fake", "COPILOT_GITHUB_TOKEN=gh-fake", "CURSOR_API_KEY=key-fake", "STREAM="+stream, "EXIT="+exit)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 `+agentBlocks[plugin]+`
 run "r" {
@@ -78,8 +83,15 @@ func TestAgentStreamErrorsFailTheRun(t *testing.T) {
 			stream: `{"type":"session","version":3,"id":"s1","timestamp":"2026-07-01T10:20:00.000Z","cwd":"/w"}
 {"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"}}
 {"type":"agent_end","messages":[{"role":"assistant","content":[{"type":"text","text":""}],"stopReason":"error","errorMessage":"401 invalid x-api-key"}]}`},
+		"copilot session.error, exit 0": {plugin: "copilot", exit: "0", message: "Rate limit reached for gpt-5.4",
+			stream: `{"type":"model.call_failure","data":{"statusCode":429,"errorMessage":"{\"error\":{\"message\":\"Rate limit reached for gpt-5.4\"}}"}}
+{"type":"session.error","data":{"errorType":"rate_limit","message":"Sorry, you have been rate-limited."}}
+{"type":"result","sessionId":"s1","exitCode":0}`},
+		"cursor error result, exit 0": {plugin: "cursor", exit: "0", message: "Usage limit reached",
+			stream: `{"type":"system","subtype":"init","session_id":"s1","model":"auto"}
+{"type":"result","subtype":"error","is_error":true,"result":"Usage limit reached <promise>COMPLETE</promise>","session_id":"s1"}`},
 	}
-	for _, plugin := range []string{"claude", "codex", "opencode", "pi", "command"} {
+	for _, plugin := range []string{"claude", "codex", "opencode", "pi", "copilot", "cursor", "command"} {
 		cases[plugin+" exits non-zero without a completion signal"] = agentCase{plugin: plugin, exit: "3", stream: "working on it", message: "exited with code 3"}
 	}
 	for name, c := range cases {

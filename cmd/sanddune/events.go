@@ -11,11 +11,11 @@ import (
 )
 
 // EventWriter writes agent events, the sandbox provider's progress
-// reports and egress refusals as JSON lines (`--events FILE`), one object
-// per event: {"type", "run", "iteration", "timestamp", "payload"}. It is
-// safe for the concurrent runs of a process; use Write as
-// core.RunOptions.OnEvent, WriteSandboxProgress as its OnSandboxProgress
-// and WriteEgressDenied as its OnEgressDenied.
+// reports, phases and egress refusals as JSON lines (`--events FILE`), one
+// object per event: {"type", "run", "iteration", "timestamp", "payload"}.
+// It is safe for the concurrent runs of a process; use Write as
+// core.RunOptions.OnEvent, WriteSandboxProgress as its OnSandboxProgress,
+// WritePhase as its OnPhase and WriteEgressDenied as its OnEgressDenied.
 type EventWriter struct {
 	mu  sync.Mutex
 	enc *json.Encoder
@@ -53,6 +53,31 @@ func (w *EventWriter) WriteSandboxProgress(p core.SandboxProgress) {
 		Waiting bool   `json:"waiting"`
 		Message string `json:"message"`
 	}{p.Waiting, p.Message}})
+}
+
+// phaseType is the type of a phase line.
+const phaseType = "phase"
+
+// WritePhase writes a run entering a phase (iteration: the agent's, 0
+// outside the loop), like Write.
+func (w *EventWriter) WritePhase(e core.PhaseEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	p := struct {
+		Phase         core.Phase `json:"phase"`
+		MaxIterations int        `json:"max_iterations"`
+		Branch        string     `json:"branch,omitempty"`
+		Failed        bool       `json:"failed,omitempty"`
+		Cancelled     bool       `json:"cancelled,omitempty"`
+		Commits       *int       `json:"commits,omitempty"`
+	}{Phase: e.Phase, MaxIterations: e.MaxIterations, Branch: e.Branch, Failed: e.Failed, Cancelled: e.Cancelled}
+	if e.Phase == core.PhaseDone {
+		p.Commits = &e.Commits
+	}
+	w.err = w.enc.Encode(eventLine{Type: phaseType, Run: e.Run, Iteration: e.Iteration, Timestamp: e.Time.UTC(), Payload: p})
 }
 
 // egressDeniedType is the type of an egress refusal's line.

@@ -8,14 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/huh"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/cmd/sanddune/internal/ask"
 	"github.com/missingstudio/sanddune/cmd/sanddune/internal/templates"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/internal/containerkit"
@@ -82,47 +82,53 @@ func runInit(cmd *cobra.Command, g *globals, f *initFlags) error {
 	if cfg := filepath.Join(dir, "sanddune.hcl"); exists(cfg) {
 		return refuseExisting(cfg)
 	}
-	ask := &initAsker{ctx: ctx, flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
+	q := &initAsker{flags: cmd.Flags(), tty: isatty.IsTerminal(os.Stdin.Fd()) || isatty.IsCygwinTerminal(os.Stdin.Fd())}
+	if q.tty {
+		q.p = ask.New(ctx, os.Stdin, cmd.ErrOrStderr())
+	}
 	o := templates.Options{ImageName: f.imageName}
 	if o.ImageName == "" {
 		o.ImageName = containerkit.DefaultImage(root)
 	}
-	if o.Agent, err = ask.choose("agent", "Agent", f.agent, agentOptions()); err != nil {
+	if o.Agent, err = q.choose("agent", "Agent", f.agent, agentOptions()); err != nil {
 		return err
 	}
 	if agent, ok := templates.FindAgent(o.Agent); ok { // no agent: named missing already
-		if o.Model, err = ask.input("model", "Model", f.model, agent.Model, nil); err != nil {
+		if o.Model, err = q.input("model", "Model", f.model, agent.Model, nil); err != nil {
 			return err
 		}
 	}
-	if o.Sandbox, err = ask.choose("sandbox", "Sandbox", f.sandbox, plainOptions(templates.Sandboxes)); err != nil {
+	if o.Sandbox, err = q.choose("sandbox", "Sandbox", f.sandbox, plainOptions(templates.Sandboxes)); err != nil {
 		return err
 	}
-	if o.Template, err = ask.choose("template", "Template", f.template, templateOptions()); err != nil {
+	if o.Template, err = q.choose("template", "Template", f.template, templateOptions()); err != nil {
 		return err
 	}
-	if templates.UsesBacklog(o.Template) || cmd.Flags().Changed("issue-tracker") {
-		if o.BacklogManager, err = ask.choose("issue-tracker", "Backlog manager", f.backlog, backlogOptions()); err != nil {
+	// Without a terminal and a template, which backlog questions apply is
+	// unknown: the template is the missing flag then.
+	knownTemplate := o.Template != ""
+	if knownTemplate && templates.UsesBacklog(o.Template) || cmd.Flags().Changed("issue-tracker") {
+		if o.BacklogManager, err = q.choose("issue-tracker", "Backlog manager", f.backlog, backlogOptions()); err != nil {
 			return err
 		}
 	}
 	if o.BacklogManager == templates.Custom {
-		if o.Commands, err = askCommands(ask, f); err != nil {
+		if o.Commands, err = askCommands(q, f); err != nil {
 			return err
 		}
 	} else if err := onlyWithCustom(cmd.Flags()); err != nil {
 		return err
 	}
-	if o.BacklogManager == "github-issues" || o.BacklogManager == "" && templates.UsesBacklog(o.Template) { // "": not given
-		if o.Label, err = ask.confirm("create-label", fmt.Sprintf("Create the GitHub label %q and work only on issues carrying it?", templates.Label), f.createLabel); err != nil {
+	if o.BacklogManager == "github-issues" {
+		if o.Label, err = q.confirm("create-label", fmt.Sprintf("Create the GitHub label %q and work only on issues carrying it?", templates.Label), f.createLabel); err != nil {
 			return err
 		}
 	}
-	build, err := ask.confirm("build-image", fmt.Sprintf("Build the image %s now?", o.ImageName), f.buildImage)
+	build, err := q.confirm("build-image", fmt.Sprintf("Build the image %s now?", o.ImageName), f.buildImage)
 	if err != nil {
 		return err
 	}
-	if err := ask.missingFlags(); err != nil {
+	if err := q.missingFlags(); err != nil {
 		return err
 	}
 
@@ -173,7 +179,7 @@ func exists(path string) bool {
 // Without a terminal, it notes each question whose flag is missing (the
 // answer is then empty or false): missingFlags reports them all at once.
 type initAsker struct {
-	ctx    context.Context // cancelled by a signal: the form ends
+	p      *ask.Prompter // on the terminal; a signal ends it
 	flags  interface{ Changed(string) bool }
 	tty    bool
 	missed []string // --flag=example
@@ -198,10 +204,14 @@ func (a *initAsker) missingFlags() error {
 	if len(names) == 1 {
 		verb = "is"
 	}
-	return &exitError{code: exitUsage, err: fmt.Errorf("%s %s required when stdin is not a terminal (e.g. %s)", strings.Join(names, ", "), verb, strings.Join(a.missed, " "))}
+	note := ""
+	if slices.Contains(names, "--template") {
+		note = "; a template that reads issues needs --issue-tracker too"
+	}
+	return &exitError{code: exitUsage, err: fmt.Errorf("%s %s required when stdin is not a terminal (e.g. %s)%s", strings.Join(names, ", "), verb, strings.Join(a.missed, " "), note)}
 }
 
-func (a *initAsker) choose(flag, title, value string, opts []huh.Option[string]) (string, error) {
+func (a *initAsker) choose(flag, title, value string, opts []ask.Option) (string, error) {
 	names := make([]string, len(opts))
 	for i, o := range opts {
 		names[i] = o.Value
@@ -218,13 +228,12 @@ func (a *initAsker) choose(flag, title, value string, opts []huh.Option[string])
 		a.missing(flag, names[0])
 		return "", nil
 	}
-	v := names[0]
-	err := a.run(huh.NewSelect[string]().Title(title).Options(opts...).Value(&v))
-	return v, err
+	v, err := a.p.Select(title, opts)
+	return v, cancelled(err)
 }
 
 // input asks for a text; validate (may be nil) checks a flag's value and
-// the form's answer alike, neither of which may be empty. Without a
+// the terminal's answer alike, neither of which may be empty. Without a
 // terminal, a question with no default is a missing flag.
 func (a *initAsker) input(flag, title, value, def string, validate func(string) error) (string, error) {
 	check := func(s string) error {
@@ -248,32 +257,24 @@ func (a *initAsker) input(flag, title, value, def string, validate func(string) 
 		}
 		return def, nil
 	}
-	v := def
-	err := a.run(huh.NewInput().Title(title).Value(&v).Validate(check))
-	return strings.TrimSpace(v), err
+	v, err := a.p.Input(title, def, check)
+	return v, cancelled(err)
 }
 
+// confirm asks a yes/no question; without a terminal its flag is opt-in
+// (false unless given).
 func (a *initAsker) confirm(flag, title string, value bool) (bool, error) {
-	if a.flags.Changed(flag) {
+	if a.flags.Changed(flag) || !a.tty {
 		return value, nil
 	}
-	if !a.tty {
-		a.missing(flag, "true")
-		return false, nil
-	}
-	v := true
-	err := a.run(huh.NewConfirm().Title(title).Value(&v))
-	return v, err
+	v, err := a.p.Confirm(title, true)
+	return v, cancelled(err)
 }
 
-// run asks one question; Ctrl-C in the form, or a signal (SIGTERM,
-// SIGHUP) cancelling a.ctx, cancels init before anything is written. The
-// signals are sanddune's alone: bubbletea's own handler would race a.ctx
-// (its QuitMsg, sent while the cancelled program shuts down, deadlocks it).
-func (a *initAsker) run(field huh.Field) error {
-	err := huh.NewForm(huh.NewGroup(field)).WithShowHelp(true).
-		WithProgramOptions(tea.WithoutSignalHandler()).RunWithContext(a.ctx)
-	if errors.Is(err, huh.ErrUserAborted) || a.ctx.Err() != nil {
+// cancelled maps a question ended by a signal (Ctrl-C, SIGTERM, SIGHUP) or
+// by the end of the input to init's cancellation: nothing is written.
+func cancelled(err error) error {
+	if errors.Is(err, ask.ErrCancelled) {
 		return &exitError{code: exitCancelled, err: errors.New("init cancelled: nothing was written")}
 	}
 	return err
@@ -292,41 +293,47 @@ func onlyWithCustom(flags interface{ Changed(string) bool }) error {
 
 // askCommands asks for a custom backlog manager's commands; viewing and
 // closing an issue need the <ID> placeholder.
-func askCommands(ask *initAsker, f *initFlags) (templates.Commands, error) {
+func askCommands(q *initAsker, f *initFlags) (templates.Commands, error) {
 	var c templates.Commands
 	var err error
-	if c.List, err = ask.input("list-command", "Command that prints the open issues", f.list, "", templates.CheckCommand); err != nil {
+	if c.List, err = q.input("list-command", "Command that prints the open issues", f.list, "", templates.CheckCommand); err != nil {
 		return c, err
 	}
-	if c.View, err = ask.input("view-command", "Command that shows one issue (<ID> where its id goes)", f.view, "", templates.CheckIDCommand); err != nil {
+	if c.View, err = q.input("view-command", "Command that shows one issue (<ID> where its id goes)", f.view, "", templates.CheckIDCommand); err != nil {
 		return c, err
 	}
-	c.Close, err = ask.input("close-command", "Command that closes one issue (<ID> where its id goes)", f.close, "", templates.CheckIDCommand)
+	c.Close, err = q.input("close-command", "Command that closes one issue (<ID> where its id goes)", f.close, "", templates.CheckIDCommand)
 	return c, err
 }
 
-func plainOptions(names []string) []huh.Option[string] { return huh.NewOptions(names...) }
+func plainOptions(names []string) []ask.Option {
+	var opts []ask.Option
+	for _, n := range names {
+		opts = append(opts, ask.Option{Label: n, Value: n})
+	}
+	return opts
+}
 
-func agentOptions() []huh.Option[string] {
-	var opts []huh.Option[string]
+func agentOptions() []ask.Option {
+	var opts []ask.Option
 	for _, a := range templates.Agents {
-		opts = append(opts, huh.NewOption(fmt.Sprintf("%s (npm %s)", a.Name, a.Package), a.Name))
+		opts = append(opts, ask.Option{Label: fmt.Sprintf("%s (%s)", a.Name, a.Source()), Value: a.Name})
 	}
 	return opts
 }
 
-func backlogOptions() []huh.Option[string] {
-	var opts []huh.Option[string]
+func backlogOptions() []ask.Option {
+	var opts []ask.Option
 	for _, b := range templates.BacklogManagers {
-		opts = append(opts, huh.NewOption(b.Name+": "+b.Description, b.Name))
+		opts = append(opts, ask.Option{Label: b.Name + ": " + b.Description, Value: b.Name})
 	}
 	return opts
 }
 
-func templateOptions() []huh.Option[string] {
-	var opts []huh.Option[string]
+func templateOptions() []ask.Option {
+	var opts []ask.Option
 	for _, t := range templates.Templates {
-		opts = append(opts, huh.NewOption(t.Name+": "+t.Description, t.Name))
+		opts = append(opts, ask.Option{Label: t.Name + ": " + t.Description, Value: t.Name})
 	}
 	return opts
 }

@@ -24,7 +24,7 @@ func initFlagsFor(template, agent, sandbox, backlog string, extra ...string) []s
 func TestInitWithoutATerminalNamesTheMissingFlag(t *testing.T) {
 	t.Parallel()
 	all := initFlagsFor("simple-loop", "claude", "docker", "github-issues")
-	for _, flag := range []string{"--agent", "--sandbox", "--issue-tracker", "--template", "--create-label", "--build-image"} {
+	for _, flag := range []string{"--agent", "--sandbox", "--issue-tracker", "--template"} {
 		t.Run(flag, func(t *testing.T) {
 			t.Parallel()
 			var args []string
@@ -324,19 +324,21 @@ func TestInteractiveInitOnATerminal(t *testing.T) {
 	t.Parallel()
 	dir := gitRepo(t)
 	s := startOnPTY(t, dir, nil, "init")
-	const down = "\x1b[B"
-	s.expect("Agent")
+	s.expect("Agent:")
+	s.expect("Choose 1-")
 	s.send("\r") // claude, the first
-	s.expect("Model")
+	s.expect("Model [claude-opus-4-8]: ")
 	s.send("\r") // its default model
-	s.expect("Sandbox")
-	s.send(down + "\r") // podman
-	s.expect("Template")
-	s.send(down + "\r")         // simple-loop
-	s.expect("Backlog manager") // after the template: blank reads no issues
-	s.send(down + "\r")         // beads
+	s.expect("Sandbox:")
+	s.send("2\r") // podman
+	s.expect("Template:")
+	s.send("simple-loop\r")      // by name
+	s.expect("Backlog manager:") // after the template: blank reads no issues
+	s.send("9\r")                // no such choice: asked again
+	s.expect("is not one of the choices")
+	s.send("2\r") // beads
 	s.expect("Build the image")
-	s.send("n")
+	s.send("n\r")
 	s.expect("Next steps")
 	if code := s.wait(); code != 0 {
 		t.Fatalf("exit %d; the terminal shows:\n%s", code, s.output())

@@ -19,12 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/missingstudio/sanddune/core/gc"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 // kubernetesBlock is a sandbox block for the real cluster of the e2e suite
@@ -76,7 +75,7 @@ func podsOf(t *testing.T, dir string) []string {
 	for _, p := range l.Items {
 		var labels map[string]string
 		_ = json.Unmarshal([]byte(p.Annotations["sanddune.dev/labels"]), &labels)
-		if p.DeletionTimestamp == nil && labels[sdk.LabelRepo] == dir {
+		if p.DeletionTimestamp == nil && labels[gc.LabelRepo] == dir {
 			out = append(out, p.Namespace+"/"+p.Name)
 		}
 	}

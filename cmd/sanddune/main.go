@@ -45,7 +45,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	root, g := newRootCommand()
-	ctx, interrupted, stop := interruptible(context.Background(), os.Stderr, func() string { return g.stopNote.Load() })
+	ctx, interrupted, stop := interruptible(context.Background(), &g.notes, func() string { return g.stopNote.Load() })
 	closeHost := addPluginCommands(ctx, root, g, os.Args[1:])
 	err := root.ExecuteContext(ctx)
 	closeHost()

@@ -129,9 +129,8 @@ func runPluginCommand(ctx context.Context, cp sdk.CommandProvider, plugin, name 
 		if errors.Is(err, sdk.ErrUsage) {
 			code = exitUsage
 		}
-		var pe *sdk.PluginError
-		if errors.As(err, &pe) && !errors.Is(err, sdk.ErrPluginShutdown) {
-			err = pe.Err // the plugin's own message; the command line names the plugin
+		if u := errors.Unwrap(err); u != nil && !errors.Is(err, sdk.ErrPluginShutdown) {
+			err = u // the plugin's own message; the command line names the plugin
 		}
 		return &exitError{code: code, err: fmt.Errorf("sanddune %s %s: %w", plugin, name, err)}
 	case code != 0:

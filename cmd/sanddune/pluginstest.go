@@ -208,10 +208,17 @@ func (r *kitRun) Run(name string, f func(*kitRun)) bool {
 	return !c.failed.Load()
 }
 
-// syncWriter serialises the writes of checks' goroutines.
+// syncWriter serialises the writes of goroutines (a plugin test's
+// checks, the runs), to a writer that can be switched.
 type syncWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+}
+
+func (s *syncWriter) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {

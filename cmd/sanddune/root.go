@@ -25,6 +25,9 @@ type globals struct {
 	// stopNote is what the first interrupt signal is answered with: set by
 	// the commands that run agents.
 	stopNote noteValue
+	// notes is where the interrupt notes go: stderr, or above run's live
+	// view.
+	notes syncWriter
 }
 
 // noteValue is a string set by a command and read by the signal handler.
@@ -41,6 +44,7 @@ const savingNote = "stopping; each run is saving its work (commits, uncommitted 
 
 func newRootCommand() (*cobra.Command, *globals) {
 	g := &globals{}
+	g.notes.set(os.Stderr)
 	root := &cobra.Command{
 		Use:   "sanddune",
 		Short: "Turn a prompt, a coding agent and a sandbox into commits on a git branch",
@@ -67,6 +71,8 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 		newRunCommand(g),
 		newInteractiveCommand(g),
 		newGCCommand(g),
+		newStatusCommand(),
+		newLogsCommand(),
 	)
 	rejectUnknownSubcommands(root)
 	root.SetFlagErrorFunc(suggestFlag)

@@ -80,6 +80,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		defer ef.Close()
 		setEventSinks(&base, NewEventWriter(ef), f.events)
 	}
+	lo := newLiveOutput(g, f, &base)
 	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
 	if err != nil {
 		var ee *exitError
@@ -93,10 +94,21 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 		return printPlan(cmd.OutOrStdout(), p, f.json)
 	}
 
+	if lo != nil {
+		lo.start(ctx, p.plan)
+	}
 	outs := core.Execute(ctx, p.plan)
-	if f.json {
+	switch {
+	case f.json:
 		printJSON(cmd, outs, p.diags)
-	} else {
+	case lo != nil:
+		lo.close()
+		if len(outs) > 1 {
+			printTable(os.Stdout, base.Logging.Terminal, outs)
+		} else {
+			printSummary(base.Logging.Terminal, outs)
+		}
+	default:
 		printSummary(base.Logging.Terminal, outs)
 	}
 	return worstExit(outs)
@@ -189,10 +201,10 @@ func rank(code int) int {
 	return 0
 }
 
-// setEventSinks makes w write o's agent events, sandbox progress reports
-// and egress refusals. A failing --events file is warned about once, on
-// stderr; the runs carry on without it (their results do not depend on
-// it), so the exit code stays theirs.
+// setEventSinks makes w write o's agent events, sandbox progress reports,
+// phases and egress refusals. A failing --events file is warned about
+// once, on stderr; the runs carry on without it (their results do not
+// depend on it), so the exit code stays theirs.
 func setEventSinks(o *core.RunOptions, w *EventWriter, path string) {
 	var once sync.Once
 	check := func() {
@@ -205,4 +217,5 @@ func setEventSinks(o *core.RunOptions, w *EventWriter, path string) {
 	o.OnEvent = func(e core.AgentEvent) { w.Write(e); check() }
 	o.OnSandboxProgress = func(p core.SandboxProgress) { w.WriteSandboxProgress(p); check() }
 	o.OnEgressDenied = func(d core.EgressDenied) { w.WriteEgressDenied(d); check() }
+	o.OnPhase = func(e core.PhaseEvent) { w.WritePhase(e); check() }
 }

@@ -33,6 +33,8 @@ type PipelineBlock struct {
 	Runs  []RunRef
 	// MaxParallel is 0 when unset.
 	MaxParallel int
+	// TokenBudget is shared by the pipeline's runs; 0 when unset.
+	TokenBudget int64
 	Diags       hcl.Diagnostics
 
 	DeclRange        hcl.Range
@@ -47,6 +49,7 @@ const DefaultMaxParallel = 4
 type PipelineBody struct {
 	Runs        hcl.Expression `hcl:"runs"`
 	MaxParallel *int           `hcl:"max_parallel,optional"`
+	TokenBudget *int64         `hcl:"token_budget,optional"`
 }
 
 // Pipeline returns the pipeline block with the given label, or nil.
@@ -77,14 +80,24 @@ func (f *File) decodePipelines(blocks []*hcl.Block, taken map[string]hcl.Range) 
 			p.Runs, more = f.runRefList(body.Runs, "runs")
 			p.Diags = append(p.Diags, more...)
 		}
+		budgetRange := b.DefRange
 		if content, _, _ := b.Body.PartialContent(pipelineSchema); content != nil {
 			if a, ok := content.Attributes["max_parallel"]; ok {
 				p.MaxParallelRange = a.Expr.Range()
+			}
+			if a, ok := content.Attributes["token_budget"]; ok {
+				budgetRange = a.Expr.Range()
 			}
 		}
 		if body.MaxParallel != nil {
 			if p.MaxParallel = *body.MaxParallel; p.MaxParallel < 1 {
 				p.Diags = append(p.Diags, errorDiag(p.MaxParallelRange, "Invalid max_parallel", "max_parallel must be at least 1, got %d.", p.MaxParallel))
+			}
+		}
+		if body.TokenBudget != nil {
+			if p.TokenBudget = *body.TokenBudget; p.TokenBudget < 1 {
+				p.Diags = append(p.Diags, errorDiag(budgetRange, "Invalid token_budget", "token_budget must be at least 1, got %d.", p.TokenBudget))
+				p.TokenBudget = 0
 			}
 		}
 		out = append(out, p)

@@ -50,6 +50,7 @@ type RunBody struct {
 	PromptArgs        map[string]string `hcl:"prompt_args,optional"`
 	BranchStrategy    cty.Value         `hcl:"branch_strategy,optional"` // a type, or {type, branch, base_branch}
 	MaxIterations     *int              `hcl:"max_iterations,optional"`
+	TokenBudget       *int64            `hcl:"token_budget,optional"`
 	CompletionSignal  cty.Value         `hcl:"completion_signal,optional"` // a string or a list of strings
 	IdleTimeout       *string           `hcl:"idle_timeout,optional"`
 	CompletionTimeout *string           `hcl:"completion_timeout,optional"`

@@ -38,6 +38,7 @@ type SessionBody struct {
 	Env            map[string]string `hcl:"env,optional"`
 	// AllowUnconfined as in a run block.
 	AllowUnconfined *bool          `hcl:"allow_unconfined,optional"`
+	TokenBudget     *int64         `hcl:"token_budget,optional"`
 	Hooks           *HooksBlock    `hcl:"hooks,block"`
 	Logging         *LoggingBlock  `hcl:"logging,block"`
 	Timeouts        *TimeoutsBlock `hcl:"timeouts,block"`

@@ -26,7 +26,7 @@ type fakeAgent struct {
 }
 
 func (f *fakeAgent) Info(context.Context) (sdk.Info, error) {
-	return sdk.Info{Name: "fake", Kind: sdk.KindAgent, Version: "0.0.0", ProtocolVersions: []int{sdk.ProtocolVersion}}, nil
+	return sdk.Info{Name: "fake", Kind: sdk.KindAgent, Version: "0.0.0"}, nil
 }
 
 func (f *fakeAgent) ConfigSchema(context.Context) (sdk.Schema, error) { return sdk.Schema{}, nil }

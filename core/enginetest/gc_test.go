@@ -45,8 +45,8 @@ func newOrphan(t *testing.T, p sdk.SandboxProvider, repo string, sync bool, work
 	host, _ := os.Hostname()
 	runID := "gctest-" + randHex(t)
 	o.labels = map[string]string{
-		sdk.LabelRun: runID, sdk.LabelRunName: "gctest", sdk.LabelPID: strconv.Itoa(dead.Process.Pid), sdk.LabelHost: host,
-		sdk.LabelRepo: repo, sdk.LabelBranch: o.branch, sdk.LabelBase: o.base,
+		sdk.LabelRun: runID, gc.LabelRunName: "gctest", sdk.LabelPID: strconv.Itoa(dead.Process.Pid), sdk.LabelHost: host,
+		gc.LabelRepo: repo, gc.LabelBranch: o.branch, gc.LabelBase: o.base,
 	}
 	sb, err := p.Create(ctx, sdk.CreateRequest{
 		Config: sdk.Config{Value: cty.EmptyObjectVal}, RunID: runID, RunName: "gctest", HostRepoPath: repo, Labels: o.labels,
@@ -259,14 +259,14 @@ func TestGCKeepsWhatItCannotSalvageLocal(t *testing.T) {
 		forceable bool
 	}{
 		{"OlderLabels", localProvider, func(t *testing.T, o *orphanRun, p sdk.SandboxProvider) {
-			relabel(t, o, sdk.LabelBase, "")
+			relabel(t, o, gc.LabelBase, "")
 		}, "no sanddune.base label", false, true},
 		{"NoRecover", noRecover, nil, "cannot reattach", false, true},
 		{"RepoGone", localProvider, func(t *testing.T, o *orphanRun, p sdk.SandboxProvider) {
-			relabel(t, o, sdk.LabelRepo, filepath.Join(t.TempDir(), "gone"))
+			relabel(t, o, gc.LabelRepo, filepath.Join(t.TempDir(), "gone"))
 		}, "cannot be opened", false, true},
 		{"SalvageFails", localProvider, func(t *testing.T, o *orphanRun, p sdk.SandboxProvider) {
-			relabel(t, o, sdk.LabelBase, strings.Repeat("0", 40))
+			relabel(t, o, gc.LabelBase, strings.Repeat("0", 40))
 		}, "salvaging its work failed", true, true},
 		{"BranchInUse", localProvider, func(t *testing.T, o *orphanRun, p sdk.SandboxProvider) {
 			r, err := worktree.Open(context.Background(), o.repo)
@@ -338,7 +338,7 @@ func TestGCRunKeepsTheBranchOfAKeptSandboxLocal(t *testing.T) {
 	p := localProvider(t)
 	repo := newRepo(t)
 	kept := newOrphan(t, p, repo, true, agentWork)
-	relabel(t, kept, sdk.LabelBase, strings.Repeat("0", 40)) // its salvage fails
+	relabel(t, kept, gc.LabelBase, strings.Repeat("0", 40)) // its salvage fails
 	empty := newOrphan(t, p, repo, true, "")
 	r, err := worktree.Open(context.Background(), repo)
 	if err != nil {

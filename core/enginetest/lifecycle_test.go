@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/missingstudio/sanddune/core"
+	"github.com/missingstudio/sanddune/core/gc"
 	"github.com/missingstudio/sanddune/core/runlog"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -20,15 +21,15 @@ import (
 // tests').
 func containersOf(t *testing.T, repo string) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+sdk.LabelRepo+"="+repo).Output()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+gc.LabelRepo+"="+repo).Output()
 	if err != nil {
 		t.Fatalf("docker ps: %v", err)
 	}
 	return strings.Fields(string(out))
 }
 
-func worktreeOptions(repo string, term *buffer) core.WorktreeOptions {
-	return core.WorktreeOptions{Name: "life", Repo: repo,
+func worktreeOptions(repo string, term *buffer) core.RunOptions {
+	return core.RunOptions{Name: "life", Repo: repo,
 		BranchStrategy: core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/life"},
 		Logging:        core.Logging{Terminal: runlog.NewTerminal(term, term)}}
 }
@@ -43,7 +44,9 @@ func TestCreateSandboxRunsReuseTheSandbox(t *testing.T) {
 	ref := dockerSandbox(t)
 	repo := newRepo(t)
 	var term buffer
-	sb, err := core.CreateSandbox(ctx, core.CreateSandboxOptions{WorktreeOptions: worktreeOptions(repo, &term), SandboxOptions: core.SandboxOptions{Sandbox: ref}})
+	o := worktreeOptions(repo, &term)
+	o.Sandbox = ref
+	sb, err := core.CreateSandbox(ctx, o)
 	if err != nil {
 		t.Fatalf("CreateSandbox: %v\n%s", err, term.String())
 	}
@@ -107,7 +110,7 @@ func TestWorktreeOutlivesItsSandbox(t *testing.T) {
 			defer wt.Close(ctx)
 			var made []string
 			for i, file := range []string{"a.txt", "b.txt"} {
-				sb, err := wt.CreateSandbox(ctx, core.SandboxOptions{Sandbox: ref})
+				sb, err := wt.CreateSandbox(ctx, core.RunOptions{Sandbox: ref})
 				if err != nil {
 					t.Fatalf("sandbox %d: %v\n%s", i+1, err, term.String())
 				}

@@ -21,7 +21,7 @@
 // commits and uncommitted changes that were never synced out, so before it
 // is removed gc salvages them:
 //
-//  1. the labels sdk.LabelRepo, LabelBranch, LabelBase and LabelRunName say
+//  1. the labels LabelRepo, LabelBranch, LabelBase and LabelRunName say
 //     where the work belongs;
 //  2. the provider reattaches to the resource (sdk.SandboxRecoverer) and
 //     gitsync.Inspect looks for commits Base..HEAD and uncommitted files;
@@ -54,6 +54,19 @@ import (
 	"github.com/missingstudio/sanddune/core/internal/proc"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
+)
+
+// Labels the host sets on every sandbox besides the sdk's (sdk.LabelRun,
+// LabelSandbox, LabelPID, LabelHost): where the run's work belongs, so
+// that gc can salvage an isolated sandbox whose run died (the host
+// repository, the run's branch and the commit the sandbox started from),
+// the run's name and the sanddune version.
+const (
+	LabelRunName = "sanddune.run-name"
+	LabelRepo    = "sanddune.repo"
+	LabelBranch  = "sanddune.branch"
+	LabelBase    = "sanddune.base"
+	LabelVersion = "sanddune.version"
 )
 
 // Options tune a collection.
@@ -133,7 +146,7 @@ func (s Sandbox) Block() string { return s.Resource.Labels[sdk.LabelSandbox] }
 
 // Run is the run name from the resource's labels (its id for older runs).
 func (s Sandbox) Run() string {
-	if n := s.Resource.Labels[sdk.LabelRunName]; n != "" {
+	if n := s.Resource.Labels[LabelRunName]; n != "" {
 		return n
 	}
 	return s.Resource.Labels[sdk.LabelRun]
@@ -219,14 +232,14 @@ func keepBranches(repo *worktree.Repo, sbs []Sandbox) map[string]string {
 	keep := map[string]string{}
 	for _, s := range sbs {
 		l := s.Resource.Labels
-		if !s.Isolated || l[sdk.LabelBranch] == "" || !sameDir(l[sdk.LabelRepo], repo.Root) {
+		if !s.Isolated || l[LabelBranch] == "" || !sameDir(l[LabelRepo], repo.Root) {
 			continue
 		}
 		switch {
 		case s.Action == Kept || s.Action == Failed:
-			keep[l[sdk.LabelBranch]] = "its run's sandbox " + s.Resource.ID + " is kept"
+			keep[l[LabelBranch]] = "its run's sandbox " + s.Resource.ID + " is kept"
 		case s.Action == WouldRemove && s.Salvage != nil && len(s.Salvage.Commits) > 0:
-			keep[l[sdk.LabelBranch]] = "would receive the salvaged commits of " + s.Resource.ID
+			keep[l[LabelBranch]] = "would receive the salvaged commits of " + s.Resource.ID
 		}
 	}
 	return keep

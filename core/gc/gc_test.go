@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -117,7 +118,7 @@ func TestFakeListingErrors(t *testing.T) {
 	if _, err := Sandboxes(ctx, "fake", p, sdk.Config{}, Options{}); err == nil || !strings.Contains(err.Error(), "daemon down") {
 		t.Errorf("listing error: %v", err)
 	}
-	p.listErr = &sdk.PluginError{Op: "ListResources", Err: sdk.ErrNotSupported}
+	p.listErr = fmt.Errorf("ListResources: %w", sdk.ErrNotSupported)
 	if sbs, err := Sandboxes(ctx, "fake", p, sdk.Config{}, Options{}); err != nil || sbs != nil {
 		t.Errorf("a provider without resources: %+v, %v", sbs, err)
 	}

@@ -15,8 +15,8 @@ import (
 // salvaged is kept (removed with Force).
 func salvage(ctx context.Context, p sdk.SandboxProvider, rl resources, s *Sandbox, opts Options) {
 	l := s.Resource.Labels
-	spec := gitsync.Spec{HostRepo: l[sdk.LabelRepo], Branch: l[sdk.LabelBranch], Base: l[sdk.LabelBase], RunName: s.Run()}
-	for _, k := range []string{sdk.LabelRepo, sdk.LabelBranch, sdk.LabelBase} {
+	spec := gitsync.Spec{HostRepo: l[LabelRepo], Branch: l[LabelBranch], Base: l[LabelBase], RunName: s.Run()}
+	for _, k := range []string{LabelRepo, LabelBranch, LabelBase} {
 		if l[k] == "" {
 			unsalvageable(ctx, rl, s, opts, "its labels do not say where its work belongs (no "+k+
 				" label: made by an older sanddune), so it may hold work that was never synced out")

@@ -518,13 +518,9 @@ func (p *process) launch(ctx context.Context, h *Host) {
 		return
 	}
 	p.rpc = rpc
-	comps, err := host.CatalogComponents(ctx, rpc)
-	if err != nil {
+	if p.catalog, err = host.CatalogComponents(ctx, rpc); err != nil {
 		p.err = fmt.Errorf("plugin %q (%s): listing its components: %w", src.Name, src, err)
 		return
-	}
-	for _, c := range comps {
-		p.catalog = append(p.catalog, c.Info)
 	}
 	if !src.Builtin() && !src.Trusted && lock.Path == "" {
 		p.err = h.lockFirstUse(src, hex.EncodeToString(secure.Checksum), p.catalog)

@@ -11,7 +11,8 @@ import (
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
-// Phase names the step of a run an error comes from.
+// Phase names the step of a run an error comes from, or that a run has
+// entered (PhaseEvent).
 type Phase string
 
 const (
@@ -27,9 +28,16 @@ const (
 	PhaseSession   Phase = "session"
 	PhaseAgent     Phase = "agent"
 	PhaseOutput    Phase = "output" // structured output: extraction and schema
+	PhaseBudget    Phase = "budget" // the token budget was spent: the run stopped (a BudgetError)
 	PhaseSyncOut   Phase = "sync-out"
 	PhaseMerge     Phase = "merge"
 	PhaseCleanup   Phase = "cleanup"
+
+	// Phases of progress only (PhaseEvent), never of an error: a run
+	// waiting for its place (Parallel, a pipeline's max_parallel), and a
+	// run that ended.
+	PhaseWaiting Phase = "waiting"
+	PhaseDone    Phase = "done"
 )
 
 // Error is a failed run. Its message names the run, the phase and the
@@ -63,10 +71,12 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " cancelled during %s", e.Phase)
 	case e.Phase == PhaseConfig:
 		b.WriteString(": configuration")
+	case e.Phase == PhaseBudget:
+		b.WriteString(" stopped")
 	default:
 		fmt.Fprintf(&b, ": %s failed", e.Phase)
 	}
-	if e.Iteration > 0 {
+	if e.Iteration > 0 && e.Phase != PhaseBudget { // its message says when
 		fmt.Fprintf(&b, " (iteration %d)", e.Iteration)
 	}
 	if e.Plugin != "" {

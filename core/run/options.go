@@ -53,6 +53,10 @@ type Options struct {
 	CompletionSignals []string      // default [DefaultCompletionSignal]
 	IdleTimeout       time.Duration // default DefaultIdleTimeout
 	CompletionTimeout time.Duration // default DefaultCompletionTimeout
+	// TokenBudget stops the run before its next iteration once its agent
+	// reported this many tokens in all (input, output, cache reads and
+	// writes); 0 is no budget. A session's is shared by its steps.
+	TokenBudget int64
 
 	CopyToWorktree []string
 	Env            map[string]string
@@ -83,6 +87,12 @@ type Options struct {
 	// it creates the sandbox (a queue the run waits in, say); panics are
 	// recovered. The run's log shows the reports too.
 	OnSandboxProgress func(SandboxProgress)
+	// OnPhase receives each phase the run enters (PhaseEvent): waiting
+	// for its place, the worktree, the sandbox, each iteration, the
+	// teardown, and PhaseDone at the end (a session's come under its
+	// name, each iteration counted within its step); panics are
+	// recovered.
+	OnPhase func(PhaseEvent)
 	// OnEgressDenied receives each connection or name lookup the
 	// sandbox's egress policy refused; panics are recovered. The run's
 	// log shows them too.
@@ -150,6 +160,28 @@ type AgentEvent struct {
 	Iteration int
 	Time      time.Time
 	Event     sdk.Event
+}
+
+// PhaseEvent is a run entering a phase, as seen by observers (--events,
+// OnPhase, the live view) and in the run's state file (`sanddune
+// status`). Phase is one of the error phases (worktree, sandbox, agent,
+// sync-out, merge, ...) or PhaseWaiting, PhaseDone.
+type PhaseEvent struct {
+	Run   string
+	Time  time.Time
+	Phase Phase
+	// Iteration is the agent's iteration (PhaseAgent; at PhaseDone the
+	// iterations run), of MaxIterations.
+	Iteration, MaxIterations int
+	// Usage is what the finished iterations used, nil when the agent
+	// reported nothing.
+	Usage   *sdk.Usage
+	Branch  string
+	LogFile string
+	// At PhaseDone: whether the run failed (or was cancelled), and its
+	// commits.
+	Failed, Cancelled bool
+	Commits           int
 }
 
 // SandboxProgress is a sandbox provider's progress report as seen by

@@ -52,6 +52,9 @@ type Result struct {
 	// Steps are a session's steps, in order, as far as it got; nil for a
 	// run.
 	Steps []Outcome
+	// Budgets are the token budgets the run spent, as they stood when it
+	// ended: its own and its pipeline's.
+	Budgets []BudgetUsage
 }
 
 // ResumeOptions say which agent session a run continues: ResumeSession
@@ -110,6 +113,15 @@ func (r *Result) Usage() *sdk.Usage {
 	return total
 }
 
+// Tokens is every token of u: input, output, cache reads and cache
+// writes; 0 for nil.
+func Tokens(u *sdk.Usage) int64 {
+	if u == nil {
+		return 0
+	}
+	return u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+}
+
 func nullable(s string) *string {
 	if s == "" {
 		return nil
@@ -125,20 +137,21 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		its = []Iteration{}
 	}
 	return marshal(struct {
-		Name                  string       `json:"name"`
-		Branch                *string      `json:"branch"`
-		Commits               []commitJSON `json:"commits"`
-		CompletionSignal      *string      `json:"completion_signal"`
-		Iterations            []Iteration  `json:"iterations"`
-		Stdout                string       `json:"stdout"`
-		Output                any          `json:"output"`
-		LogFile               *string      `json:"log_file"`
-		PreservedWorktreePath *string      `json:"preserved_worktree_path"`
-		PatchPath             *string      `json:"patch_path"`
-		EgressDenied          int          `json:"egress_denied"`
-		Steps                 []Outcome    `json:"steps"`
+		Name                  string        `json:"name"`
+		Branch                *string       `json:"branch"`
+		Commits               []commitJSON  `json:"commits"`
+		CompletionSignal      *string       `json:"completion_signal"`
+		Iterations            []Iteration   `json:"iterations"`
+		Stdout                string        `json:"stdout"`
+		Output                any           `json:"output"`
+		LogFile               *string       `json:"log_file"`
+		PreservedWorktreePath *string       `json:"preserved_worktree_path"`
+		PatchPath             *string       `json:"patch_path"`
+		EgressDenied          int           `json:"egress_denied"`
+		Steps                 []Outcome     `json:"steps"`
+		TokenBudgets          []BudgetUsage `json:"token_budgets"`
 	}{r.Name, nullable(r.Branch), commitsJSON(r.Commits), nullable(r.CompletionSignal), its, r.Stdout, r.Output, nullable(r.LogFile),
-		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.EgressDenied, r.Steps})
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.EgressDenied, r.Steps, r.Budgets})
 }
 
 // MarshalJSON writes the result's JSON (an empty result's when there is
@@ -170,6 +183,7 @@ const (
 	KindFailed           = "failed"
 	KindCancelled        = "cancelled"
 	KindStructuredOutput = "structured_output"
+	KindTokenBudget      = "token_budget"
 )
 
 // errorDoc is a failed run's "error" in --json: its kind, message, phase,
@@ -218,6 +232,9 @@ func errorJSON(err error) *errorDoc {
 		d.Phase, d.Plugin, d.Hint = nullable(string(re.Phase)), nullable(re.Plugin), nullable(re.Hint)
 		if re.Cancelled {
 			d.Kind = KindCancelled
+		}
+		if errors.As(err, new(*BudgetError)) {
+			d.Kind = KindTokenBudget
 		}
 	}
 	var oe *OutputError

@@ -119,7 +119,9 @@ func Open(o Options) (*Log, error) {
 	l.stop = make(chan struct{})
 	go l.flusher()
 	fmt.Fprintf(l.w, "--- run %s started %s ---\n", o.Run, time.Now().UTC().Format(time.RFC3339))
-	l.term.Eprintln(l.prefix + "logging to " + o.Path + "\n  tail -f " + o.Path)
+	if !l.term.noHint {
+		l.term.Eprintln(l.prefix + "logging to " + o.Path + "\n  tail -f " + o.Path)
+	}
 	return l, nil
 }
 
@@ -289,9 +291,13 @@ type Summary struct {
 	Commits       int
 	Branch        string
 	Usage         *sdk.Usage
-	Elapsed       time.Duration
-	Preserved     string
-	PatchPath     string
+	// Budgets are the run's token budgets, each as "1,234 of 5,000
+	// tokens (run)"; Stopped says one of them stopped the run.
+	Budgets   []string
+	Stopped   bool
+	Elapsed   time.Duration
+	Preserved string
+	PatchPath string
 	// EgressDenied counts the refusals of the sandbox's egress policy.
 	EgressDenied int
 	Err          error
@@ -300,7 +306,9 @@ type Summary struct {
 // Summary logs the end-of-run report.
 func (l *Log) Summary(s Summary) {
 	var b strings.Builder
-	if s.Err != nil {
+	if s.Stopped {
+		fmt.Fprintf(&b, "run stopped after %s\n", s.Elapsed.Round(100*time.Millisecond))
+	} else if s.Err != nil {
 		fmt.Fprintf(&b, "run %s after %s\n", l.failed(s.Err), s.Elapsed.Round(100*time.Millisecond))
 	} else {
 		fmt.Fprintf(&b, "run complete in %s\n", s.Elapsed.Round(100*time.Millisecond))
@@ -314,6 +322,9 @@ func (l *Log) Summary(s Summary) {
 	if u := s.Usage; u != nil {
 		fmt.Fprintf(&b, "  tokens:     %d in, %d cache write, %d cache read, %d out\n",
 			u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+	}
+	for _, bu := range s.Budgets {
+		fmt.Fprintf(&b, "  budget:     %s\n", bu)
 	}
 	if s.EgressDenied > 0 {
 		fmt.Fprintf(&b, "  egress:     %d refused (see the egress denied warnings)\n", s.EgressDenied)

@@ -28,6 +28,7 @@ type Terminal struct {
 	drawn  bool
 	ticker *time.Ticker
 	done   chan struct{}
+	noHint bool
 }
 
 // NewTerminal displays progress on out and hints on err. The spinner is on
@@ -37,6 +38,14 @@ func NewTerminal(out, err io.Writer) *Terminal {
 	if f, ok := out.(*os.File); ok {
 		t.tty = isatty.IsTerminal(f.Fd()) && os.Getenv("TERM") != "dumb"
 	}
+	return t
+}
+
+// WithoutLogHint makes the runs in file mode print no `logging to` and
+// `tail -f` hint: for a display that shows the runs otherwise (sanddune
+// run's live view). It returns t.
+func (t *Terminal) WithoutLogHint() *Terminal {
+	t.noHint = true
 	return t
 }
 

@@ -1,8 +1,10 @@
 package terminal_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,7 +18,6 @@ import (
 
 	"github.com/missingstudio/sanddune/core/terminal"
 	"github.com/missingstudio/sanddune/sdk"
-	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
 
 // hangGuard keeps a broken test from hanging; it is no performance bound.
@@ -167,8 +168,7 @@ func TestHostSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	dir := t.TempDir()
-	screen := sandboxtest.NewScreen()
-	go func() { _, _ = io.Copy(screen, master) }()
+	screen := readTerminal(master)
 	var h terminal.Host
 	defer h.Close()
 	done := make(chan error, 1)
@@ -186,14 +186,14 @@ func TestHostSession(t *testing.T) {
 	}()
 	real, _ := filepath.EvalSymlinks(dir)
 	for _, want := range []string{real, "24 80"} {
-		if err := screen.WaitFor(ctx, want); err != nil {
+		if err := screen.expect(ctx, want); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := master.WriteString("hello host\r"); err != nil {
 		t.Fatal(err)
 	}
-	if err := screen.WaitFor(ctx, "got:hello host"); err != nil {
+	if err := screen.expect(ctx, "got:hello host"); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil || res.ExitCode != 4 {
@@ -206,8 +206,7 @@ func TestAsk(t *testing.T) {
 	master, tty := userTerminal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	screen := sandboxtest.NewScreen()
-	go func() { _, _ = io.Copy(screen, master) }()
+	screen := readTerminal(master)
 	got := make(chan string, 1)
 	go func() {
 		v, err := terminal.Ask(tty, tty)("ISSUE")
@@ -216,7 +215,7 @@ func TestAsk(t *testing.T) {
 		}
 		got <- v
 	}()
-	if err := screen.WaitFor(ctx, "Value for {{ISSUE}}: "); err != nil {
+	if err := screen.expect(ctx, "Value for {{ISSUE}}: "); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := master.WriteString("42 and more\r"); err != nil {
@@ -233,5 +232,48 @@ func TestAsk(t *testing.T) {
 	defer w.Close()
 	if _, err := terminal.Ask(r, io.Discard)("X"); err == nil || !strings.Contains(err.Error(), "not a terminal") {
 		t.Errorf("Ask on a pipe: %v, want an error", err)
+	}
+}
+
+// output is what programs print on the user's terminal, read as it comes.
+type output struct {
+	chunks chan []byte
+	unseen []byte // after the last match
+}
+
+func readTerminal(r io.Reader) *output {
+	o := &output{chunks: make(chan []byte, 64)}
+	go func() {
+		defer close(o.chunks)
+		for {
+			b := make([]byte, 4096)
+			n, err := r.Read(b)
+			if n > 0 {
+				o.chunks <- b[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return o
+}
+
+// expect waits until text appears after the previous match.
+func (o *output) expect(ctx context.Context, text string) error {
+	for {
+		if i := bytes.Index(o.unseen, []byte(text)); i >= 0 {
+			o.unseen = o.unseen[i+len(text):]
+			return nil
+		}
+		select {
+		case b, ok := <-o.chunks:
+			if !ok {
+				return fmt.Errorf("the output ended without %q; after the last match it was %q", text, o.unseen)
+			}
+			o.unseen = append(o.unseen, b...)
+		case <-ctx.Done():
+			return fmt.Errorf("%w waiting for %q; after the last match the output was %q", ctx.Err(), text, o.unseen)
+		}
 	}
 }

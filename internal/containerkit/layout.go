@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/missingstudio/sanddune/internal/mounts"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
@@ -48,7 +49,7 @@ type Bind struct {
 // WorkspaceDir, the git metadata at its own paths, then the configured
 // mounts (whose SandboxPath went through ContainerPath). Two binds on one
 // target are an error.
-func Binds(req sdk.CreateRequest, mounts []sandboxkit.Mount) ([]Bind, error) {
+func Binds(req sdk.CreateRequest, mounts []mounts.Mount) ([]Bind, error) {
 	var bs []Bind
 	add := func(b Bind) error {
 		for _, o := range bs {

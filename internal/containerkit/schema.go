@@ -7,6 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/mounts"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
@@ -35,7 +36,7 @@ func (e Engine) Schema(own ...sdk.Attribute) sdk.Schema {
 	return sdk.Schema{Attributes: append(attrs, own...), Blocks: []sdk.NestedBlock{mountBlock.Schema()}}
 }
 
-var mountBlock = sandboxkit.MountBlock{
+var mountBlock = mounts.Block{
 	Description:         "Extra host path mounted into the container.",
 	SandboxPath:         "Container path: absolute, ~/... (the agent home), or relative to the workspace.",
 	SandboxPathRequired: true,
@@ -45,7 +46,7 @@ var mountBlock = sandboxkit.MountBlock{
 type Config struct {
 	Image    string
 	Env      map[string]string
-	Mounts   []sandboxkit.Mount // SandboxPath absolute (ContainerPath)
+	Mounts   []mounts.Mount // SandboxPath absolute (ContainerPath)
 	Networks []string
 	Limits
 	Devices      []Device

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/mounts"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
@@ -38,7 +39,7 @@ func schema() sdk.Schema {
 	}
 }
 
-var mountBlock = sandboxkit.MountBlock{
+var mountBlock = mounts.Block{
 	Description: "Extra host path bound into the sandbox.",
 	SandboxPath: "Path in the sandbox (absolute, ~/..., or relative to the worktree); default host_path. An absolute path must exist on the host, or lie under /tmp or another writable mount.",
 }
@@ -47,7 +48,7 @@ type config struct {
 	Env         map[string]string
 	NetworkNone bool
 	Hide        []string
-	Mounts      []sandboxkit.Mount
+	Mounts      []mounts.Mount
 }
 
 func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
@@ -79,7 +80,7 @@ func decodeConfig(cfg sdk.Config) (config, sdk.Diagnostics) {
 // so an absolute sandbox_path must exist on this machine or lie in a
 // writable place (/tmp, or another writable mount). Relative and ~/ paths
 // are in the worktree and the home, which are writable.
-func checkMountTargets(d *sandboxkit.Decoder, mounts []sandboxkit.Mount) {
+func checkMountTargets(d *sandboxkit.Decoder, mounts []mounts.Mount) {
 	writable := []string{"/tmp"}
 	for _, m := range mounts {
 		if !m.ReadOnly && filepath.IsAbs(m.SandboxPath) {

@@ -64,8 +64,8 @@ func startKeeperOnce(bwrap string) (*keeper, error) {
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--info-fd", "3", "--", "sleep", "infinity")
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	procgroup.SetDeathSignal(cmd.SysProcAttr)
+	cmd.SysProcAttr = procgroup.Attr()
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Setsid = false, true // a session of its own, and so a group
 	k := &keeper{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go k.run(started)

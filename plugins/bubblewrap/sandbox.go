@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/missingstudio/sanddune/internal/mounts"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
@@ -128,7 +129,7 @@ func (s *sandbox) setup(cfg config, req sdk.CreateRequest) error {
 // hidden resolves a hide entry to an existing host path that does not
 // contain any bound path (covering those would break the sandbox).
 func (s *sandbox) hidden(h string) (p string, isDir, ok bool) {
-	p, err := sandboxkit.ExpandHome(h)
+	p, err := mounts.ExpandHome(h)
 	if err != nil {
 		return "", false, false
 	}

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -100,7 +101,10 @@ func TestRewriteSession(t *testing.T) {
 // itself (in /tmp) and back.
 func TestRewriteRealSession(t *testing.T) {
 	t.Parallel()
-	data := agentkittest.ReadFile(t, "testdata/session-2.1.197.jsonl")
+	data, err := os.ReadFile("testdata/session-2.1.197.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := string(agentkittest.RewriteRoundTrip(t, New(), data, "/tmp", "/home/me/my repo_v1.2"))
 	if n := strings.Count(got, `"cwd":"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"cwd":"/tmp"`) {
 		t.Errorf("%d cwd fields rewritten, want 4:\n%s", n, got)

@@ -148,7 +148,11 @@ func TestRewriteSession(t *testing.T) {
 func TestRewriteRealRollout(t *testing.T) {
 	t.Parallel()
 	const sandbox, host = "/tmp/agcompat/ws", "/srv/My Repo_v1.2"
-	got := agentkittest.RewriteRoundTrip(t, New(), agentkittest.ReadFile(t, "testdata/rollout-0.169.0.jsonl"), sandbox, host)
+	data, err := os.ReadFile("testdata/rollout-0.169.0.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := agentkittest.RewriteRoundTrip(t, New(), data, sandbox, host)
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
 		var v any

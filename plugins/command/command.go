@@ -62,7 +62,7 @@ func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) {
 }
 
 // Configure checks that command names a program and env keys are valid.
-func (*Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
+func (p *Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	var ds sdk.Diagnostics
 	if argv := commandArgv(cfg); len(argv) == 0 || argv[0] == "" {
 		ds = append(ds, sdk.Diagnostic{
@@ -71,14 +71,14 @@ func (*Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, 
 			Attribute: "command",
 		})
 	}
-	ds = append(ds, sdk.CheckEnv(agentkit.StringMap(cfg, "env"), "env")...)
+	ds = append(ds, sdk.CheckEnv(p.Common(cfg).Env, "env")...)
 	return ds, nil
 }
 
 // Describe: no credentials, no sessions; env is the agent-provider env
 // layer, below the run's env.
-func (*Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
-	return sdk.AgentDescription{Env: agentkit.StringMap(cfg, "env"), Endpoints: stringList(cfg, "endpoints")}, nil
+func (p *Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	return sdk.AgentDescription{Env: p.Common(cfg).Env, Endpoints: stringList(cfg, "endpoints")}, nil
 }
 
 // BuildCommand returns the configured argv; in print mode the prompt is its

@@ -54,7 +54,7 @@ func TestCancelDuringCreateLeavesNoContainer(t *testing.T) {
 	go func() {
 		sb, err := p.Create(ctx, sdk.CreateRequest{
 			Config: cfgOf(nil), RunID: run, RunName: t.Name(), HostRepoPath: wt, WorktreePath: wt,
-			Labels:  map[string]string{sdk.LabelRun: run, sdk.LabelSandbox: "sandbox.docker.test", sdk.LabelVersion: "test"},
+			Labels:  map[string]string{sdk.LabelRun: run, sdk.LabelSandbox: "sandbox.docker.test"},
 			HostUID: os.Getuid(), HostGID: os.Getgid(),
 		})
 		if sb != nil {

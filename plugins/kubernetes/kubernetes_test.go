@@ -43,7 +43,7 @@ func createReq(cfg cty.Value, run string) sdk.CreateRequest {
 		Env:     map[string]string{"API_KEY": "secret-value"},
 		Labels: map[string]string{
 			sdk.LabelRun: run, sdk.LabelSandbox: "sandbox.kubernetes.test",
-			sdk.LabelRepo: "/home/me/repo", sdk.LabelPID: "123",
+			"sanddune.repo": "/home/me/repo", sdk.LabelPID: "123",
 		},
 	}
 }
@@ -88,7 +88,7 @@ func TestPodSpecFakeCluster(t *testing.T) {
 		t.Errorf("resources: %+v", c.Resources)
 	case pod.Labels["sanddune.dev/run"] != "Run_1" || pod.Labels[labelManagedBy] != managedBy:
 		t.Errorf("labels: %v", pod.Labels)
-	case requestLabels(pod.ObjectMeta)[sdk.LabelRepo] != "/home/me/repo":
+	case requestLabels(pod.ObjectMeta)["sanddune.repo"] != "/home/me/repo":
 		t.Errorf("request labels: %v", pod.Annotations)
 	}
 	for _, e := range c.Env {

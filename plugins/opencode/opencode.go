@@ -38,19 +38,17 @@ func New() sdk.AgentProvider {
 
 func (p provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	c := p.Common(cfg)
-	var ds sdk.Diagnostics
-	if i := strings.IndexByte(c.Model, '/'); i <= 0 || i == len(c.Model)-1 {
+	ds := agentkit.CheckCommon(cfg)
+	if i := strings.IndexByte(c.Model, '/'); c.Model != "" && (i <= 0 || i == len(c.Model)-1) {
 		ds = append(ds, sdk.Diagnostic{
 			Summary:   "Invalid model",
 			Detail:    fmt.Sprintf("opencode needs the model as provider/model (e.g. anthropic/claude-sonnet-4-6), got %q.", c.Model),
 			Attribute: "model",
 		})
 	}
-	for _, a := range []string{"variant", "agent", "binary"} {
+	for _, a := range []string{"variant", "agent"} {
 		ds = append(ds, agentkit.CheckNotEmpty(cfg, a)...)
 	}
-	ds = append(ds, agentkit.CheckBaseURL(cfg)...)
-	ds = append(ds, sdk.CheckEnv(c.Env, "env")...)
 	return ds, nil
 }
 

@@ -204,7 +204,7 @@ func TestPreflightAdjustsWhatTheBlockLeavesUnset(t *testing.T) {
 	sb, err := p.Create(context.Background(), sdk.CreateRequest{
 		Config: bare, RunID: runID(), RunName: t.Name(), HostRepoPath: repo, WorktreePath: repo,
 		HostUID: os.Getuid(), HostGID: os.Getgid(),
-		Labels:   map[string]string{sdk.LabelRun: "test", sdk.LabelSandbox: "sandbox.podman.test", sdk.LabelVersion: "test"},
+		Labels:   map[string]string{sdk.LabelRun: "test", sdk.LabelSandbox: "sandbox.podman.test"},
 		Progress: func(pr sdk.Progress) { progress = append(progress, pr.Message) },
 	})
 	if err != nil {

@@ -6,6 +6,7 @@
 //	go run ./scripts/release dist [-out DIR]       # release archives, SHA256SUMS, SBOM (make dist)
 //	go run ./scripts/release prepare V             # the release commit: require the SDK at V
 //	go run ./scripts/release proxy DIR V           # write the root module and the SDK at V into a file proxy
+//	go run ./scripts/release surface               # count the SDK's exported names (docs/adr/0015)
 //
 // It runs from anywhere inside the repository.
 package main
@@ -34,6 +35,8 @@ func main() {
 		err = dist(root, args)
 	case "prepare":
 		err = prepare(root, args)
+	case "surface":
+		err = surface(root, args)
 	case "proxy":
 		if len(args) != 2 {
 			usage()
@@ -49,6 +52,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./scripts/release check|tidy|dist|prepare|proxy … (see the package comment)")
+	fmt.Fprintln(os.Stderr, "usage: go run ./scripts/release check|tidy|dist|prepare|proxy|surface … (see the package comment)")
 	os.Exit(2)
 }

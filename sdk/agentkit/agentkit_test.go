@@ -66,12 +66,12 @@ func TestRewriteJSONLCwd(t *testing.T) {
 		`{"cwd":"/h/my repo_v1.2 <x>","cwd":"/h/my repo_v1.2 <x>"}`,
 		`{"type":"session","cwd":"/h/my repo_v1.2 <x>"}`,
 	}, "\n") + "\n"
-	got := string(RewriteJSONLCwd([]byte(in), "/home/agent/workspace/", "/h/my repo_v1.2 <x>", "cwd", "payload.cwd"))
+	got := string(rewriteJSONLCwd([]byte(in), "/home/agent/workspace/", "/h/my repo_v1.2 <x>", "cwd", "payload.cwd"))
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	// The reverse and a target below the source terminate and round-trip.
-	back := string(RewriteJSONLCwd([]byte(got), "/h/my repo_v1.2 <x>", "/home/agent/workspace", "cwd", "payload.cwd"))
+	back := string(rewriteJSONLCwd([]byte(got), "/h/my repo_v1.2 <x>", "/home/agent/workspace", "cwd", "payload.cwd"))
 	if !strings.Contains(back, `{"cwd" : "/home/agent/workspace/src", "x":1}`) {
 		t.Errorf("reverse rewrite: %s", back)
 	}
@@ -81,15 +81,15 @@ func TestRewriteJSONLCwd(t *testing.T) {
 		`{"cwd":"\/w"}`
 	deepWant := `{"type":"event_msg","payload":{"thread_settings":{"cwd":"/h","runtime_workspace_roots":["/h","/other","/h/sub"]}},"list":[{"cwd":"/h"}],"cwd":5}` + "\n" +
 		`{"cwd":"/h"}`
-	if got := string(RewriteJSONLCwd([]byte(deepIn), "/w", "/h", "**.cwd", "**.runtime_workspace_roots")); got != deepWant {
+	if got := string(rewriteJSONLCwd([]byte(deepIn), "/w", "/h", "**.cwd", "**.runtime_workspace_roots")); got != deepWant {
 		t.Errorf("deep rewrite:\n got %s\nwant %s", got, deepWant)
 	}
-	nested := string(RewriteJSONLCwd([]byte(`{"cwd":"/a"}`), "/a", "/a/b", "cwd"))
+	nested := string(rewriteJSONLCwd([]byte(`{"cwd":"/a"}`), "/a", "/a/b", "cwd"))
 	if nested != `{"cwd":"/a/b"}` {
 		t.Errorf("nested target: %s", nested)
 	}
 	// No trailing newline is added or removed.
-	if got := string(RewriteJSONLCwd([]byte(`{"cwd":"/a"}`+"\n"+`{"cwd":"/a"}`), "/a", "/b", "cwd")); got != `{"cwd":"/b"}`+"\n"+`{"cwd":"/b"}` {
+	if got := string(rewriteJSONLCwd([]byte(`{"cwd":"/a"}`+"\n"+`{"cwd":"/a"}`), "/a", "/b", "cwd")); got != `{"cwd":"/b"}`+"\n"+`{"cwd":"/b"}` {
 		t.Errorf("no trailing newline: %q", got)
 	}
 }
@@ -143,10 +143,10 @@ func TestConfigAccessors(t *testing.T) {
 	if boolAttr(cfg, "capture_sessions", true) || !boolAttr(cfg, "missing", true) {
 		t.Error("Bool")
 	}
-	if m := StringMap(cfg, "env"); len(m) != 1 || m["A"] != "1" {
-		t.Errorf("StringMap = %v", m)
+	if m := stringMap(cfg, "env"); len(m) != 1 || m["A"] != "1" {
+		t.Errorf("stringMap = %v", m)
 	}
-	if String(sdk.Config{}, "model") != "" || StringMap(sdk.Config{Value: cty.NullVal(cty.DynamicPseudoType)}, "env") != nil {
+	if String(sdk.Config{}, "model") != "" || stringMap(sdk.Config{Value: cty.NullVal(cty.DynamicPseudoType)}, "env") != nil {
 		t.Error("null config")
 	}
 	if ds := sdk.CheckEnv(map[string]string{"OK_1": "", "1BAD": "", "A=B": ""}, "env"); len(ds) != 2 || ds[0].Attribute != "env" {

@@ -50,9 +50,9 @@ func boolAttr(cfg sdk.Config, name string, def bool) bool {
 	return v.True()
 }
 
-// StringMap returns a map(string) or object-of-strings attribute; null or
+// stringMap returns a map(string) or object-of-strings attribute; null or
 // unknown elements are skipped. It returns nil when the attribute is absent.
-func StringMap(cfg sdk.Config, name string) map[string]string {
+func stringMap(cfg sdk.Config, name string) map[string]string {
 	v := attr(cfg, name)
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
 		return nil

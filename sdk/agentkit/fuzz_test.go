@@ -15,7 +15,7 @@ func FuzzRewriteJSONLCwd(f *testing.F) {
 	f.Add([]byte(`{"cwd":"\/a\u002fb"}`), "/", "/root")
 	f.Add([]byte(`[{"cwd":"/a"}]`+"\n"+`{"cwd":"/a"`), "/a", "")
 	f.Fuzz(func(t *testing.T, data []byte, from, to string) {
-		out := RewriteJSONLCwd(data, from, to, "cwd", "payload.cwd", "**.cwd")
+		out := rewriteJSONLCwd(data, from, to, "cwd", "payload.cwd", "**.cwd")
 		in, got := bytes.Split(data, []byte{'\n'}), bytes.Split(out, []byte{'\n'})
 		if len(in) != len(got) {
 			t.Fatalf("%d lines became %d", len(in), len(got))

@@ -35,7 +35,7 @@ type Base struct {
 	// as AgentDescription.CaptureSessions via Common); "" leaves it out.
 	CaptureSessions string
 	// SessionFields are the cwd fields of the agent's JSONL session files,
-	// as RewriteJSONLCwd names them; with none, RewriteSession returns the
+	// as rewriteJSONLCwd names them; with none, RewriteSession returns the
 	// data unchanged.
 	SessionFields []string
 	// NewParser returns the parser of one iteration's stream; nil makes
@@ -77,7 +77,7 @@ func (b Base) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan []by
 
 // RewriteSession implements sdk.AgentProvider: it rewrites SessionFields.
 func (b Base) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	return RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, b.SessionFields...), nil
+	return rewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, b.SessionFields...), nil
 }
 
 // textParser makes every line a text event.
@@ -100,7 +100,7 @@ type Common struct {
 
 // Common reads the common attributes; binary is Name when unset.
 func (b Base) Common(cfg sdk.Config) Common {
-	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), BaseURL: String(cfg, "base_url"), Env: StringMap(cfg, "env"),
+	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), BaseURL: String(cfg, "base_url"), Env: stringMap(cfg, "env"),
 		CaptureSessions: b.CaptureSessions != "" && boolAttr(cfg, "capture_sessions", true)}
 	if c.Binary == "" {
 		c.Binary = b.Name
@@ -113,13 +113,13 @@ func (b Base) Common(cfg sdk.Config) Common {
 func CheckCommon(cfg sdk.Config) sdk.Diagnostics {
 	ds := CheckNotEmpty(cfg, "model")
 	ds = append(ds, CheckNotEmpty(cfg, "binary")...)
-	ds = append(ds, CheckBaseURL(cfg)...)
-	return append(ds, sdk.CheckEnv(StringMap(cfg, "env"), "env")...)
+	ds = append(ds, checkBaseURL(cfg)...)
+	return append(ds, sdk.CheckEnv(stringMap(cfg, "env"), "env")...)
 }
 
-// CheckBaseURL reports a base_url that is set but not an absolute http or
+// checkBaseURL reports a base_url that is set but not an absolute http or
 // https URL with a host (and no credentials: they would reach logs).
-func CheckBaseURL(cfg sdk.Config) sdk.Diagnostics {
+func checkBaseURL(cfg sdk.Config) sdk.Diagnostics {
 	v := attr(cfg, "base_url")
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
 		return nil

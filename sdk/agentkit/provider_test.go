@@ -145,7 +145,7 @@ func TestCheckBaseURL(t *testing.T) {
 		{"https://user:sk-secret@gateway.example", false},
 		{"http://bad host", false},
 	} {
-		ds := CheckBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(c.url)})})
+		ds := checkBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(c.url)})})
 		if c.ok != (len(ds) == 0) {
 			t.Errorf("%q: diagnostics %v", c.url, ds)
 			continue
@@ -154,7 +154,7 @@ func TestCheckBaseURL(t *testing.T) {
 			t.Errorf("%q: %+v", c.url, ds)
 		}
 	}
-	if ds := CheckBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.NullVal(cty.String)})}); len(ds) != 0 {
+	if ds := checkBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.NullVal(cty.String)})}); len(ds) != 0 {
 		t.Errorf("null: %v", ds)
 	}
 }

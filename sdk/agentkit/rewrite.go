@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// RewriteJSONLCwd rewrites the cwd fields of a JSONL session file. In every
+// rewriteJSONLCwd rewrites the cwd fields of a JSONL session file. In every
 // line that is a JSON object, each field named by fields whose value is
 // from, or a path below from, gets from replaced by to. A field is a dotted
 // path from the line's root ("cwd", "payload.cwd"), or "**." and a key
@@ -15,7 +15,7 @@ import (
 //
 // Only the rewritten values change: every other byte, including lines that
 // are not JSON or are torn, is kept as is.
-func RewriteJSONLCwd(data []byte, from, to string, fields ...string) []byte {
+func rewriteJSONLCwd(data []byte, from, to string, fields ...string) []byte {
 	from, to = trimSlash(from), trimSlash(to)
 	if from == to || from == "" || len(fields) == 0 {
 		return data

@@ -47,7 +47,7 @@ func (c *providerClient) ConfigSchema(ctx context.Context) (sdk.Schema, error) {
 	}
 	s, err := fromSchema(resp)
 	if err != nil {
-		return sdk.Schema{}, &sdk.PluginError{Op: "ConfigSchema", Err: err}
+		return sdk.Schema{}, &callError{op: "ConfigSchema", err: err}
 	}
 	return s, nil
 }
@@ -55,7 +55,7 @@ func (c *providerClient) ConfigSchema(ctx context.Context) (sdk.Schema, error) {
 func (c *providerClient) Configure(ctx context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	d, err := toConfig(cfg)
 	if err != nil {
-		return nil, &sdk.PluginError{Op: "Configure", Err: err}
+		return nil, &callError{op: "Configure", err: err}
 	}
 	resp, err := c.provider.Configure(ctx, &pluginpb.ConfigureRequest{Component: c.ref, Config: d}, wire.CallOpts...)
 	if err != nil {
@@ -78,7 +78,7 @@ type sandboxProviderClient struct {
 func (c *sandboxProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
 	d, err := toConfig(cfg)
 	if err != nil {
-		return sdk.SandboxDescription{}, &sdk.PluginError{Op: "Describe", Err: err}
+		return sdk.SandboxDescription{}, &callError{op: "Describe", err: err}
 	}
 	resp, err := c.sandbox.Describe(ctx, &pluginpb.ConfigRequest{Component: c.ref.Name, Config: d}, wire.CallOpts...)
 	if err = c.fromStatus(ctx, "Describe", err); errors.Is(err, sdk.ErrNotSupported) {
@@ -92,7 +92,7 @@ func (c *sandboxProviderClient) Describe(ctx context.Context, cfg sdk.Config) (s
 func (c *sandboxProviderClient) Preflight(ctx context.Context, req sdk.PreflightRequest) error {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return &sdk.PluginError{Op: "Preflight", Err: err}
+		return &callError{op: "Preflight", err: err}
 	}
 	_, err = c.sandbox.Preflight(ctx, &pluginpb.PreflightRequest{
 		Component: c.ref.Name, Config: d, HostRepoPath: req.HostRepoPath,
@@ -107,7 +107,7 @@ func (c *sandboxProviderClient) Preflight(ctx context.Context, req sdk.Preflight
 func (c *sandboxProviderClient) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return nil, &sdk.PluginError{Op: "Create", Err: err}
+		return nil, &callError{op: "Create", err: err}
 	}
 	preq := &pluginpb.CreateRequest{
 		Component: c.ref.Name, Config: d, RunId: req.RunID, RunName: req.RunName,
@@ -150,7 +150,7 @@ func (c *sandboxProviderClient) createsWithProgress(ctx context.Context) bool {
 
 // createWithProgress passes the streamed progress reports to progress and
 // returns the created sandbox.
-func (c *sandboxProviderClient) createWithProgress(ctx context.Context, req *pluginpb.CreateRequest, progress sdk.ProgressFunc) (*pluginpb.CreateResponse, error) {
+func (c *sandboxProviderClient) createWithProgress(ctx context.Context, req *pluginpb.CreateRequest, progress func(sdk.Progress)) (*pluginpb.CreateResponse, error) {
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.sandbox.CreateWithProgress(ctx2, req, wire.CallOpts...)
@@ -160,7 +160,7 @@ func (c *sandboxProviderClient) createWithProgress(ctx context.Context, req *plu
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
-			return nil, &sdk.PluginError{Plugin: c.component, Op: "Create", Err: errors.New("stream ended without a sandbox")}
+			return nil, &callError{plugin: c.component, op: "Create", err: errors.New("stream ended without a sandbox")}
 		}
 		if err != nil {
 			return nil, c.fromStatus(ctx, "Create", err)
@@ -203,7 +203,7 @@ func (c *sandboxProviderClient) RunCommand(ctx context.Context, req sdk.RunComma
 func (c *sandboxProviderClient) ListResources(ctx context.Context, cfg sdk.Config) ([]sdk.Resource, error) {
 	d, err := toConfig(cfg)
 	if err != nil {
-		return nil, &sdk.PluginError{Op: "ListResources", Err: err}
+		return nil, &callError{op: "ListResources", err: err}
 	}
 	resp, err := c.sandbox.ListResources(ctx, &pluginpb.ListResourcesRequest{Component: c.ref.Name, Config: d}, wire.CallOpts...)
 	if err != nil {
@@ -219,7 +219,7 @@ func (c *sandboxProviderClient) ListResources(ctx context.Context, cfg sdk.Confi
 func (c *sandboxProviderClient) RemoveResource(ctx context.Context, cfg sdk.Config, id string) error {
 	d, err := toConfig(cfg)
 	if err != nil {
-		return &sdk.PluginError{Op: "RemoveResource", Err: err}
+		return &callError{op: "RemoveResource", err: err}
 	}
 	_, err = c.sandbox.RemoveResource(ctx, &pluginpb.RemoveResourceRequest{Component: c.ref.Name, Id: id, Config: d}, wire.CallOpts...)
 	return c.fromStatus(ctx, "RemoveResource", err)
@@ -228,7 +228,7 @@ func (c *sandboxProviderClient) RemoveResource(ctx context.Context, cfg sdk.Conf
 func (c *sandboxProviderClient) Recover(ctx context.Context, cfg sdk.Config, id string) (sdk.Sandbox, error) {
 	d, err := toConfig(cfg)
 	if err != nil {
-		return nil, &sdk.PluginError{Op: "Recover", Err: err}
+		return nil, &callError{op: "Recover", err: err}
 	}
 	resp, err := c.sandbox.Recover(ctx, &pluginpb.RecoverRequest{Component: c.ref.Name, Id: id, Config: d}, wire.CallOpts...)
 	if err != nil {
@@ -264,7 +264,7 @@ func (c *conn) recvOutput(ctx context.Context, op string, stream interface {
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
-			return sdk.ExecResult{}, &sdk.PluginError{Op: op, Err: errors.New("stream ended without a result")}
+			return sdk.ExecResult{}, &callError{op: op, err: errors.New("stream ended without a result")}
 		}
 		if err != nil {
 			return sdk.ExecResult{}, c.fromStatus(ctx, op, err)
@@ -334,7 +334,7 @@ func (c *agentProviderClient) configRequest(cfg sdk.Config) (*pluginpb.ConfigReq
 func (c *agentProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
 	req, err := c.configRequest(cfg)
 	if err != nil {
-		return sdk.AgentDescription{}, &sdk.PluginError{Op: "Describe", Err: err}
+		return sdk.AgentDescription{}, &callError{op: "Describe", err: err}
 	}
 	resp, err := c.agent.Describe(ctx, req, wire.CallOpts...)
 	if err != nil {
@@ -348,7 +348,7 @@ func (c *agentProviderClient) Describe(ctx context.Context, cfg sdk.Config) (sdk
 func (c *agentProviderClient) BuildCommand(ctx context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return sdk.Command{}, &sdk.PluginError{Op: "BuildCommand", Err: err}
+		return sdk.Command{}, &callError{op: "BuildCommand", err: err}
 	}
 	resp, err := c.agent.BuildCommand(ctx, &pluginpb.BuildCommandRequest{
 		Component: c.ref.Name, Config: d, Mode: string(req.Mode), Prompt: []byte(req.Prompt),
@@ -366,7 +366,7 @@ func (c *agentProviderClient) BuildCommand(ctx context.Context, req sdk.CommandR
 func (c *agentProviderClient) RewriteSession(ctx context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
 	d, err := toConfig(req.Config)
 	if err != nil {
-		return nil, &sdk.PluginError{Op: "RewriteSession", Err: err}
+		return nil, &callError{op: "RewriteSession", err: err}
 	}
 	resp, err := c.agent.RewriteSession(ctx, &pluginpb.RewriteSessionRequest{
 		Component: c.ref.Name, Config: d, Data: req.Data, FromCwd: req.FromCwd, ToCwd: req.ToCwd,
@@ -403,7 +403,7 @@ func (c *agentProviderClient) EncodeCwd(ctx context.Context, cwd string) (string
 func (c *agentProviderClient) ParseStream(ctx context.Context, cfg sdk.Config, lines <-chan []byte, emit func(sdk.Event)) error {
 	start, err := c.configRequest(cfg)
 	if err != nil {
-		return &sdk.PluginError{Op: "ParseStream", Err: err}
+		return &callError{op: "ParseStream", err: err}
 	}
 	ctx2, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -504,7 +504,7 @@ func sendLines(ctx context.Context, stream pluginpb.Agent_ParseStreamClient, lin
 // has no terminal answers with an error wrapping sdk.ErrNotSupported.
 func (s *sandboxClient) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty sdk.TTY) (sdk.ExecResult, error) {
 	if req.Stdin != nil {
-		return sdk.ExecResult{}, &sdk.PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stdin comes from the terminal: ExecRequest.Stdin must be nil")}
+		return sdk.ExecResult{}, &callError{plugin: s.component, op: "ExecTTY", err: errors.New("stdin comes from the terminal: ExecRequest.Stdin must be nil")}
 	}
 	ctx2, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -555,7 +555,7 @@ func (s *sandboxClient) ExecTTY(ctx context.Context, req sdk.ExecRequest, tty sd
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
-			return sdk.ExecResult{}, &sdk.PluginError{Plugin: s.component, Op: "ExecTTY", Err: errors.New("stream ended without a result")}
+			return sdk.ExecResult{}, &callError{plugin: s.component, op: "ExecTTY", err: errors.New("stream ended without a result")}
 		}
 		if err != nil {
 			return sdk.ExecResult{}, s.fromStatus(ctx, "ExecTTY", err)

@@ -13,7 +13,7 @@ import (
 
 // fromStatus turns an error from a gRPC call into the SDK's errors (host
 // end): caller cancellation gives ctx.Err(), a dead plugin
-// sdk.ErrPluginShutdown, everything else a sdk.PluginError naming op.
+// sdk.ErrPluginShutdown, everything else a callError naming op.
 func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
@@ -23,29 +23,29 @@ func (c *conn) fromStatus(ctx context.Context, op string, err error) error {
 	}
 	st, ok := status.FromError(err)
 	if !ok {
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: err}
+		return &callError{plugin: c.component, op: op, err: err}
 	}
 	switch {
 	case c.done.Err() != nil, st.Code() == codes.Unavailable:
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: sdk.ErrPluginShutdown}
+		return &callError{plugin: c.component, op: op, err: sdk.ErrPluginShutdown}
 	case st.Code() == codes.Canceled && strings.Contains(st.Message(), "connection is closing"):
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: sdk.ErrPluginShutdown}
+		return &callError{plugin: c.component, op: op, err: sdk.ErrPluginShutdown}
 	case st.Code() == codes.Unimplemented:
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: notSupported(st.Message())}
+		return &callError{plugin: c.component, op: op, err: notSupported(st.Message())}
 	case st.Code() == codes.Aborted:
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrSandboxGone}}
+		return &callError{plugin: c.component, op: op, err: &wrapped{msg: st.Message(), err: sdk.ErrSandboxGone}}
 	case st.Code() == codes.Canceled:
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: context.Canceled}
+		return &callError{plugin: c.component, op: op, err: context.Canceled}
 	case st.Code() == codes.InvalidArgument && op == "RunCommand":
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrUsage}}
+		return &callError{plugin: c.component, op: op, err: &wrapped{msg: st.Message(), err: sdk.ErrUsage}}
 	case st.Code() == codes.NotFound:
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrNotFound}}
+		return &callError{plugin: c.component, op: op, err: &wrapped{msg: st.Message(), err: sdk.ErrNotFound}}
 	case st.Code() == codes.PermissionDenied:
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: &wrapped{msg: st.Message(), err: sdk.ErrConfinement}}
+		return &callError{plugin: c.component, op: op, err: &wrapped{msg: st.Message(), err: sdk.ErrConfinement}}
 	case st.Code() == codes.DeadlineExceeded:
-		return &sdk.PluginError{Plugin: c.component, Op: op, Err: context.DeadlineExceeded}
+		return &callError{plugin: c.component, op: op, err: context.DeadlineExceeded}
 	}
-	return &sdk.PluginError{Plugin: c.component, Op: op, Err: errors.New(st.Message())}
+	return &callError{plugin: c.component, op: op, err: errors.New(st.Message())}
 }
 
 // notSupported keeps the plugin's message while matching sdk.ErrNotSupported.
@@ -63,3 +63,20 @@ type wrapped struct {
 
 func (w *wrapped) Error() string { return w.msg }
 func (w *wrapped) Unwrap() error { return w.err }
+
+// callError is an error from a call to a plugin: plugin names the component
+// (empty for plugin-wide calls) and op the operation (Exec, Create, ...).
+// It unwraps to the plugin's own error.
+type callError struct {
+	plugin, op string
+	err        error
+}
+
+func (e *callError) Error() string {
+	if e.plugin == "" {
+		return e.op + ": " + e.err.Error()
+	}
+	return "plugin " + e.plugin + ": " + e.op + ": " + e.err.Error()
+}
+
+func (e *callError) Unwrap() error { return e.err }

@@ -8,8 +8,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,25 +35,11 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
 }
 
 func pluginSets() map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{sdk.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
+	return map[int]plugin.PluginSet{wire.ProtocolVersion: {wire.PluginName: &wire.Plugin{Connect: connect}}}
 }
 
 // Versions lists the plugin protocol versions the host speaks, ascending.
-func Versions() []int { return []int{sdk.ProtocolVersion} }
-
-// InProcess is the client configuration for a plugin that
-// sdk.ServeInProcess serves at addr in this process.
-func InProcess(addr net.Addr, logger hclog.Logger) *plugin.ClientConfig {
-	return &plugin.ClientConfig{
-		HandshakeConfig: wire.Handshake,
-		Plugins:         pluginSets()[sdk.ProtocolVersion], // a reattached client negotiates no version
-		Reattach: &plugin.ReattachConfig{
-			Protocol: plugin.ProtocolGRPC, ProtocolVersion: sdk.ProtocolVersion, Addr: addr, Pid: os.Getpid(), Test: true,
-		},
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           logger,
-	}
-}
+func Versions() []int { return []int{wire.ProtocolVersion} }
 
 func connect(done context.Context, cc *grpc.ClientConn) any {
 	return &conn{
@@ -66,22 +50,8 @@ func connect(done context.Context, cc *grpc.ClientConn) any {
 	}
 }
 
-// Component is one entry of a plugin's catalog.
-type Component struct {
-	Info sdk.Info
-	// Commands, Resources, Recover: the component implements
-	// sdk.CommandProvider, sdk.ResourceLister, sdk.SandboxRecoverer.
-	Commands  bool
-	Resources bool
-	Recover   bool
-	// CreateProgress: the plugin streams progress reports during Create
-	// (sdk.CreateRequest.Progress).
-	CreateProgress bool
-}
-
-// CatalogComponents lists the components a plugin serves with the optional
-// interfaces they implement.
-func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]Component, error) {
+// CatalogComponents lists the components a plugin serves.
+func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]sdk.Info, error) {
 	c, err := dispense(cp)
 	if err != nil {
 		return nil, err
@@ -90,12 +60,9 @@ func CatalogComponents(ctx context.Context, cp plugin.ClientProtocol) ([]Compone
 	if err != nil {
 		return nil, c.fromStatus(ctx, "Catalog", err)
 	}
-	var out []Component
+	var out []sdk.Info
 	for _, comp := range resp.Components {
-		out = append(out, Component{
-			Info: fromInfo(comp.Info), Commands: comp.Commands, Resources: comp.Resources, Recover: comp.Recover,
-			CreateProgress: comp.CreateProgress,
-		})
+		out = append(out, fromInfo(comp.Info))
 	}
 	return out, nil
 }

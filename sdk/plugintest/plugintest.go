@@ -21,6 +21,7 @@ import (
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/host"
+	"github.com/missingstudio/sanddune/sdk/internal/wire"
 )
 
 // T is what a check reports to; *testing.T and testing.TB satisfy it.
@@ -81,23 +82,20 @@ func Agent(t T, p sdk.AgentProvider) sdk.AgentProvider {
 	return ap
 }
 
-// connect serves opts in-process (sdk.ServeInProcess) and attaches a
+// connect serves opts in-process and attaches a
 // client to it. go-plugin's own logs are dropped unless
 // SANDDUNE_TEST_PLUGIN_LOG sets a level (e.g. debug, trace), so that the
 // kits' output is the tests' own.
 func connect(t T, opts sdk.ServeOpts) plugin.ClientProtocol {
 	t.Helper()
 	logger := testLogger()
-	if opts.Logger == nil {
-		opts.Logger = logger
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, stopped, err := sdk.ServeInProcess(ctx, opts)
+	addr, stopped, err := wire.ServeInProcess(ctx, wire.ServeConfig(opts, logger))
 	if err != nil {
 		cancel()
 		t.Fatalf("plugintest: %v", err)
 	}
-	client := plugin.NewClient(host.InProcess(addr, logger))
+	client := plugin.NewClient(wire.Reattach(host.ClientConfig(nil, logger), addr))
 	rpc, err := client.Client()
 	if err != nil {
 		cancel()
@@ -146,16 +144,16 @@ func Binary(t T, path string) Plugin {
 	}
 	p := Plugin{Sandboxes: map[string]sdk.SandboxProvider{}, Agents: map[string]sdk.AgentProvider{}}
 	for _, c := range comps {
-		switch c.Info.Kind {
+		switch c.Kind {
 		case sdk.KindSandbox:
-			p.Sandboxes[c.Info.Name], err = host.DispenseSandbox(rpc, c.Info.Name)
+			p.Sandboxes[c.Name], err = host.DispenseSandbox(rpc, c.Name)
 		case sdk.KindAgent:
-			p.Agents[c.Info.Name], err = host.DispenseAgent(rpc, c.Info.Name)
+			p.Agents[c.Name], err = host.DispenseAgent(rpc, c.Name)
 		default:
-			t.Errorf("plugintest: %s serves %q of unknown kind %q", path, c.Info.Name, c.Info.Kind)
+			t.Errorf("plugintest: %s serves %q of unknown kind %q", path, c.Name, c.Kind)
 		}
 		if err != nil {
-			t.Fatalf("plugintest: dispensing %s of %s: %v", c.Info.Name, path, err)
+			t.Fatalf("plugintest: dispensing %s of %s: %v", c.Name, path, err)
 		}
 	}
 	return p

@@ -2,6 +2,6 @@ package procgroup
 
 import "syscall"
 
-// SetDeathSignal makes the command SIGKILLed when the thread that started
+// setDeathSignal makes the command SIGKILLed when the thread that started
 // it exits.
-func SetDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
+func setDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }

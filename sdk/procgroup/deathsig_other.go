@@ -4,6 +4,6 @@ package procgroup
 
 import "syscall"
 
-// SetDeathSignal does nothing: this OS has no parent-death signal, so a
+// setDeathSignal does nothing: this OS has no parent-death signal, so a
 // command outlives a parent that is SIGKILLed.
-func SetDeathSignal(*syscall.SysProcAttr) {}
+func setDeathSignal(*syscall.SysProcAttr) {}

@@ -13,7 +13,7 @@ import "syscall"
 // until the command ends.
 func Attr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
-	SetDeathSignal(a)
+	setDeathSignal(a)
 	return a
 }
 

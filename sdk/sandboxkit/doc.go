@@ -20,6 +20,5 @@
 //   - environment maps (MergeEnv, EnvList, HostEnv);
 //   - sandbox directories under the temp dir that `sanddune gc` can list
 //     and remove (TempDirs, RemoveAll);
-//   - decoding provider blocks with diagnostics (Decoder), including the
-//     usual `mount` blocks (MountBlock, Mount.Source).
+//   - decoding provider blocks with diagnostics (Decoder).
 package sandboxkit

@@ -222,7 +222,6 @@ func (s *suite) create(t plugintest.T) (sdk.Sandbox, string, string) {
 		Labels: map[string]string{
 			sdk.LabelRun:     runID,
 			sdk.LabelSandbox: "sandbox." + s.name + ".sandboxtest",
-			sdk.LabelVersion: "sandboxtest",
 			sdk.LabelPID:     strconv.Itoa(os.Getpid()),
 			sdk.LabelHost:    host,
 		},
@@ -937,7 +936,7 @@ done`
 
 // ttyExec starts ttyProgram on a terminal; the result arrives on the
 // returned channel.
-func (s *suite) ttyExec(t plugintest.T, ctx context.Context, screen *Screen, stdin *io.PipeReader, resize chan sdk.WindowSize) <-chan result {
+func (s *suite) ttyExec(t plugintest.T, ctx context.Context, screen *testkit.Screen, stdin *io.PipeReader, resize chan sdk.WindowSize) <-chan result {
 	t.Helper()
 	if !s.caps.TTY {
 		t.Skip("provider does not declare TTY")
@@ -963,7 +962,7 @@ func (s *suite) ttyExec(t plugintest.T, ctx context.Context, screen *Screen, std
 func (s *suite) testTTY(t plugintest.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	screen := NewScreen()
+	screen := testkit.NewScreen()
 	stdin, typed := io.Pipe()
 	defer typed.Close()
 	resize := make(chan sdk.WindowSize, 1)
@@ -1017,7 +1016,7 @@ func (s *suite) testTTY(t plugintest.T) {
 func (s *suite) testTTYCancel(t plugintest.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	screen := NewScreen()
+	screen := testkit.NewScreen()
 	stdin, typed := io.Pipe()
 	defer typed.Close()
 	done := s.ttyExec(t, ctx, screen, stdin, nil)

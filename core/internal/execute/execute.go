@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/missingstudio/sanddune/core/gc"
 	"github.com/missingstudio/sanddune/core/internal/gitsync"
 	"github.com/missingstudio/sanddune/core/internal/hooks"
 	"github.com/missingstudio/sanddune/core/internal/prompt"
@@ -72,6 +73,9 @@ type Spec struct {
 	// Interactive makes the run an interactive session instead of the
 	// iterations; nil for an unattended run.
 	Interactive *Interactive
+	// Budgets are the token budgets the run spends: its own (TokenBudget;
+	// a session's is shared by its steps) and its pipeline's.
+	Budgets []*run.Budget
 }
 
 // Run asks the sandbox provider for its preflight, then runs. On failure
@@ -116,6 +120,9 @@ func start(ctx context.Context, s *Spec) (*runner, error) {
 	if ctx.Err() != nil {
 		return nil, &run.Error{Run: r.name, Phase: run.PhasePreflight, Err: context.Cause(ctx), Cancelled: true}
 	}
+	if err := r.spent(0); err != nil { // a pipeline's, by the runs before
+		return nil, err
+	}
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
 	}
@@ -148,6 +155,8 @@ type runner struct {
 	// refsBefore are the host's branches and tags when the sandbox started.
 	refsBefore map[string]string
 	refsAt     time.Time
+	// statePath is the run's state file, host this host's name (phase.go).
+	statePath, host string
 }
 
 // Preflight asks the sandbox provider of each spec whether it can create
@@ -270,11 +279,12 @@ func (r *runner) begin(ctx context.Context) *run.Error {
 		return &run.Error{Run: r.name, Phase: run.PhaseWorktree, Err: fmt.Errorf("opening the run log: %w", err)}
 	}
 	r.res.LogFile = r.progress.Path()
+	r.openState()
 	r.progress.Info("run %s: agent %s, sandbox %s (%s), strategy %s, up to %d iteration(s)",
 		r.name, r.Agent.Address, r.Sandbox.Address, r.Caps.Contract, r.Strategy.Type, r.MaxIterations)
 	if r.Prompt != nil {
-		for _, w := range r.Prompt.Warnings {
-			r.progress.Warn("%s", w)
+		for _, w := range r.Prompt.Warnings { // the plan's diagnostics warned on the terminal
+			r.progress.Info("warning: %s", w)
 		}
 	}
 	return nil
@@ -288,15 +298,21 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	}
 	r.checkRefs(ctx)
 	r.res.Elapsed = time.Since(r.start)
+	var budgets []string
+	for _, b := range r.Budgets {
+		r.res.Budgets = append(r.res.Budgets, b.Usage())
+		budgets = append(budgets, b.Usage().String())
+	}
 	var summaryErr error
 	if runErr != nil {
 		summaryErr = runErr
 	}
 	r.progress.Summary(runlog.Summary{
 		Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
-		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Elapsed: r.res.Elapsed,
+		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Budgets: budgets, Stopped: runErr != nil && errors.As(runErr, new(*run.BudgetError)), Elapsed: r.res.Elapsed,
 		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, EgressDenied: r.res.EgressDenied, Err: summaryErr,
 	})
+	defer r.ended() // after the log is closed: `logs -f` stops at its end
 	defer r.progress.Close()
 	if runErr == nil {
 		return nil
@@ -331,6 +347,7 @@ func (r *runner) body(ctx context.Context) *run.Error {
 // setupWorktree prepares the workspace: branch, worktree, copies, host
 // on_worktree_ready hooks.
 func (r *runner) setupWorktree(ctx context.Context) *run.Error {
+	r.enter(run.PhaseWorktree, 0)
 	ph := r.progress.Phase("Preparing " + string(r.Strategy.Type) + " workspace")
 	var ws *worktree.Workspace
 	err := within(ctx, "worktree", r.Timeouts.Worktree, func(ctx context.Context) (err error) {
@@ -398,6 +415,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 		}
 		return nil
 	}
+	r.enter(run.PhaseSandbox, 0)
 	ph := r.progress.Phase("Creating sandbox")
 	req := sdk.CreateRequest{
 		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
@@ -427,6 +445,7 @@ func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	r.watchEgress(ctx, sb)
 
 	if r.Caps.Contract == sdk.ContractIsolated {
+		r.enter(run.PhaseSyncIn, 0)
 		ph := r.progress.Phase("Syncing the repository into the sandbox")
 		in := r.syncSpec()
 		in.AuthorName, in.AuthorEmail = r.Repo.Identity(ctx) // as a bind mount's sandboxEnv
@@ -505,12 +524,13 @@ func (r *runner) copyIntoSandbox(ctx context.Context) error {
 	return err
 }
 
-func (r *runner) hookPhase(title string, n int, run func() error) error {
+func (r *runner) hookPhase(title string, n int, hook func() error) error {
 	if n == 0 {
 		return nil
 	}
+	r.enter(run.PhaseHooks, 0)
 	ph := r.progress.Phase(title)
-	err := run()
+	err := hook()
 	ph.Done(err)
 	return err
 }
@@ -562,13 +582,13 @@ func (r *runner) labels() map[string]string {
 	l := map[string]string{
 		sdk.LabelSandbox: r.Sandbox.Address,
 		sdk.LabelPID:     fmt.Sprint(os.Getpid()),
-		sdk.LabelRunName: r.name,
-		sdk.LabelRepo:    r.Repo.Root,
-		sdk.LabelBranch:  r.ws.Branch,
-		sdk.LabelBase:    r.syncBase(),
+		gc.LabelRunName:  r.name,
+		gc.LabelRepo:     r.Repo.Root,
+		gc.LabelBranch:   r.ws.Branch,
+		gc.LabelBase:     r.syncBase(),
 	}
 	if r.Version != "" {
-		l[sdk.LabelVersion] = r.Version
+		l[gc.LabelVersion] = r.Version
 	}
 	if h, err := os.Hostname(); err == nil {
 		l[sdk.LabelHost] = h

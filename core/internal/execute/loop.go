@@ -40,6 +40,10 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		if ctx.Err() != nil {
 			return r.fail(ctx, run.PhaseAgent, "", n, context.Cause(ctx), "")
 		}
+		if err := r.spent(n - 1); err != nil {
+			return err
+		}
+		r.enter(run.PhaseAgent, n)
 		r.progress.Info("iteration %d/%d", n, r.MaxIterations)
 		text, err := r.renderPrompt(ctx, p)
 		if err != nil {
@@ -53,6 +57,9 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		out, err := ar.Invoke(ctx, n, text, resume, fork)
 		ph.Done(err)
 		r.res.Iterations = append(r.res.Iterations, run.Iteration{SessionID: out.SessionID, Usage: out.Usage})
+		for _, b := range r.Budgets {
+			b.Spend(out.Usage)
+		}
 		captures.start(len(r.res.Iterations)-1, func() string { return r.captureSession(ctx, out.SessionID) })
 		if n > 1 && out.Output != "" && stdout.Len() > 0 {
 			stdout.WriteString("\n")
@@ -77,6 +84,26 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 	r.progress.Info("reached max iterations (%d) without a completion signal", r.MaxIterations)
 	captures.wait(r.res.Iterations)
 	return r.output(ctx, final)
+}
+
+// spent is the error that stops the run, after iteration n, when one of
+// its token budgets is spent; nil when none is.
+func (r *runner) spent(n int) *run.Error {
+	for _, b := range r.Budgets {
+		if !b.Reached() {
+			continue
+		}
+		err := &run.BudgetError{BudgetUsage: b.Usage(), After: n}
+		hint := "raise token_budget and run again; the work so far is kept (see above)"
+		if b.Scope != "run" {
+			hint = "raise the pipeline's token_budget and run again; the work so far is kept (see above)"
+		}
+		if r.progress != nil {
+			r.progress.Warn("%v", err)
+		}
+		return &run.Error{Run: r.name, Phase: run.PhaseBudget, Iteration: n, Err: err, Hint: hint}
+	}
+	return nil
 }
 
 // output reads the run's structured output, when it asks for one, from
@@ -216,6 +243,7 @@ func (r *runner) syncOut(tctx context.Context, sb sdk.Sandbox, commitsOnly bool)
 	if r.Caps.Contract != sdk.ContractIsolated || !r.syncedIn {
 		return out, nil, false
 	}
+	r.enter(run.PhaseSyncOut, 0)
 	ph := r.progress.Phase("Syncing commits out of the sandbox")
 	spec := r.syncSpec()
 	spec.CommitsOnly = commitsOnly
@@ -252,6 +280,7 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 	var failed *run.Error
 	merged := false
 	if runErr == nil && r.Strategy.Type == worktree.StrategyMergeToHead {
+		r.enter(run.PhaseMerge, 0)
 		ph := r.progress.Phase("Merging into " + r.ws.TargetBranch)
 		var mr *worktree.MergeResult
 		err := within(tctx, "merge", r.Timeouts.Merge, func(ctx context.Context) (err error) {
@@ -279,6 +308,7 @@ func (r *runner) closeWorktree(tctx context.Context, runErr *run.Error) *run.Err
 		r.res.Commits = cs
 	}
 
+	r.enter(run.PhaseCleanup, 0)
 	cr, err := r.ws.Close(tctx)
 	if err != nil {
 		r.progress.Warn("cleaning up the worktree: %v", err)

@@ -55,6 +55,7 @@ func (r *runner) mergeBranches(ctx context.Context) *run.Error {
 	if len(r.MergeBranches) == 0 {
 		return nil
 	}
+	r.enter(run.PhaseMerge, 0)
 	ph := r.progress.Phase("Merging " + strings.Join(r.MergeBranches, ", ") + " into " + r.ws.Branch)
 	var conflicts []worktree.Conflict
 	err := within(ctx, "merge", r.Timeouts.Merge, func(ctx context.Context) (err error) {

@@ -34,6 +34,7 @@ func BuildGraph(f *config.File) (*Graph, Diagnostics) {
 		g.Needs[r.Label] = r.Pipeline.Needs()
 	}
 	for _, p := range f.Pipelines {
+		diags = append(diags, config.FromHCL("pipeline."+p.Label, p.Diags)...)
 		for _, ref := range p.Runs {
 			if other := g.Pipeline[ref.Label]; other != nil && other != p {
 				errAt("pipeline."+p.Label, ref.Range, "Run in two pipelines",

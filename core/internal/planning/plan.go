@@ -12,6 +12,7 @@ import (
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/redact"
 	"github.com/missingstudio/sanddune/core/internal/schedule"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -72,7 +73,7 @@ type redactor interface{ Redact(*redact.Redactor) }
 // (core.Plan). It always returns a plan (so that its Diagnostics can be
 // shown); the error, a Diagnostics, lists the errors.
 func PlanFile(ctx context.Context, req Request) (*Plan, error) {
-	fp := &filePlanner{req: req, f: req.File, p: &planner{ctx: ctx, repos: Repos{}}, plan: &Plan{},
+	fp := &filePlanner{req: req, f: req.File, p: &planner{ctx: ctx, repos: Repos{}}, plan: &Plan{}, budgets: map[*config.PipelineBlock]*run.Budget{},
 		interactive: req.Base.Interactive != nil, names: map[string]string{}}
 	if r, ok := req.Plugins.(redactor); ok {
 		fp.p.redact = r.Redact // plugin logs hide the runs' secrets too
@@ -114,7 +115,20 @@ type filePlanner struct {
 	g         *Graph
 	// names are the run and session names taken, by label.
 	names map[string]string
-	diags Diagnostics
+	// budgets are the pipelines' token budgets, made once per plan.
+	budgets map[*config.PipelineBlock]*run.Budget
+	diags   Diagnostics
+}
+
+// pipelineBudget is the token budget pl's runs share, nil for none.
+func (fp *filePlanner) pipelineBudget(pl *config.PipelineBlock) *run.Budget {
+	if pl == nil || pl.TokenBudget == 0 {
+		return nil
+	}
+	if fp.budgets[pl] == nil {
+		fp.budgets[pl] = run.NewBudget(fmt.Sprintf("pipeline %q", pl.Label), pl.TokenBudget)
+	}
+	return fp.budgets[pl]
 }
 
 // wanted says whether a block with label is selected.
@@ -267,6 +281,19 @@ func (fp *filePlanner) runs() {
 	}
 }
 
+// stopsPlanning says whether a block's decoding problems keep its run from
+// being checked further: an unknown attribute or block does not (it
+// changes nothing else), so the run's other problems come in the same
+// pass.
+func stopsPlanning(ds Diagnostics) bool {
+	for _, d := range ds {
+		if d.Severity == Error && d.Summary != "Unsupported argument" && d.Summary != "Unsupported block type" {
+			return true
+		}
+	}
+	return false
+}
+
 // run plans one run block: its node of the graph and its instances.
 func (fp *filePlanner) run(r *config.RunBlock, expandMu *sync.Mutex) (*Node, []*Planned, Diagnostics) {
 	addr := "run." + r.Label
@@ -284,13 +311,14 @@ func (fp *filePlanner) run(r *config.RunBlock, expandMu *sync.Mutex) (*Node, []*
 	ag, agOK := fp.agents[r.Agent]
 	n := &Node{Label: r.Label, Addr: addr, Pipeline: fp.g.Pipeline[r.Label], ForEach: r.Pipeline.ForEach != nil}
 	var runs []*Planned
-	if !ds.HasErrors() && sbOK && agOK {
+	if !stopsPlanning(ds) && sbOK && agOK {
 		o := fp.req.Base
 		if !fp.wanted(r.Label) {
 			o.Interactive, o.Ask, o.Unselected = nil, nil, true
 		}
 		o.useSandbox(sbAddr, sb)
 		o.useAgent(r.Agent, ag)
+		o.PipelineBudget = fp.pipelineBudget(n.Pipeline)
 		bp := &blockPlanner{p: fp.p, f: fp.f, r: r, base: o, caps: sbCaps, sbDesc: sbDesc, desc: ag.Desc}
 		var more Diagnostics
 		runs, more = bp.instances()

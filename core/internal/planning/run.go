@@ -39,6 +39,9 @@ type Options struct {
 	// Unselected: the run is planned only to check the file; its
 	// sandbox = "none" may be meant for `sanddune interactive`.
 	Unselected bool
+	// PipelineBudget is the token budget of the run's pipeline, shared
+	// by its runs; nil for none.
+	PipelineBudget *run.Budget
 }
 
 // useSandbox and useAgent make configured blocks o's providers; a nil
@@ -132,6 +135,12 @@ func (c *runCheck) defaults() {
 	s.Timeouts = o.Timeouts.WithDefaults()
 	s.Hooks = o.Hooks.WithTimeout(s.Timeouts.Hooks)
 	s.Logging.Path = absPath(o.BaseDir, o.Logging.Path)
+	if o.TokenBudget > 0 {
+		s.Budgets = append(s.Budgets, run.NewBudget("run", o.TokenBudget))
+	}
+	if o.PipelineBudget != nil {
+		s.Budgets = append(s.Budgets, o.PipelineBudget)
+	}
 	c.s = s
 }
 
@@ -162,6 +171,9 @@ func (c *runCheck) values() {
 	}
 	if s.MaxIterations < 0 {
 		c.fail("max_iterations", "Invalid max_iterations", fmt.Errorf("max_iterations must be at least 1, got %d", s.MaxIterations))
+	}
+	if o.TokenBudget < 0 {
+		c.fail("token_budget", "Invalid token_budget", fmt.Errorf("token_budget must be at least 1, got %d", o.TokenBudget))
 	}
 	if slices.Contains(s.CompletionSignals, "") {
 		c.fail("completion_signal", "Empty completion signal", errors.New("an empty completion signal would match any output"))
@@ -346,6 +358,7 @@ func OptionsOf(f *config.File, r *config.RunBlock, base Options) (Options, Diagn
 	o.Name, o.BaseDir, o.NoSandbox = r.Name(), f.Dir, r.NoSandbox
 	v.workspace(&o, b.Repo, b.BranchStrategy, b.CopyToWorktree, b.Env, b.AllowUnconfined, b.Hooks, b.Logging, b.Timeouts)
 	v.loop(&o, b.Prompt, b.PromptFile, b.PromptArgs, b.MaxIterations, b.CompletionSignal, b.IdleTimeout, b.CompletionTimeout, b.Output)
+	o.TokenBudget = v.TokenBudget(b.TokenBudget)
 	o.ShowEnv, o.ResumeSession = b.ShowEnv, str(b.ResumeSession)
 	o.ForkSession = b.ForkSession != nil && *b.ForkSession
 	return o, v.Diags
@@ -397,6 +410,19 @@ func (v *Values) loop(o *Options, prompt, promptFile *string, args map[string]st
 	o.CompletionTimeout = v.Duration("completion_timeout", completion)
 	o.CompletionSignals = v.Signals(signal)
 	o.Output = v.Output(out)
+}
+
+// TokenBudget reads a token_budget attribute; one below 1 is reported
+// here and read as unset.
+func (v *Values) TokenBudget(n *int64) int64 {
+	switch {
+	case n == nil:
+		return 0
+	case *n < 1:
+		v.bad("token_budget", "Invalid token_budget", "token_budget must be at least 1, got %d.", *n)
+		return 0
+	}
+	return *n
 }
 
 // PlanRun plans one run built in Go (core.PlanRun), whose providers the

@@ -8,6 +8,7 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/session"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -71,7 +72,7 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 	block := "session." + ss.Label
 	diags := config.FromHCL(block, ss.Diags)
 	sb, sbOK := sandboxes[ss.Sandbox]
-	if diags.HasErrors() || !sbOK {
+	if stopsPlanning(diags) || !sbOK {
 		return nil, diags
 	}
 	b := ss.Body
@@ -79,6 +80,7 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 	shared.Name, shared.BaseDir = ss.Name(), f.Dir
 	v := &Values{Block: block}
 	v.workspace(&shared, b.Repo, b.BranchStrategy, b.CopyToWorktree, b.Env, b.AllowUnconfined, b.Hooks, b.Logging, b.Timeouts)
+	shared.TokenBudget = v.TokenBudget(b.TokenBudget)
 	shared.useSandbox(ss.Sandbox.Address, sb)
 	diags = append(diags, v.Diags...)
 	// Each step's check pass checks the session's values too: a problem
@@ -123,7 +125,24 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 	if diags.HasErrors() || len(steps) != len(ss.Steps) {
 		return nil, diags
 	}
+	shareBudget(steps)
 	return &Planned{Name: ss.Name(), Spec: steps[0].Spec, Steps: steps}, diags
+}
+
+// shareBudget makes a session's steps spend one token budget, the
+// session's, instead of one each.
+func shareBudget(steps []execute.Step) {
+	var shared *run.Budget
+	for _, st := range steps {
+		for i, b := range st.Spec.Budgets {
+			if b.Scope == "run" {
+				if shared == nil {
+					shared = b
+				}
+				st.Spec.Budgets[i] = shared
+			}
+		}
+	}
 }
 
 func firstName(path string) string {

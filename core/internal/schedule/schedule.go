@@ -40,6 +40,8 @@ type Runs[R any] struct {
 	// Key is a for_each instance's key, as a string and as its value.
 	Key func(R) (string, cty.Value)
 	Run func(context.Context, R) (*run.Result, error)
+	// Queued, when set, is told that a run waits for its place.
+	Queued func(R)
 }
 
 // Execute runs the nodes: each once the nodes it needs have succeeded, at
@@ -71,6 +73,9 @@ func Execute[R any](ctx context.Context, nodes []*Node[R], global int, rs Runs[R
 	}
 	places.start()
 	runOne := func(r R, t *ticket) run.Outcome {
+		if rs.Queued != nil {
+			rs.Queued(r)
+		}
 		defer places.wait(ctx, t)()
 		res, err := rs.Run(ctx, r)
 		return run.Outcome{Name: rs.Name(r), Result: res, Err: err}

@@ -112,13 +112,13 @@ func agentFor(s sdk.SessionStorage) fakeAgent {
 }
 
 func (fakeAgent) Info(context.Context) (sdk.Info, error) {
-	return sdk.Info{Name: "fakeagent", Kind: sdk.KindAgent, Version: "0.0.1", ProtocolVersions: []int{sdk.ProtocolVersion}}, nil
+	return sdk.Info{Name: "fakeagent", Kind: sdk.KindAgent, Version: "0.0.1"}, nil
 }
 
 func (fakeAgent) ConfigSchema(context.Context) (sdk.Schema, error) { return sdk.Schema{}, nil }
 
-func (fakeAgent) RewriteSession(_ context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
-	return agentkit.RewriteJSONLCwd(req.Data, req.FromCwd, req.ToCwd, "cwd", "payload.cwd"), nil
+func (fakeAgent) RewriteSession(ctx context.Context, req sdk.RewriteSessionRequest) ([]byte, error) {
+	return agentkit.Base{SessionFields: []string{"cwd", "payload.cwd"}}.RewriteSession(ctx, req)
 }
 
 type env struct {

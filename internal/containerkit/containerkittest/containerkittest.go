@@ -96,7 +96,7 @@ func Create(t *testing.T, e Engine, cfg sdk.Config, mod func(*sdk.CreateRequest)
 	if mod != nil {
 		mod(&req)
 	}
-	req.Labels = map[string]string{sdk.LabelRun: req.RunID, sdk.LabelSandbox: "sandbox." + e.Name + ".test", sdk.LabelVersion: "test"}
+	req.Labels = map[string]string{sdk.LabelRun: req.RunID, sdk.LabelSandbox: "sandbox." + e.Name + ".test"}
 	sb, err := e.New().Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)

@@ -59,16 +59,6 @@ func hasAttribute(s sdk.Schema, name string) bool {
 	return false
 }
 
-// ReadFile returns the content of a fixture file.
-func ReadFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // CheckGolden compares got with the file at path; with -update it writes
 // got to path instead.
 func CheckGolden(t testing.TB, path string, got []byte) {

@@ -1,4 +1,4 @@
-// The sanddune plugin protocol, major version 1 (sdk.ProtocolVersion).
+// The sanddune plugin protocol, major version 1 (host.Versions).
 // docs/plugin-protocol.md says how to implement it in any language.
 //
 // Additive changes (new fields, new RPCs) keep the major version; a peer

@@ -6,8 +6,12 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"os"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -18,8 +22,40 @@ import (
 )
 
 // ProtocolVersion is the plugin protocol version both ends speak
-// (sdk.ProtocolVersion).
+// (host.Versions lists it).
 const ProtocolVersion = 1
+
+// ServeConfig is package sdk's go-plugin server configuration for the
+// components opts (an sdk.ServeOpts), set by that package: tests serve
+// components in this process through it (ServeInProcess), which is no
+// promise of the SDK's.
+var ServeConfig func(opts any, logger hclog.Logger) *plugin.ServeConfig
+
+// ServeInProcess serves cfg inside this process until ctx ends (sdk/plugintest
+// does, for tests): stopped is closed once the server has stopped.
+func ServeInProcess(ctx context.Context, cfg *plugin.ServeConfig) (addr net.Addr, stopped <-chan struct{}, err error) {
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	cfg.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}
+	go plugin.Serve(cfg)
+	select {
+	case rc := <-reattach:
+		return rc.Addr, closed, nil
+	case <-closed:
+		return nil, nil, errors.New("the plugin server stopped before serving")
+	}
+}
+
+// Reattach turns the host's client configuration (host.ClientConfig, with
+// no command) into one for the server ServeInProcess runs at addr.
+func Reattach(cfg *plugin.ClientConfig, addr net.Addr) *plugin.ClientConfig {
+	cfg.Plugins = cfg.VersionedPlugins[ProtocolVersion] // a reattached client negotiates no version
+	cfg.VersionedPlugins, cfg.AutoMTLS = nil, false
+	cfg.Reattach = &plugin.ReattachConfig{
+		Protocol: plugin.ProtocolGRPC, ProtocolVersion: ProtocolVersion, Addr: addr, Pid: os.Getpid(), Test: true,
+	}
+	return cfg
+}
 
 // Handshake is the go-plugin handshake shared by sanddune and its plugins.
 // The cookie only keeps a plugin binary from being run by hand.

@@ -47,18 +47,42 @@ func UsesBacklog(name string) bool {
 // Agent is an agent plugin init can install in the image.
 type Agent struct {
 	Name string
-	// Package is the agent CLI's npm package.
+	// Package is the agent CLI's npm package, "" when it is not on npm.
 	Package string
 	// Model is the model init proposes.
 	Model string
+	// Install are the Dockerfile lines installing a CLI that is not on npm.
+	Install string
 }
 
-// Agents are the agents init offers (their CLIs come from npm).
+// Agents are the agents init offers (their CLIs come from npm, but for
+// cursor's).
 var Agents = []Agent{
-	{"claude", "@anthropic-ai/claude-code", "claude-opus-4-8"},
-	{"codex", "@openai/codex", "gpt-5.4"},
-	{"opencode", "opencode-ai", "opencode/big-pickle"},
-	{"pi", "@mariozechner/pi-coding-agent", "claude-sonnet-4-6"},
+	{"claude", "@anthropic-ai/claude-code", "claude-opus-4-8", ""},
+	{"codex", "@openai/codex", "gpt-5.4", ""},
+	{"opencode", "opencode-ai", "opencode/big-pickle", ""},
+	{"pi", "@mariozechner/pi-coding-agent", "claude-sonnet-4-6", ""},
+	{"copilot", "@github/copilot", "gpt-5.4", ""},
+	// Cursor's installer puts cursor-agent in $HOME/.local: here a home of
+	// its own that the agent user can read.
+	{"cursor", "", "auto", "RUN mkdir -p /opt/cursor && curl -fsS https://cursor.com/install | HOME=/opt/cursor bash \\\n" +
+		" && ln -s /opt/cursor/.local/bin/cursor-agent /usr/local/bin/cursor-agent"},
+}
+
+// InstallLines are the Dockerfile lines installing the agent's CLI.
+func (a Agent) InstallLines() string {
+	if a.Install != "" {
+		return a.Install
+	}
+	return "RUN npm install -g " + a.Package
+}
+
+// Source says where the agent's CLI comes from, for init's choices.
+func (a Agent) Source() string {
+	if a.Package == "" {
+		return "its vendor's installer"
+	}
+	return "npm " + a.Package
 }
 
 // Sandboxes are the sandbox plugins init offers: container engines that
@@ -196,7 +220,7 @@ func Render(o Options) ([]File, error) {
 		"{{MODEL}}", o.Model,
 		"{{SANDBOX}}", o.Sandbox,
 		"{{IMAGE_NAME}}", o.ImageName,
-		"{{AGENT_PACKAGE}}", agent.Package,
+		"{{AGENT_INSTALL}}", agent.InstallLines(),
 		"{{BACKLOG_MANAGER_TOOLS}}", bm.Tools,
 		"{{LIST_TASKS_COMMAND}}", strings.ReplaceAll(bm.List, "{{LABEL_FILTER}}", filter),
 		"{{VIEW_TASK_COMMAND}}", bm.View,

@@ -8,7 +8,7 @@ import (
 
 // initKeys are the keys Render replaces; prompts keep every other {{KEY}}
 // for their arguments at run time.
-var initKeys = regexp.MustCompile(`\{\{(AGENT|MODEL|SANDBOX|IMAGE_NAME|AGENT_PACKAGE|BACKLOG_MANAGER_TOOLS|LIST_TASKS_COMMAND|VIEW_TASK_COMMAND|VIEW_ISSUE_COMMAND|CLOSE_TASK_COMMAND|LABEL_FILTER)\}\}`)
+var initKeys = regexp.MustCompile(`\{\{(AGENT|MODEL|SANDBOX|IMAGE_NAME|AGENT_INSTALL|BACKLOG_MANAGER_TOOLS|LIST_TASKS_COMMAND|VIEW_TASK_COMMAND|VIEW_ISSUE_COMMAND|CLOSE_TASK_COMMAND|LABEL_FILTER)\}\}`)
 
 func TestRenderFillsEveryInitKey(t *testing.T) {
 	for _, tmpl := range TemplateNames() {

@@ -1,4 +1,4 @@
-package sandboxtest
+package testkit
 
 import (
 	"bytes"

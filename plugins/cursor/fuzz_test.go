@@ -1,0 +1,13 @@
+package cursor
+
+import (
+	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
+	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
+)
+
+// FuzzParse: no stream, however malformed, crashes the cursor parser.
+func FuzzParse(f *testing.F) {
+	agentkittest.FuzzParser(f, func() sdk.Parser { return NewParser() }, "testdata/cursor-stream.jsonl")
+}
