@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks the command lines the agent plugins build against the real CLIs.
 #
-# 1. Installs Claude Code, Codex, opencode, pi and the Copilot CLI from the
-#    npm registry at pinned versions (agents-install.sh caches them).
+# 1. Installs Claude Code, Codex, opencode, pi, Gemini CLI and the Copilot CLI
+#    from the npm registry at pinned versions (agents-install.sh caches them).
 # 2. Makes sure the plugins' golden command files (plugins/*/testdata/
 #    commands.golden, one built command per line) are current.
 # 3. Replays every golden command through the real CLI's own parser, with
@@ -16,6 +16,8 @@
 #                reports bad values and resolves --session/--fork first);
 #      copilot   appends --help (it rejects unknown flags and bad values
 #                first).
+#      gemini    checks flags against its --help, then runs a print command
+#                with no credentials: it stops at the missing auth method.
 #    Negative controls prove each method rejects a bad command line.
 # 4. Runs core/internal/session's round trips against the real claude and pi.
 #
@@ -33,7 +35,7 @@ log "CLIs ready ($(( $(date +%s) - start ))s)"
 
 cd "$repo"
 log "checking that the golden command files are current"
-go test -count=1 -run '^TestBuildCommandGolden$' ./plugins/claude ./plugins/codex ./plugins/opencode ./plugins/pi ./plugins/copilot >/dev/null
+go test -count=1 -run '^TestBuildCommandGolden$' ./plugins/claude ./plugins/codex ./plugins/opencode ./plugins/pi ./plugins/copilot ./plugins/gemini >/dev/null
 
 checker="$(mktemp "${TMPDIR:-/tmp}/agents-compat.XXXXXX.js")"
 trap 'rm -f "$checker"' EXIT
@@ -105,7 +107,20 @@ function piSession(home, id) {
     JSON.stringify({ type: "session", version: 3, id, timestamp: "2026-07-01T10:20:00.000Z", cwd: realCwd }) + "\n");
 }
 
-// Options listed by a yargs (opencode) or pi help text.
+function geminiSession(home, id) {
+  // The project directory: the CLI's slug of the cwd's base name.
+  const slug = path.basename(realCwd).toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
+  const dir = path.join(home, ".gemini", "tmp", slug, "chats");
+  fs.mkdirSync(dir, { recursive: true });
+  const t = "2026-07-01T10:00:00.000Z";
+  fs.writeFileSync(path.join(dir, `session-2026-07-01T10-00-${id.slice(0, 8)}.jsonl`), [
+    { sessionId: id, projectHash: "0", startTime: t, lastUpdated: t, kind: "main" },
+    { id: "m1", timestamp: t, type: "user", content: [{ text: "hello" }] },
+    { id: "m2", timestamp: t, type: "gemini", content: "hi", model: "gemini-2.5-flash" },
+  ].map((r) => JSON.stringify(r)).join("\n") + "\n");
+}
+
+// Options listed by a yargs (opencode, gemini) or pi help text.
 function helpOptions(text, style) {
   const opts = new Map();
   let cur = null;
@@ -156,6 +171,19 @@ function help(argv) {
 }
 
 const checks = {
+  // gemini: flags, value types and choices against its --help (interactive
+  // commands stop there: the CLI would start its UI); a print command runs
+  // without credentials, which a command that parses reaches (exit 41;
+  // resumes first find their session, exit 42 otherwise).
+  gemini(c, argv) {
+    const problem = checkFlags(argv.slice(1), helpOptions(help([argv[0]]), "yargs"));
+    if (problem || c.mode !== "print") return problem;
+    const home = freshHome();
+    if (c.resume_session_id) geminiSession(home, c.resume_session_id);
+    const r = run(argv, { home, stdin: c.stdin, extraEnv: c.env });
+    if (r.code !== 41 || /Unknown argument|Invalid values|Error resuming/i.test(r.out)) return `exit ${r.code}: ${r.out.slice(0, 400)}`;
+    return "";
+  },
   claude(c, argv) {
     const home = freshHome();
     if (c.resume_session_id) claudeSession(home, c.resume_session_id);
@@ -225,6 +253,9 @@ const controls = [
   ["opencode", "bad format", { argv: ["opencode", "run", "--format", "yaml"] }],
   ["copilot", "unknown flag", { argv: ["copilot", "--output-format", "json", "--bogus"] }],
   ["copilot", "bad effort", { argv: ["copilot", "--output-format", "json", "--reasoning-effort", "huge"] }],
+  ["gemini", "unknown flag", { mode: "print", stdin: P, argv: ["gemini", "--output-format", "stream-json", "--bogus", "--prompt", ""] }],
+  ["gemini", "bad output format", { mode: "print", stdin: P, argv: ["gemini", "--output-format", "yaml", "--prompt", ""] }],
+  ["gemini", "resume of a missing session", { mode: "print", stdin: P, argv: ["gemini", "--output-format", "stream-json", "--resume", "ca2d12da-0000-4000-8000-000000000000", "--prompt", ""] }],
   ["pi", "unknown flag", { argv: ["pi", "--mode", "json", "--bogus"] }],
   ["pi", "bad thinking level", { argv: ["pi", "--mode", "json", "--thinking", "max"] }],
   ["pi", "missing session", { argv: ["pi", "--mode", "json", "--session", "019e8c52-0000-7000-8000-000000000000"] }],
@@ -243,7 +274,7 @@ EOF
 log "replaying the golden commands against the real CLIs"
 node "$checker" "$bin" plugins/claude/testdata/commands.golden plugins/codex/testdata/commands.golden \
   plugins/opencode/testdata/commands.golden plugins/pi/testdata/commands.golden \
-  plugins/copilot/testdata/commands.golden
+  plugins/copilot/testdata/commands.golden plugins/gemini/testdata/commands.golden
 
 log "session capture and resume with the real claude and pi"
 SANDDUNE_AGENTS_BIN="$bin" go test -count=1 -run '^TestCompat' ./core/internal/session

@@ -57,7 +57,9 @@ type AgentDescription struct {
 // them between sandbox and host. PathPattern may contain the placeholders
 // {home} (the home dir on that side), {cwd} (the repo path on that side),
 // {cwd_encoded} (the repo path as the agent's CwdEncoder spells it, for a
-// CLI that names a directory after its cwd) and {session_id}. A path may be
+// CLI that names a directory after its cwd), {session_id} and
+// {session_id:N} (its first N characters, for a CLI that names a file after
+// a prefix of the id: the newest match wins). A path may be
 // a glob (`*`) when the CLI adds a date or prefix of its own; the newest
 // match wins.
 type SessionStorage struct {

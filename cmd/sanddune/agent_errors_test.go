@@ -34,6 +34,7 @@ var agentBlocks = map[string]string{
 	"pi":       `agent "pi" "a" { model = "anthropic/claude-sonnet-4-5" }`,
 	"copilot":  `agent "copilot" "a" { model = "gpt-5.4" }`,
 	"cursor":   `agent "cursor" "a" { model = "auto" }`,
+	"gemini":   `agent "gemini" "a" { model = "gemini-2.5-flash" }`,
 	"command":  `agent "command" "a" { command = ["fake-agent"] }`,
 }
 
@@ -49,7 +50,7 @@ func runFakeAgent(t *testing.T, plugin, stream, exit string) (string, result) {
 	}
 	env := agentEnv(t, dir, bin, commitThenPrint, "/dev/null")
 	writeFile(t, filepath.Join(dir, ".sanddune/.env"), "FIXTURE=\nSTREAM=\nEXIT=\n")
-	env = append(env, "ANTHROPIC_API_KEY=sk-fake", "OPENAI_API_KEY=sk-fake", "COPILOT_GITHUB_TOKEN=gh-fake", "CURSOR_API_KEY=key-fake", "STREAM="+stream, "EXIT="+exit)
+	env = append(env, "ANTHROPIC_API_KEY=sk-fake", "OPENAI_API_KEY=sk-fake", "COPILOT_GITHUB_TOKEN=gh-fake", "CURSOR_API_KEY=key-fake", "GEMINI_API_KEY=sk-fake", "STREAM="+stream, "EXIT="+exit)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 `+agentBlocks[plugin]+`
 run "r" {
@@ -90,8 +91,12 @@ func TestAgentStreamErrorsFailTheRun(t *testing.T) {
 		"cursor error result, exit 0": {plugin: "cursor", exit: "0", message: "Usage limit reached",
 			stream: `{"type":"system","subtype":"init","session_id":"s1","model":"auto"}
 {"type":"result","subtype":"error","is_error":true,"result":"Usage limit reached <promise>COMPLETE</promise>","session_id":"s1"}`},
+		"gemini error event and result, exit 0": {plugin: "gemini", exit: "0", message: "Model stream ended with an invalid chunk",
+			stream: `{"type":"init","session_id":"s1","model":"gemini-2.5-flash"}
+{"type":"error","severity":"error","message":"Model stream ended with an invalid chunk or missing finish reason."}
+{"type":"result","status":"error","stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0,"cached":0,"input":0}}`},
 	}
-	for _, plugin := range []string{"claude", "codex", "opencode", "pi", "copilot", "cursor", "command"} {
+	for _, plugin := range []string{"claude", "codex", "gemini", "opencode", "pi", "copilot", "cursor", "command"} {
 		cases[plugin+" exits non-zero without a completion signal"] = agentCase{plugin: plugin, exit: "3", stream: "working on it", message: "exited with code 3"}
 	}
 	for name, c := range cases {

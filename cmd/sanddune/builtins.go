@@ -5,6 +5,6 @@ package main
 // ADR 0019): a plugin process then loads only its own provider, not the
 // whole CLI and every other provider.
 var builtins = []string{
-	"bubblewrap", "claude", "codex", "command", "copilot", "cursor", "docker", "kubernetes",
+	"bubblewrap", "claude", "codex", "command", "copilot", "cursor", "docker", "gemini", "kubernetes",
 	"local", "opencode", "pi", "podman", "vercel",
 }

@@ -159,8 +159,9 @@ func TestEveryTemplatePassesValidate(t *testing.T) {
 		for _, c := range []struct{ agent, sandbox, backlog, credential, image string }{
 			{"claude", "docker", "github-issues", "ANTHROPIC_API_KEY", "Dockerfile"},
 			{"codex", "podman", "beads", "OPENAI_API_KEY", "Containerfile"},
+			{"gemini", "docker", "beads", "GEMINI_API_KEY", "Dockerfile"},
 		} {
-			t.Run(tmpl+"/"+c.backlog, func(t *testing.T) {
+			t.Run(tmpl+"/"+c.agent, func(t *testing.T) {
 				t.Parallel()
 				dir := gitRepo(t)
 				r := run(t, dir, initFlagsFor(tmpl, c.agent, c.sandbox, c.backlog)...)
@@ -203,7 +204,7 @@ func TestEveryTemplatePassesValidate(t *testing.T) {
 
 func withoutCredentials(env []string) []string {
 	return slices.DeleteFunc(env, func(kv string) bool {
-		for _, k := range []string{"ANTHROPIC_", "CLAUDE_CODE_", "OPENAI_", "CODEX_"} {
+		for _, k := range []string{"ANTHROPIC_", "CLAUDE_CODE_", "OPENAI_", "CODEX_", "GEMINI_"} {
 			if strings.HasPrefix(kv, k) {
 				return true
 			}

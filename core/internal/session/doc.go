@@ -20,8 +20,9 @@
 //		path, err := session.Capture(ctx, t)  // err: a warning; session_file_path stays empty
 //	}
 //
-// Storage patterns use the placeholders {home}, {cwd}, {cwd_encoded} and
-// {session_id} and may hold '*' globs within one path segment. A pattern
+// Storage patterns use the placeholders {home}, {cwd}, {cwd_encoded},
+// {session_id} and {session_id:N} (the id's first N characters) and may
+// hold '*' globs within one path segment. A pattern
 // without globs (Claude's) names the file: a capture copies it and its
 // companion directory out at once, with no listing. Otherwise a capture
 // finds the newest sandbox file matching the pattern (one `find` in the

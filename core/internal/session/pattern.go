@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -53,6 +54,9 @@ func expand(ctx context.Context, agent sdk.AgentProvider, s sdk.SessionStorage, 
 				return pattern{}, fmt.Errorf("session path pattern %q: unclosed {", s.PathPattern)
 			}
 			v, ok := vals[rest[1:end]]
+			if n, isPrefix := strings.CutPrefix(rest[1:end], "session_id:"); isPrefix {
+				v, ok = idPrefix(id, n)
+			}
 			if !ok {
 				return pattern{}, fmt.Errorf("session path pattern %q: unknown placeholder %s", s.PathPattern, rest[:end+1])
 			}
@@ -70,6 +74,16 @@ func expand(ctx context.Context, agent sdk.AgentProvider, s sdk.SessionStorage, 
 		return pattern{}, fmt.Errorf("session path %q is not absolute", p.String())
 	}
 	return p, nil
+}
+
+// idPrefix is {session_id:n}: the id's first n characters (the whole id
+// when shorter), for a CLI that names a file after a prefix of the id.
+func idPrefix(id, n string) (string, bool) {
+	k, err := strconv.Atoi(n)
+	if err != nil || k < 1 {
+		return "", false
+	}
+	return id[:min(k, len(id))], true
 }
 
 // String shows the pattern with '*' for wildcards, for messages.

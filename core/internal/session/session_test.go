@@ -400,10 +400,23 @@ func TestGlobCharactersInPathsFake(t *testing.T) {
 	}
 }
 
+// TestExpandIDPrefix: {session_id:N} is the id's first N characters, as
+// the Gemini CLI names its session files.
+func TestExpandIDPrefix(t *testing.T) {
+	t.Parallel()
+	sd := side{home: "/home/a", cwd: "/w"}
+	for id, want := range map[string]string{"3f6c2a9e-8d41-4b7e-9a53-1c0e7d2b6f48": "/home/a/session-*-3f6c2a9e.jsonl", "abc": "/home/a/session-*-abc.jsonl"} {
+		p, err := expand(context.Background(), fakeAgent{}, sdk.SessionStorage{PathPattern: "{home}/session-*-{session_id:8}.jsonl"}, sd, id)
+		if err != nil || p.String() != want {
+			t.Errorf("expand for %s = %q, %v; want %q", id, p, err, want)
+		}
+	}
+}
+
 func TestExpandErrors(t *testing.T) {
 	t.Parallel()
 	sd := side{home: "/home/a", cwd: "/w"}
-	for _, p := range []string{"{home}/{nope}/x", "{home}/{unclosed", "relative/{session_id}", "{home}/x"} {
+	for _, p := range []string{"{home}/{nope}/x", "{home}/{unclosed", "relative/{session_id}", "{home}/{session_id:0}", "{home}/{session_id:x}", "{home}/x"} {
 		_, err := expand(context.Background(), fakeAgent{}, sdk.SessionStorage{PathPattern: p}, sd, "id")
 		if (err == nil) != (p == "{home}/x") {
 			t.Errorf("expand(%q): %v", p, err)

@@ -60,6 +60,7 @@ type Agent struct {
 var Agents = []Agent{
 	{"claude", "@anthropic-ai/claude-code", "claude-opus-4-8", ""},
 	{"codex", "@openai/codex", "gpt-5.4", ""},
+	{"gemini", "@google/gemini-cli", "gemini-2.5-pro", ""},
 	{"opencode", "opencode-ai", "opencode/big-pickle", ""},
 	{"pi", "@mariozechner/pi-coding-agent", "claude-sonnet-4-6", ""},
 	{"copilot", "@github/copilot", "gpt-5.4", ""},

@@ -54,7 +54,7 @@ func TestRenderRefusesUnknownChoicesListingTheKnownOnes(t *testing.T) {
 		want string
 	}{
 		{func(o *Options) { o.Template = "x" }, `unknown template "x"; available: blank, simple-loop`},
-		{func(o *Options) { o.Agent = "x" }, `unknown agent "x"; available: claude, codex, opencode, pi`},
+		{func(o *Options) { o.Agent = "x" }, `unknown agent "x"; available: claude, codex, gemini, opencode, pi`},
 		{func(o *Options) { o.Sandbox = "x" }, `unknown sandbox "x"; available: docker, podman`},
 		{func(o *Options) { o.BacklogManager = "x" }, `unknown backlog manager "x"; available: github-issues, beads, custom`},
 	} {
