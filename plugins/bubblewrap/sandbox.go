@@ -48,6 +48,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, err
 	}
 	s := &sandbox{dir: dir, bwrap: bwrap, netNone: cfg.NetworkNone}
+	if req.Egress != nil {
+		if s.egress, err = newEgressGuard(*req.Egress); err != nil {
+			_ = sandboxkit.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	if err := s.setup(cfg, req); err != nil {
 		_ = sandboxkit.RemoveAll(dir)
 		return nil, err
@@ -161,6 +167,7 @@ type sandbox struct {
 	info       sdk.SandboxInfo
 	keeper     *keeper
 	runner     sandboxkit.Runner
+	egress     *egressGuard // nil without an egress policy
 }
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
@@ -174,6 +181,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 	}
 	s.keeper.stop()
 	_ = s.runner.Wait(context.Background())
+	if s.egress != nil {
+		s.egress.monitor.End(nil)
+	}
 	if err := sandboxkit.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("remove sandbox dir: %w", err)
 	}

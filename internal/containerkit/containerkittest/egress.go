@@ -4,46 +4,23 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/internal/egress"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// WithEnforcer runs a test binary's tests (m.Run) with the egress enforcer
-// built, static as installed, into a temporary directory put first on
-// PATH, where the providers find it.
-func WithEnforcer(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "sanddune-egress-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, egress.BinaryName), "github.com/missingstudio/sanddune/cmd/"+egress.BinaryName)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the egress enforcer: %v\n%s", err, out)
-		return 1
-	}
-	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return m.Run()
-}
-
 // Egress checks what the conformance kit's egress test leaves to the
-// engines, against listeners on this host (run under WithEnforcer): root
+// engines, against listeners on this host: root
 // in the container cannot reach an unlisted address either; an HTTP
 // request is decided by its Host, so a listed name's address does not
 // carry a request for another; UDP out is refused; WatchEgress reports
 // each refusal; and Close, or gc removing what ListResources lists, leaves
-// no container of the run (the sidecar) behind.
+// no container of the run (the sidecar) behind. Run it under
+// egresstest.WithEnforcer.
 func Egress(t *testing.T, e Engine) {
 	e.start(t)
 	port, namedPort := listen(t, "0.0.0.0"), listen(t, "0.0.0.0")
