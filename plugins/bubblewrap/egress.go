@@ -2,6 +2,7 @@ package bubblewrap
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -22,6 +23,11 @@ type egressGuard struct {
 }
 
 func newEgressGuard(p sdk.EgressPolicy) (*egressGuard, error) {
+	if os.Geteuid() != 0 {
+		// Unprivileged bwrap runs the command in a user namespace nested in
+		// the one owning the network namespace: no capability there.
+		return nil, errors.New("bubblewrap enforces egress only when sanddune runs as root (unprivileged bwrap cannot give the enforcer CAP_NET_ADMIN over the sandbox's network namespace): run as root, or use the docker or podman sandbox for egress")
+	}
 	bin, err := egress.Binary()
 	if err != nil {
 		return nil, err
