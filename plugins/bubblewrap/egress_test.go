@@ -1,13 +1,11 @@
 package bubblewrap
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +15,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }
-
-// hello answers "hello" on a free port of every host address.
-func hello(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "0.0.0.0:0")
-	must(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // TestEgressPolicyEnforced: each Exec's own network namespace lets out
 // only what the policy allows (the listed IP:port, a hosts name on its
@@ -56,19 +35,14 @@ func TestEgressPolicyEnforced(t *testing.T) {
 		t.Skipf("the check needs two non-loopback IPv4 addresses of this host, it has %v", addrs)
 	}
 	listed, unlisted := addrs[0], addrs[1]
-	port, otherPort, namedPort := hello(t), hello(t), hello(t)
+	port, otherPort, namedPort := egresstest.Hello(t, "0.0.0.0"), egresstest.Hello(t, "0.0.0.0"), egresstest.Hello(t, "0.0.0.0")
 	policy := sdk.EgressPolicy{
 		Allow: []string{fmt.Sprintf("%s:%d", listed, port), fmt.Sprintf("ok.test:%d", namedPort)},
 		Hosts: map[string]string{"ok.test": listed},
 	}
 	sb, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) { r.Egress = &policy })
-	var mu sync.Mutex
-	var denied []sdk.EgressDenial
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = sb.WatchEgress(ctx, func(d sdk.EgressDenial) { mu.Lock(); denied = append(denied, d); mu.Unlock() })
-	}()
+	watch := egresstest.Watch(t, sb)
+	defer watch.Stop(t)
 	reaches := func(host string, port int, send string) bool {
 		res, o := kittest.Exec(t, sb, sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && printf "$0" >&3 && head -n1 <&3`, host, port), send}, Timeout: 30 * time.Second})
 		return res.ExitCode == 0 && slices.Equal(o.Stdout, []string{"hello"})
@@ -105,19 +79,5 @@ func TestEgressPolicyEnforced(t *testing.T) {
 		{Host: "unlisted.test", Proto: "dns"},
 		{Host: unlisted, Port: port, Proto: "udp"},
 	}
-	missing := want
-	for deadline := time.Now().Add(30 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		missing = slices.DeleteFunc(slices.Clone(want), func(w sdk.EgressDenial) bool {
-			return slices.ContainsFunc(denied, func(d sdk.EgressDenial) bool {
-				return d.Host == w.Host && d.Port == w.Port && d.Proto == w.Proto && d.Reason != ""
-			})
-		})
-		mu.Unlock()
-	}
-	if len(missing) > 0 {
-		mu.Lock()
-		t.Errorf("refusals not reported: %+v (reported: %+v)", missing, denied)
-		mu.Unlock()
-	}
+	watch.Expect(t, want...)
 }

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -23,7 +23,7 @@ import (
 // egresstest.WithEnforcer.
 func Egress(t *testing.T, e Engine) {
 	e.start(t)
-	port, namedPort := listen(t, "0.0.0.0"), listen(t, "0.0.0.0")
+	port, namedPort := egresstest.Hello(t, "0.0.0.0"), egresstest.Hello(t, "0.0.0.0")
 	connect := func(host string, port int, send string) sdk.ExecRequest {
 		return sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && printf "$0" >&3 && head -n1 <&3`, host, port), send}, Timeout: 30 * time.Second}
 	}
@@ -41,17 +41,7 @@ func Egress(t *testing.T, e Engine) {
 
 	policy := sdk.EgressPolicy{Allow: []string{fmt.Sprintf("ok.test:%d", namedPort)}, Hosts: map[string]string{"ok.test": gw}}
 	sb, req := Create(t, e, e.Config(t, nil), func(r *sdk.CreateRequest) { r.Egress = &policy })
-	var mu sync.Mutex
-	var denied []sdk.EgressDenial
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan error, 1)
-	go func() {
-		watched <- sb.(sdk.EgressWatcher).WatchEgress(ctx, func(d sdk.EgressDenial) {
-			mu.Lock()
-			denied = append(denied, d)
-			mu.Unlock()
-		})
-	}()
+	watch := egresstest.Watch(t, sb)
 
 	asRoot := connect(unlisted, port, "")
 	asRoot.Sudo = true // root in the container, but without CAP_NET_ADMIN
@@ -71,25 +61,8 @@ func Egress(t *testing.T, e Engine) {
 		{Host: "unlisted.test", Port: namedPort, Proto: "tcp"},
 		{Host: unlisted, Port: port, Proto: "udp"},
 	}
-	missing := want
-	for deadline := time.Now().Add(30 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		missing = slices.DeleteFunc(slices.Clone(want), func(w sdk.EgressDenial) bool {
-			return slices.ContainsFunc(denied, func(d sdk.EgressDenial) bool {
-				return d.Host == w.Host && d.Port == w.Port && d.Proto == w.Proto && d.Reason != ""
-			})
-		})
-		mu.Unlock()
-	}
-	if len(missing) > 0 {
-		mu.Lock()
-		t.Errorf("refusals not reported: %+v (reported: %+v)", missing, denied)
-		mu.Unlock()
-	}
-	cancel()
-	if err := <-watched; err != nil {
-		t.Errorf("WatchEgress: %v", err)
-	}
+	watch.Expect(t, want...)
+	watch.Stop(t)
 
 	if err := sb.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -122,28 +95,6 @@ func Egress(t *testing.T, e Engine) {
 	if left := e.Containers(t, req.RunID); len(left) != 0 {
 		t.Fatalf("containers of the run left after gc: %v", left)
 	}
-}
-
-// listen answers "hello" to every connection on a free port of host (a
-// host address; 0.0.0.0: all), until the test ends.
-func listen(t *testing.T, host string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // otherHostAddr is an IPv4 address of this host other than gw (the
