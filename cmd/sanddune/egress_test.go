@@ -11,12 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/missingstudio/sanddune/internal/kittest"
 )
 
 // TestValidateEgress: the problems of egress blocks are reported in one
 // pass, each once, at the attribute: a malformed entry naming it, a bad
 // hosts address, egress on a provider that cannot enforce it (local,
-// with bubblewrap suggested), and egress together with network = "none".
+// with bubblewrap suggested), egress together with network = "none", and
+// an agent endpoint that is no egress entry (a bug of the agent plugin).
 func TestValidateEgress(t *testing.T) {
 	t.Parallel()
 	dir := gitRepo(t)
@@ -33,13 +36,27 @@ sandbox "bubblewrap" "off" {
     agent = false
   }
 }
+sandbox "docker" "d" {
+  egress { allow = ["github.com"] }
+}
 agent "command" "a" { command = ["true"] }
+agent "command" "bad" {
+  command   = ["true"]
+  endpoints = ["llm.internal:99999"]
+}
+run "three" {
+  sandbox = sandbox.docker.d
+  agent   = agent.command.bad
+  prompt  = "x"
+}
 run "one" {
+  agent   = agent.command.a
   sandbox = sandbox.local.dev
   prompt  = "x"
   allow_unconfined = true
 }
 run "two" {
+  agent   = agent.command.a
   sandbox = sandbox.bubblewrap.off
   prompt  = "x"
 }
@@ -51,12 +68,16 @@ run "two" {
 		`sanddune.hcl:4:27: Error: Invalid egress host`, `"not-an-ip" is not an IP address`,
 		`sanddune.hcl:2:3: Error: The sandbox cannot enforce egress`, `sandbox.local.dev's provider (local) does not declare the egress capability`,
 		`sanddune.hcl:8:13: Error: egress with network = "none"`,
+		`Error: Invalid agent endpoint`, `agent.command.bad declares the endpoint "llm.internal:99999"`,
 	} {
 		if strings.Count(r.stderr, want) != 1 {
 			t.Errorf("want %q once in the output", want)
 		}
 	}
-	errs := 5 // and one more while bubblewrap does not enforce egress
+	if !strings.Contains(r.stderr, "bubblewrap on this machine without a container engine") {
+		t.Errorf("the refusal of egress on local does not suggest bubblewrap")
+	}
+	errs := 6 // and one more while bubblewrap does not enforce egress
 	if strings.Contains(r.stderr, "sandbox.bubblewrap.off's provider (bubblewrap) does not declare the egress capability") {
 		errs++
 	}
@@ -65,21 +86,35 @@ run "two" {
 	}
 }
 
-// TestDockerEgressEndToEnd: `sanddune run` with an egress policy on docker
-// and a scripted agent that tries test hosts on this machine by plain TCP
-// and by git (a git daemon the test starts): a listed IP:port, a name from
-// hosts with its listed port, the agent's declared endpoint, an unlisted
-// port of the same host and an unlisted address. Only the listed ones get
-// through; the refused ones are in the run's log, its --events and its
-// --json count. The agent's endpoint is refused with agent = false. A run
-// without a policy reaches every target (else the test would prove
-// nothing).
+// TestDockerEgressEndToEnd: egressEndToEnd on docker.
 func TestDockerEgressEndToEnd(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
-	gw := dockerGateway(t)
-	other := otherHostIP(t, gw)
-	ipPort, namePort, otherPort, agentPort := helloListener(t), helloListener(t), helloListener(t), helloListener(t)
+	egressEndToEnd(t, "docker", fmt.Sprintf("  image = %q\n", testImage()),
+		networkGateway(t, "docker", "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}"), containers)
+}
+
+// TestPodmanEgressEndToEnd: egressEndToEnd on podman.
+func TestPodmanEgressEndToEnd(t *testing.T) {
+	t.Parallel()
+	body := requirePodman(t)
+	egressEndToEnd(t, "podman", body,
+		networkGateway(t, "podman", "network", "inspect", "podman", "--format", "{{range .Subnets}}{{.Gateway}} {{end}}"), podmanContainers)
+}
+
+// egressEndToEnd: `sanddune run` with an egress policy on a sandbox of
+// plugin (its block's body, gw the address of this machine its sandboxes
+// see) and a scripted agent that tries test hosts on this machine by plain
+// TCP and by git (a git daemon the test starts): a listed IP:port, a name
+// from hosts with its listed port, the agent's declared endpoint, an
+// unlisted port of the same host and an unlisted address. Only the listed
+// ones get through; the refused ones are in the run's log, its --events
+// and its --json count. The agent's endpoint is refused with agent =
+// false. A run without a policy reaches every target (else the test would
+// prove nothing). containers lists what the runs left.
+func egressEndToEnd(t *testing.T, plugin, body, gw string, containers func(*testing.T, string) []string) {
+	other := kittest.OtherIPv4(t, gw)
+	ipPort, namePort, otherPort, agentPort := kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0")
 	gitPort := gitDaemon(t)
 
 	dir := gitRepo(t)
@@ -104,37 +139,34 @@ gitls git-unlisted-addr git://%[2]s:%[7]d/r.git
     agent = %v
   }`, gw, ipPort, namePort, gitPort, gw, agent)
 	}
-	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), fmt.Sprintf(`sandbox "docker" "open" {
-  image = "%[1]s"
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), fmt.Sprintf(`sandbox "%[6]s" "open" {
+%[1]s}
+sandbox "%[6]s" "with_agent" {
+%[1]s  %[2]s
 }
-sandbox "docker" "with_agent" {
-  image = "%[1]s"
-  %[2]s
-}
-sandbox "docker" "without_agent" {
-  image = "%[1]s"
-  %[3]s
+sandbox "%[6]s" "without_agent" {
+%[1]s  %[3]s
 }
 agent "command" "probe" {
   command   = ["bash", "probe.sh"]
   endpoints = ["%[4]s:%[5]d"]
 }
 run "open" {
-  sandbox        = sandbox.docker.open
+  sandbox        = sandbox.%[6]s.open
   prompt         = "probe"
   max_iterations = 1
 }
 run "agent" {
-  sandbox        = sandbox.docker.with_agent
+  sandbox        = sandbox.%[6]s.with_agent
   prompt         = "probe"
   max_iterations = 1
 }
 run "noagent" {
-  sandbox        = sandbox.docker.without_agent
+  sandbox        = sandbox.%[6]s.without_agent
   prompt         = "probe"
   max_iterations = 1
 }
-`, testImage(), egress(true), egress(false), gw, agentPort))
+`, body, egress(true), egress(false), gw, agentPort, plugin))
 
 	// Without a policy ok.test does not resolve: only the others compare.
 	open := probeRun(t, dir, "open")
@@ -245,57 +277,18 @@ func probeRun(t *testing.T, dir, name string) probed {
 	return p
 }
 
-// dockerGateway is the address of this host on docker's default bridge,
-// as its containers see it.
-func dockerGateway(t *testing.T) string {
+// networkGateway is the IPv4 gateway an engine's inspect command prints:
+// the address of this machine its containers see.
+func networkGateway(t *testing.T, engine string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("docker", "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}").Output()
+	out, err := exec.Command(engine, args...).Output()
 	for _, f := range strings.Fields(string(out)) {
 		if ip := net.ParseIP(f); ip != nil && ip.To4() != nil {
 			return f
 		}
 	}
-	t.Fatalf("docker's bridge network has no IPv4 gateway: %v %q", err, out)
+	t.Fatalf("%s %v: no IPv4 gateway: %v %q", engine, args, err, out)
 	return ""
-}
-
-// otherHostIP is an IPv4 address of this host other than gw and loopback:
-// a container reaches it through its gateway, like an outside host.
-func otherHostIP(t *testing.T, gw string) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && n.IP.String() != gw {
-			return n.IP.String()
-		}
-	}
-	t.Skipf("this host has no IPv4 address besides %s to stand for an unlisted host", gw)
-	return ""
-}
-
-// helloListener answers "hello" on a port of every address of this host,
-// until the test ends.
-func helloListener(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // gitDaemon serves a bare repository r.git over git:// on every address of
@@ -327,4 +320,60 @@ func gitDaemon(t *testing.T) int {
 	}
 	t.Fatalf("git daemon on port %d does not answer", port)
 	return 0
+}
+
+// TestDryRunShowsTheEgressPolicy: the plan shows each run's policy as the
+// sandbox will get it: the block's entries and hosts, with the agent's
+// endpoints unless agent = false.
+func TestDryRunShowsTheEgressPolicy(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "with" {
+  egress {
+    allow = ["github.com:443"]
+    hosts = { "ok.test" = "10.0.0.1" }
+  }
+}
+sandbox "docker" "without" {
+  egress {
+    allow = ["github.com:443"]
+    agent = false
+  }
+}
+agent "command" "a" {
+  command   = ["true"]
+  endpoints = ["llm.internal:8080"]
+}
+run "with" {
+  sandbox = sandbox.docker.with
+  prompt  = "x"
+}
+run "without" {
+  sandbox = sandbox.docker.without
+  prompt  = "x"
+}
+`)
+	r := run(t, dir, "run", "--dry-run", "--json")
+	var doc struct {
+		Runs []struct {
+			Name   string
+			Egress *struct {
+				Allow []string
+				Hosts map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 || len(doc.Runs) != 2 {
+		t.Fatalf("exit %d, %v:\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if e := doc.Runs[0].Egress; e == nil || !slices.Equal(e.Allow, []string{"github.com:443", "llm.internal:8080"}) || e.Hosts["ok.test"] != "10.0.0.1" {
+		t.Errorf("run with: egress %+v", e)
+	}
+	if e := doc.Runs[1].Egress; e == nil || !slices.Equal(e.Allow, []string{"github.com:443"}) {
+		t.Errorf("run without: egress %+v", e)
+	}
+	r = run(t, dir, "run", "--dry-run", "with")
+	if !strings.Contains(r.stdout, "  egress:    allows github.com:443, llm.internal:8080 (hosts: ok.test = 10.0.0.1)") {
+		t.Errorf("the plan does not show the policy:\n%s%s", r.stdout, r.stderr)
+	}
 }

@@ -36,8 +36,8 @@ func (f *File) splitEgress(body hcl.Body) (*EgressBlock, hcl.Body, hcl.Diagnosti
 	content, remain, diags := body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "egress"}}})
 	var e *EgressBlock
 	for _, b := range content.Blocks {
-		if e != nil {
-			diags = append(diags, errorDiag(b.DefRange, "Duplicate egress block",
+		if e != nil { // reported with the first, so the block's other problems still are
+			e.Diags = append(e.Diags, errorDiag(b.DefRange, "Duplicate egress block",
 				"A sandbox block has at most one egress block; the first is at %s.", e.DeclRange))
 			continue
 		}
