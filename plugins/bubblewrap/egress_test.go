@@ -2,7 +2,6 @@ package bubblewrap
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -23,19 +22,9 @@ func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }
 func TestEgressPolicyEnforced(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
-	var addrs []string
-	ifAddrs, err := net.InterfaceAddrs()
-	must(t, err)
-	for _, a := range ifAddrs {
-		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() {
-			addrs = append(addrs, ip.IP.String())
-		}
-	}
-	if len(addrs) < 2 {
-		t.Skipf("the check needs two non-loopback IPv4 addresses of this host, it has %v", addrs)
-	}
-	listed, unlisted := addrs[0], addrs[1]
-	port, otherPort, namedPort := egresstest.Hello(t, "0.0.0.0"), egresstest.Hello(t, "0.0.0.0"), egresstest.Hello(t, "0.0.0.0")
+	listed := kittest.OtherIPv4(t, "")
+	unlisted := kittest.OtherIPv4(t, listed)
+	port, otherPort, namedPort := kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0")
 	policy := sdk.EgressPolicy{
 		Allow: []string{fmt.Sprintf("%s:%d", listed, port), fmt.Sprintf("ok.test:%d", namedPort)},
 		Hosts: map[string]string{"ok.test": listed},

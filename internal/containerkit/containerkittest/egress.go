@@ -3,7 +3,6 @@ package containerkittest
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ import (
 // egresstest.WithEnforcer.
 func Egress(t *testing.T, e Engine) {
 	e.start(t)
-	port, namedPort := egresstest.Hello(t, "0.0.0.0"), egresstest.Hello(t, "0.0.0.0")
+	port, namedPort := kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0")
 	connect := func(host string, port int, send string) sdk.ExecRequest {
 		return sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && printf "$0" >&3 && head -n1 <&3`, host, port), send}, Timeout: 30 * time.Second}
 	}
@@ -34,7 +33,7 @@ func Egress(t *testing.T, e Engine) {
 
 	open, _ := Create(t, e, e.Config(t, nil), nil)
 	gw := gateway(t, open)
-	unlisted := otherHostAddr(t, gw)
+	unlisted := kittest.OtherIPv4(t, gw)
 	if !reaches(open, connect(unlisted, port, "")) {
 		t.Fatalf("without a policy the sandbox cannot reach %s:%d (test is void)", unlisted, port)
 	}
@@ -95,28 +94,4 @@ func Egress(t *testing.T, e Engine) {
 	if left := e.Containers(t, req.RunID); len(left) != 0 {
 		t.Fatalf("containers of the run left after gc: %v", left)
 	}
-}
-
-// otherHostAddr is an IPv4 address of this host other than gw (the
-// sandbox reaches it through its gateway, like an outside host).
-func otherHostAddr(t *testing.T, gw string) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		ip, ok := a.(*net.IPNet)
-		if ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && ip.IP.String() != gw {
-			return ip.IP.String()
-		}
-	}
-	t.Fatalf("this host has no IPv4 address but %s to test an unlisted address with", gw)
-	return ""
-}
-
-func atoi(s string) int {
-	var n int
-	fmt.Sscan(s, &n)
-	return n
 }

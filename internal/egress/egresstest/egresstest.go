@@ -4,7 +4,6 @@ package egresstest
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,29 +38,6 @@ func WithEnforcer(m *testing.M) int {
 	}
 	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return m.Run()
-}
-
-// Hello answers "hello" to every connection on a free port of host (an
-// address of this machine; "0.0.0.0": all of them) until the test ends,
-// and returns the port.
-func Hello(t testing.TB, host string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Watcher collects what a sandbox's WatchEgress reports.
