@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -100,6 +101,31 @@ func TestPodmanEgressEndToEnd(t *testing.T) {
 	body := requirePodman(t)
 	egressEndToEnd(t, "podman", body,
 		networkGateway(t, "podman", "network", "inspect", "podman", "--format", "{{range .Subnets}}{{.Gateway}} {{end}}"), podmanContainers)
+}
+
+// TestBubblewrapEgressEndToEnd: egressEndToEnd on bubblewrap (as root:
+// unprivileged bwrap does not enforce egress), whose sandboxes share this
+// machine's addresses.
+func TestBubblewrapEgressEndToEnd(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("bwrap")
+	kittest.RequireEngine(t, "bubblewrap", err)
+	if os.Geteuid() != 0 {
+		t.Skip("bubblewrap enforces egress only as root")
+	}
+	egressEndToEnd(t, "bubblewrap", "", kittest.OtherIPv4(t, ""), bwrapSandboxes)
+}
+
+// bwrapSandboxes lists the bubblewrap sandbox directories of the run in dir.
+func bwrapSandboxes(_ *testing.T, dir string) []string {
+	var out []string
+	labels, _ := filepath.Glob(filepath.Join(os.TempDir(), "sanddune-bwrap-*", "labels.json"))
+	for _, l := range labels {
+		if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"sanddune.repo":"`+dir+`"`)) {
+			out = append(out, filepath.Dir(l))
+		}
+	}
+	return out
 }
 
 // egressEndToEnd: `sanddune run` with an egress policy on a sandbox of

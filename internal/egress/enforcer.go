@@ -42,6 +42,9 @@ type enforcer struct {
 
 	mu    sync.Mutex
 	known map[netip.Addr][]string // addresses DNS answered, and for which names
+
+	udp     []*net.UDPConn // where other UDP is refused (Linux)
+	flushed chan struct{}  // flushUDP's own datagram was read
 }
 
 // serveTCP handles the connections of l until it is closed.

@@ -23,30 +23,26 @@ import (
 // Main runs the enforcer in the sandbox's network namespace (it needs
 // CAP_NET_ADMIN there): args[0] is the policy as JSON (PolicyArg). It
 // prints readyLine once its rules are in place, then each denial, and runs
-// until it is signalled.
+// until it is signalled. With "wrap" first, it runs a command instead
+// (wrap).
 func Main(args []string, stdout io.Writer) int {
 	out := json.NewEncoder(stdout)
 	fail := func(err error) int {
 		_ = out.Encode(map[string]string{"error": err.Error()})
 		return 1
 	}
+	if len(args) > 0 && args[0] == "wrap" {
+		return wrap(args[1:])
+	}
 	if len(args) != 1 {
-		return fail(errors.New("usage: sanddune-egress POLICY-JSON"))
+		return fail(errors.New("usage: sanddune-egress POLICY-JSON | wrap FD POLICY-JSON -- COMMAND..."))
 	}
-	var raw struct {
-		Allow []string          `json:"allow"`
-		Hosts map[string]string `json:"hosts"`
-	}
-	if err := json.Unmarshal([]byte(args[0]), &raw); err != nil {
-		return fail(fmt.Errorf("policy: %w", err))
-	}
-	policy, errs := Parse(raw.Allow, raw.Hosts)
-	if err := errors.Join(errs...); err != nil {
+	policy, err := parseArg(args[0])
+	if err != nil {
 		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-
 	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_MARK, mark) }); err != nil {
@@ -59,26 +55,37 @@ func Main(args []string, stdout io.Writer) int {
 		policy: policy, origDst: originalDst, dial: dialer.DialContext,
 		upstream: nameservers("/etc/resolv.conf"), report: reporter(stdout),
 	}
+	if err := e.start(ctx, true); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintln(stdout, readyLine)
+	<-ctx.Done()
+	return 0
+}
 
+// start listens on loopback, programs the namespace's rules to send what
+// they intercept there (direct: IP and CIDR entries go out without it) and
+// serves until ctx ends.
+func (e *enforcer) start(ctx context.Context, direct bool) error {
 	tcp, err := listenTCP()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	dnsTCP, err := listenTCP()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	dnsUDP, err := listenUDP()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	udp, err := listenUDP()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	to := ports{tcp: port(tcp[0].Addr()), dnsTCP: port(dnsTCP[0].Addr()), dnsUDP: port(dnsUDP[0].LocalAddr()), udp: port(udp[0].LocalAddr())}
-	if err := installRules(policy, to); err != nil {
-		return fail(fmt.Errorf("program nftables: %w", err))
+	if err := installRules(e.policy, to, direct); err != nil {
+		return fmt.Errorf("program nftables: %w", err)
 	}
 	for _, l := range tcp {
 		go e.serveTCP(ctx, l)
@@ -89,12 +96,44 @@ func Main(args []string, stdout io.Writer) int {
 	for _, pc := range dnsUDP {
 		go e.serveDNS(ctx, pc)
 	}
+	e.flushed = make(chan struct{}, 1)
 	for _, pc := range udp {
+		e.udp = append(e.udp, pc.(*net.UDPConn))
 		go e.refuseUDP(pc.(*net.UDPConn), to.udp)
 	}
-	fmt.Fprintln(stdout, readyLine)
-	<-ctx.Done()
-	return 0
+	return nil
+}
+
+// flushSentinel marks the datagram flushUDP sends itself.
+const flushSentinel = "\x00sanddune-egress-flush"
+
+// flushUDP returns once the datagrams already queued for refusal are
+// reported: it queues one of its own behind them and waits for it.
+func (e *enforcer) flushUDP() {
+	for _, pc := range e.udp {
+		c, err := net.DialUDP("udp", nil, pc.LocalAddr().(*net.UDPAddr))
+		if err != nil {
+			continue
+		}
+		_, err = c.Write([]byte(flushSentinel))
+		c.Close()
+		if err == nil {
+			<-e.flushed
+		}
+	}
+}
+
+// parseArg parses a PolicyArg.
+func parseArg(arg string) (Policy, error) {
+	var raw struct {
+		Allow []string          `json:"allow"`
+		Hosts map[string]string `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(arg), &raw); err != nil {
+		return Policy{}, fmt.Errorf("policy: %w", err)
+	}
+	policy, errs := Parse(raw.Allow, raw.Hosts)
+	return policy, errors.Join(errs...)
 }
 
 // listenTCP listens on a free loopback port, where the nat chain's
@@ -187,9 +226,16 @@ func originalDst(c net.Conn) (netip.AddrPort, error) {
 func (e *enforcer) refuseUDP(pc *net.UDPConn, p uint16) {
 	buf := make([]byte, 65535)
 	for {
-		_, from, err := pc.ReadFromUDPAddrPort(buf)
+		n, from, err := pc.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			return
+		}
+		if string(buf[:n]) == flushSentinel {
+			select {
+			case e.flushed <- struct{}{}:
+			default:
+			}
+			continue
 		}
 		dst, ok := udpOriginalDst(from, p)
 		host := "unknown"

@@ -25,11 +25,12 @@ type ports struct {
 
 // installRules programs the network namespace's nftables (table inet
 // sanddune_egress): DNS (UDP and TCP port 53, whatever the server) goes to
-// the enforcer's DNS server, loopback and the policy's IP and CIDR entries
-// go out as they are, every other TCP connection goes to the enforcer's
-// proxy and every other UDP datagram to its reporting socket; anything
-// else going out (ICMP, other protocols) is dropped.
-func installRules(p Policy, to ports) error {
+// the enforcer's DNS server, traffic to the namespace's own addresses stays
+// as it is, and so (direct) does traffic to the policy's IP and CIDR
+// entries; every other TCP connection goes to the enforcer's proxy and
+// every other UDP datagram to its reporting socket; anything else going
+// out (ICMP, other protocols) is dropped.
+func installRules(p Policy, to ports, direct bool) error {
 	c, err := nftables.New()
 	if err != nil {
 		return err
@@ -58,12 +59,15 @@ func installRules(p Policy, to ports) error {
 	add(nat, markIs(), ret)
 	add(nat, l4(unix.IPPROTO_UDP), dport(53), redirect(to.dnsUDP))
 	add(nat, l4(unix.IPPROTO_TCP), dport(53), redirect(to.dnsTCP))
-	add(nat, loopback(), ret)
+	add(nat, local(), ret)
 	add(filter, markIs(), accept)
-	add(filter, loopback(), accept)
+	add(filter, local(), accept)
 	add(filter, redirected(), accept) // the hook's output device is still the original one
 	add(filter, established(), accept)
 	for _, r := range p.nets {
+		if !direct {
+			break
+		}
 		if r.port == 0 {
 			add(nat, prefix(r.prefix), ret)
 			add(filter, prefix(r.prefix), accept)
@@ -87,14 +91,12 @@ func markIs() []expr.Any {
 	return []expr.Any{&expr.Meta{Key: expr.MetaKeyMARK, Register: 1}, eq(binaryutil.NativeEndian.PutUint32(mark))}
 }
 
-func loopback() []expr.Any {
-	return []expr.Any{&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1}, eq(ifname("lo"))}
-}
-
-func ifname(n string) []byte {
-	b := make([]byte, 16)
-	copy(b, n)
-	return b
+// local matches a destination that is an address of the namespace.
+func local() []expr.Any {
+	return []expr.Any{
+		&expr.Fib{Register: 1, ResultADDRTYPE: true, FlagDADDR: true},
+		eq(binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)),
+	}
 }
 
 func l4(proto byte) []expr.Any {

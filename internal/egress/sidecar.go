@@ -73,34 +73,51 @@ func PolicyArg(p sdk.EgressPolicy) string {
 	return string(b)
 }
 
-// Monitor follows an enforcer's output from its start: Ready waits until
-// its rules are in place, Watch passes its denials on (those from before
-// Watch too).
+// Monitor collects an enforcer's refusals for WatchEgress (those from
+// before Watch too) and says when the enforcer is in place.
 type Monitor struct {
 	ready, done chan struct{}
 	wake        chan struct{}
 	err         error // set before done is closed
+	readyOnce   sync.Once
+	endOnce     sync.Once
 
 	mu      sync.Mutex
 	pending []sdk.EgressDenial
 }
 
-// Follow reads the enforcer's output r until it ends.
+// NewMonitor returns a Monitor fed through Report and ended by End.
+func NewMonitor() *Monitor {
+	return &Monitor{ready: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+// Follow reads an enforcer's output r, from its start, until it ends.
 func Follow(r io.Reader) *Monitor {
-	m := &Monitor{ready: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	m := NewMonitor()
 	go func() {
-		defer close(m.done)
-		m.err = ReadEvents(r, func() { close(m.ready) }, func(d Denial) {
-			m.mu.Lock()
-			m.pending = append(m.pending, sdk.EgressDenial{Host: d.Host, Port: d.Port, Proto: d.Proto, Reason: d.Reason})
-			m.mu.Unlock()
-			select {
-			case m.wake <- struct{}{}:
-			default:
-			}
-		})
+		m.End(ReadEvents(r, func() { m.readyOnce.Do(func() { close(m.ready) }) }, m.Report))
 	}()
 	return m
+}
+
+// Report queues a refusal for Watch.
+func (m *Monitor) Report(d Denial) {
+	m.mu.Lock()
+	m.pending = append(m.pending, sdk.EgressDenial{Host: d.Host, Port: d.Port, Proto: d.Proto, Reason: d.Reason})
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// End ends the refusals (the enforcer ended, with err before it was
+// ready); Watch returns once it passed the last on. Later calls do nothing.
+func (m *Monitor) End(err error) {
+	m.endOnce.Do(func() {
+		m.err = err
+		close(m.done)
+	})
 }
 
 // Ready waits until the enforcer's rules are in place; it fails when the

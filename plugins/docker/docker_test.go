@@ -19,6 +19,7 @@ import (
 
 	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -316,4 +317,4 @@ func TestAttachToAContainerRemovedMeanwhile(t *testing.T) {
 
 func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
 
-func TestMain(m *testing.M) { os.Exit(containerkittest.WithEnforcer(m)) }
+func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }

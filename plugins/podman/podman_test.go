@@ -16,6 +16,7 @@ import (
 
 	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -355,4 +356,4 @@ exec %q "$@"
 
 func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
 
-func TestMain(m *testing.M) { os.Exit(containerkittest.WithEnforcer(m)) }
+func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }

@@ -287,7 +287,7 @@ func NetworkNone(t *testing.T, e Engine) {
 	e.start(t)
 	open, _ := Create(t, e, e.Config(t, nil), nil)
 	gw := gateway(t, open)
-	port := listen(t, gw)
+	port := kittest.HelloListener(t, gw)
 	probe := sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && head -n1 <&3`, gw, port)}, Timeout: 20 * time.Second}
 	res, o := kittest.Exec(t, open, probe)
 	if res.ExitCode != 0 || len(o.Stdout) == 0 || o.Stdout[0] != "hello" {

@@ -3,50 +3,26 @@ package containerkittest
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/missingstudio/sanddune/internal/egress"
+	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// WithEnforcer runs a test binary's tests (m.Run) with the egress enforcer
-// built, static as installed, into a temporary directory put first on
-// PATH, where the providers find it.
-func WithEnforcer(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "sanddune-egress-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, egress.BinaryName), "github.com/missingstudio/sanddune/cmd/"+egress.BinaryName)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the egress enforcer: %v\n%s", err, out)
-		return 1
-	}
-	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return m.Run()
-}
-
 // Egress checks what the conformance kit's egress test leaves to the
-// engines, against listeners on this host (run under WithEnforcer): root
+// engines, against listeners on this host: root
 // in the container cannot reach an unlisted address either; an HTTP
 // request is decided by its Host, so a listed name's address does not
 // carry a request for another; UDP out is refused; WatchEgress reports
 // each refusal; and Close, or gc removing what ListResources lists, leaves
-// no container of the run (the sidecar) behind.
+// no container of the run (the sidecar) behind. Run it under
+// egresstest.WithEnforcer.
 func Egress(t *testing.T, e Engine) {
 	e.start(t)
-	port, namedPort := listen(t, "0.0.0.0"), listen(t, "0.0.0.0")
+	port, namedPort := kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0")
 	connect := func(host string, port int, send string) sdk.ExecRequest {
 		return sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && printf "$0" >&3 && head -n1 <&3`, host, port), send}, Timeout: 30 * time.Second}
 	}
@@ -57,24 +33,14 @@ func Egress(t *testing.T, e Engine) {
 
 	open, _ := Create(t, e, e.Config(t, nil), nil)
 	gw := gateway(t, open)
-	unlisted := otherHostAddr(t, gw)
+	unlisted := kittest.OtherIPv4(t, gw)
 	if !reaches(open, connect(unlisted, port, "")) {
 		t.Fatalf("without a policy the sandbox cannot reach %s:%d (test is void)", unlisted, port)
 	}
 
 	policy := sdk.EgressPolicy{Allow: []string{fmt.Sprintf("ok.test:%d", namedPort)}, Hosts: map[string]string{"ok.test": gw}}
 	sb, req := Create(t, e, e.Config(t, nil), func(r *sdk.CreateRequest) { r.Egress = &policy })
-	var mu sync.Mutex
-	var denied []sdk.EgressDenial
-	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan error, 1)
-	go func() {
-		watched <- sb.(sdk.EgressWatcher).WatchEgress(ctx, func(d sdk.EgressDenial) {
-			mu.Lock()
-			denied = append(denied, d)
-			mu.Unlock()
-		})
-	}()
+	watch := egresstest.Watch(t, sb)
 
 	asRoot := connect(unlisted, port, "")
 	asRoot.Sudo = true // root in the container, but without CAP_NET_ADMIN
@@ -94,25 +60,8 @@ func Egress(t *testing.T, e Engine) {
 		{Host: "unlisted.test", Port: namedPort, Proto: "tcp"},
 		{Host: unlisted, Port: port, Proto: "udp"},
 	}
-	missing := want
-	for deadline := time.Now().Add(30 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		missing = slices.DeleteFunc(slices.Clone(want), func(w sdk.EgressDenial) bool {
-			return slices.ContainsFunc(denied, func(d sdk.EgressDenial) bool {
-				return d.Host == w.Host && d.Port == w.Port && d.Proto == w.Proto && d.Reason != ""
-			})
-		})
-		mu.Unlock()
-	}
-	if len(missing) > 0 {
-		mu.Lock()
-		t.Errorf("refusals not reported: %+v (reported: %+v)", missing, denied)
-		mu.Unlock()
-	}
-	cancel()
-	if err := <-watched; err != nil {
-		t.Errorf("WatchEgress: %v", err)
-	}
+	watch.Expect(t, want...)
+	watch.Stop(t)
 
 	if err := sb.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -145,50 +94,4 @@ func Egress(t *testing.T, e Engine) {
 	if left := e.Containers(t, req.RunID); len(left) != 0 {
 		t.Fatalf("containers of the run left after gc: %v", left)
 	}
-}
-
-// listen answers "hello" to every connection on a free port of host (a
-// host address; 0.0.0.0: all), until the test ends.
-func listen(t *testing.T, host string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// otherHostAddr is an IPv4 address of this host other than gw (the
-// sandbox reaches it through its gateway, like an outside host).
-func otherHostAddr(t *testing.T, gw string) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		ip, ok := a.(*net.IPNet)
-		if ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && ip.IP.String() != gw {
-			return ip.IP.String()
-		}
-	}
-	t.Fatalf("this host has no IPv4 address but %s to test an unlisted address with", gw)
-	return ""
-}
-
-func atoi(s string) int {
-	var n int
-	fmt.Sscan(s, &n)
-	return n
 }
