@@ -78,11 +78,7 @@ run "two" {
 	if !strings.Contains(r.stderr, "bubblewrap on this machine without a container engine") {
 		t.Errorf("the refusal of egress on local does not suggest bubblewrap")
 	}
-	errs := 6 // and one more while bubblewrap does not enforce egress
-	if strings.Contains(r.stderr, "sandbox.bubblewrap.off's provider (bubblewrap) does not declare the egress capability") {
-		errs++
-	}
-	if r.code != 1 || strings.Count(r.stderr, "Error:") != errs+1 || t.Failed() { // +1: the closing line
+	if r.code != 1 || strings.Count(r.stderr, "Error:") != 7 || t.Failed() { // 6 and the closing line
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
