@@ -1,7 +1,9 @@
 # sanddune — build, install and test. `make help` lists the targets.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-# Stripped, without build paths, version stamped (`sanddune version`).
+# Stripped, without build paths, version stamped (`sanddune version`);
+# static (CGO_ENABLED=0, as the release builds), so the egress enforcer
+# (sanddune-egress) runs in any sandbox image.
 BUILDFLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 # The Go modules, as go.work lists them: sanddune itself, the plugin SDK,
 # the examples (built against the SDK as a third party would, ADR 0015) and
@@ -18,12 +20,12 @@ help: ## list targets
 
 install: ## install sanddune and its built-in plugins into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
 	@bash scripts/install.sh
-	$(GO) install $(BUILDFLAGS) ./cmd/...
+	CGO_ENABLED=0 $(GO) install $(BUILDFLAGS) ./cmd/...
 	@dir=$$($(GO) env GOBIN); dir=$${dir:-$$($(GO) env GOPATH)/bin}; echo "installed sanddune and its plugins in $$dir"; \
 	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH: add it (export PATH=\"$$dir:\$$PATH\") to run sanddune";; esac
 
 build: ## build ./bin/sanddune and its built-in plugins (bin/sanddune-plugin-*)
-	$(GO) build $(BUILDFLAGS) -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/ ./cmd/...
 
 test: ## set up Docker/Podman/bubblewrap (as root) and run every test
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/ci-setup.sh; \

@@ -17,6 +17,9 @@ type PlannedRun = run.PlannedRun
 // PlannedOutput is a run's structured output in the plan.
 type PlannedOutput = run.PlannedOutput
 
+// PlannedEgress is a run's egress policy in the plan.
+type PlannedEgress = run.PlannedEgress
+
 // Outcome is how one run (or session, or step) went: its result (also of
 // a failed run, once setup began) and its error, a *RunError. Its JSON is
 // the result's with "error".

@@ -15,6 +15,9 @@ type RunOptions = run.Options
 // SandboxRef is a configured sandbox provider block.
 type SandboxRef = run.SandboxRef
 
+// Egress is a sandbox's egress policy (SandboxRef.Egress).
+type Egress = run.Egress
+
 // AgentRef is a configured agent provider block.
 type AgentRef = run.AgentRef
 
@@ -31,6 +34,10 @@ type SandboxProgress = run.SandboxProgress
 // PhaseEvent is a run entering a phase as seen by observers (--events,
 // OnPhase).
 type PhaseEvent = run.PhaseEvent
+
+// EgressDenied is a refusal of a sandbox's egress policy as seen by
+// observers (--events, OnEgressDenied).
+type EgressDenied = run.EgressDenied
 
 // BranchStrategy says where the agent's commits go. A zero Type means the
 // provider's default (head for bind-mount, merge-to-head for isolated).

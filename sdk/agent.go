@@ -47,6 +47,10 @@ type AgentDescription struct {
 	// agent with a permission-bypass flag), so an unattended run needs a
 	// sandbox that confines it unless the run allows otherwise.
 	BypassesPermissions bool
+	// Endpoints are the network endpoints the agent's CLI needs (its model
+	// API, in egress entry syntax, e.g. "api.anthropic.com"): a sandbox's
+	// egress policy allows them unless the block says `agent = false`.
+	Endpoints []string
 }
 
 // SessionStorage tells the host where session files live, so it can copy

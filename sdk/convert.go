@@ -64,7 +64,7 @@ func toInfo(i Info) *pluginpb.ComponentInfo {
 	}
 	if c := i.Sandbox; c != nil {
 		out.Sandbox = &pluginpb.SandboxCapabilities{
-			Contract: string(c.Contract), NetworkNone: c.NetworkNone, Tty: c.TTY, Sudo: c.Sudo, Confines: c.Confines,
+			Contract: string(c.Contract), NetworkNone: c.NetworkNone, Tty: c.TTY, Sudo: c.Sudo, Confines: c.Confines, Egress: c.Egress,
 		}
 	}
 	return out
@@ -100,6 +100,17 @@ func fromMounts(ms []*pluginpb.Mount) []Mount {
 	return out
 }
 
+func fromEgressPolicy(p *pluginpb.EgressPolicy) *EgressPolicy {
+	if p == nil {
+		return nil
+	}
+	return &EgressPolicy{Allow: p.Allow, Hosts: p.Hosts}
+}
+
+func toEgressDenial(d EgressDenial) *pluginpb.EgressDenial {
+	return &pluginpb.EgressDenial{Host: []byte(d.Host), Port: int32(d.Port), Proto: d.Proto, Reason: d.Reason}
+}
+
 func toSandboxInfo(i SandboxInfo) *pluginpb.SandboxInfo {
 	pi := &pluginpb.SandboxInfo{Id: i.ID, RepoPath: i.RepoPath, HomePath: i.HomePath}
 	if i.UID != nil {
@@ -110,7 +121,7 @@ func toSandboxInfo(i SandboxInfo) *pluginpb.SandboxInfo {
 }
 
 func toDescription(d AgentDescription) *pluginpb.AgentDescription {
-	out := &pluginpb.AgentDescription{Env: d.Env, Resume: d.Resume, Fork: d.Fork, BypassesPermissions: d.BypassesPermissions, CaptureSessions: d.CaptureSessions}
+	out := &pluginpb.AgentDescription{Env: d.Env, Resume: d.Resume, Fork: d.Fork, BypassesPermissions: d.BypassesPermissions, CaptureSessions: d.CaptureSessions, Endpoints: d.Endpoints}
 	for _, g := range d.RequiredEnv {
 		out.RequiredEnv = append(out.RequiredEnv, &pluginpb.StringList{Values: g})
 	}

@@ -26,13 +26,16 @@ type server struct {
 	mu      sync.Mutex
 	next    uint64
 	handles map[string]Sandbox
+	// closing are closed when their handle's sandbox is: a WatchEgress
+	// of it then ends.
+	closing map[string]chan struct{}
 	// creating counts Creates in progress: Serve waits for them, so a
 	// sandbox that is being made as the host stops the plugin is closed.
 	creating sync.WaitGroup
 }
 
 func newServer(opts ServeOpts) *server {
-	return &server{sandboxes: opts.Sandboxes, agents: opts.Agents, handles: map[string]Sandbox{}}
+	return &server{sandboxes: opts.Sandboxes, agents: opts.Agents, handles: map[string]Sandbox{}, closing: map[string]chan struct{}{}}
 }
 
 func (s *server) provider(ref *pluginpb.ComponentRef) (Provider, error) {
@@ -227,6 +230,7 @@ func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, 
 		Config: cfg, RunID: req.RunId, RunName: req.RunName, HostRepoPath: req.HostRepoPath,
 		WorktreePath: req.WorktreePath, GitMounts: fromMounts(req.GitMounts), Env: wire.StringMap(req.Env),
 		Labels: req.Labels, HostUID: int(req.HostUid), HostGID: int(req.HostGid), Progress: progress,
+		Egress: fromEgressPolicy(req.Egress),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -330,8 +334,64 @@ func (s sandboxServer) Close(ctx context.Context, req *pluginpb.Handle) (*plugin
 	}
 	s.mu.Lock()
 	delete(s.handles, req.Handle)
+	s.closed(req.Handle)
 	s.mu.Unlock()
 	return &pluginpb.Empty{}, nil
+}
+
+// closed ends the WatchEgress calls of handle h; s.mu is held.
+func (s *server) closed(h string) {
+	if ch, ok := s.closing[h]; ok {
+		close(ch)
+		delete(s.closing, h)
+	}
+}
+
+// WatchEgress streams an EgressWatcher's refusals until the host cancels
+// the call or closes the sandbox: then the stream ends once the watcher
+// returned, with every refusal it reported.
+func (s sandboxServer) WatchEgress(req *pluginpb.Handle, stream pluginpb.Sandbox_WatchEgressServer) error {
+	s.mu.Lock()
+	sb, open := s.handles[req.Handle]
+	closing, ok := s.closing[req.Handle]
+	if open && !ok {
+		closing = make(chan struct{})
+		s.closing[req.Handle] = closing
+	}
+	s.mu.Unlock()
+	if !open {
+		return errClosed
+	}
+	ew, ok := sb.(EgressWatcher)
+	if !ok {
+		return status.Error(codes.Unimplemented, "this sandbox reports no egress refusals (it does not implement sdk.EgressWatcher)")
+	}
+	var mu sync.Mutex
+	var sendErr error
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := ew.WatchEgress(ctx, func(d EgressDenial) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sendErr == nil {
+			if sendErr = stream.Send(toEgressDenial(d)); sendErr != nil {
+				cancel()
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if sendErr != nil {
+		return sendErr
+	}
+	return toStatus(err)
 }
 
 // closeAll closes the sandboxes the host left open (plugin shutdown),
@@ -349,6 +409,9 @@ func (s *server) closeAll(ctx context.Context) error {
 	s.mu.Lock()
 	open := s.handles
 	s.handles = map[string]Sandbox{}
+	for h := range s.closing {
+		s.closed(h)
+	}
 	s.mu.Unlock()
 	var errs []error
 	for _, sb := range open {

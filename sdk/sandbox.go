@@ -35,6 +35,10 @@ type SandboxCapabilities struct {
 	// permission prompts there. A provider that runs commands as the user
 	// on the host (local) leaves it false.
 	Confines bool
+	// Egress: CreateRequest.Egress is enforced at the network level, for
+	// every program in the sandbox, and the sandboxes implement
+	// EgressWatcher (the conformance kit checks both).
+	Egress bool
 }
 
 // SandboxProvider is implemented by sandbox plugins. One provider process
@@ -104,6 +108,44 @@ type CreateRequest struct {
 	// while it runs, in order; providers call Report. A report may block
 	// for a moment (it crosses the plugin connection).
 	Progress func(Progress)
+	// Egress, when set, is the only network the sandbox may reach
+	// (providers declaring the Egress capability; nil: no policy).
+	Egress *EgressPolicy
+}
+
+// EgressPolicy is a sandbox's allowed network, as the host validated it
+// (the agent's endpoints already added). An entry is a name, `*.domain`
+// (any subdomain), an IP or a CIDR, each optionally with `:port`; a name
+// without a port allows 443 and 80, an IP or CIDR without a port every
+// port. Everything else is refused, TCP and UDP.
+type EgressPolicy struct {
+	Allow []string
+	// Hosts are names the sandbox resolves to fixed addresses; reaching
+	// one takes an Allow entry like any name.
+	Hosts map[string]string
+}
+
+// EgressDenial is one refused connection or name lookup.
+type EgressDenial struct {
+	// Host is the name the client asked for (SNI, HTTP Host, DNS query)
+	// or else the address.
+	Host string
+	// Port is 0 for a name lookup.
+	Port int
+	// Proto is "tcp", "udp" or "dns".
+	Proto string
+	// Reason says why, e.g. "not in egress.allow".
+	Reason string
+}
+
+// EgressWatcher is implemented by the sandboxes of providers that declare
+// the Egress capability.
+type EgressWatcher interface {
+	// WatchEgress calls report for every refusal of the sandbox's policy,
+	// in order, until ctx ends; then it returns nil. Over the plugin
+	// protocol ctx also ends when the host closes the sandbox, and the
+	// host receives every refusal reported before WatchEgress returned.
+	WatchEgress(ctx context.Context, report func(EgressDenial)) error
 }
 
 // Report passes p to r.Progress, if any. Report what the user would

@@ -326,11 +326,8 @@ func TestSandboxPluginKilledIsCleanedUp(t *testing.T) {
 		},
 		procs: func(_ *testing.T, _ string, plugin int) []int { return descendants(plugin) },
 		id: func(t *testing.T, dir string) string {
-			labels, _ := filepath.Glob(filepath.Join(os.TempDir(), "sanddune-bwrap-*", "labels.json"))
-			for _, l := range labels {
-				if b, _ := os.ReadFile(l); bytes.Contains(b, []byte(`"sanddune.repo":"`+dir+`"`)) {
-					return filepath.Dir(l)
-				}
+			if ids := bwrapSandboxes(t, dir); len(ids) > 0 {
+				return ids[0]
 			}
 			return ""
 		},

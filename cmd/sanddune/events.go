@@ -10,12 +10,12 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// EventWriter writes agent events and the sandbox provider's progress
-// reports as JSON lines (`--events FILE`), one object per event: {"type",
-// "run", "iteration", "timestamp", "payload"}. It is safe for the
-// concurrent runs of a process; use Write as core.RunOptions.OnEvent and
-// WriteSandboxProgress as its OnSandboxProgress, WritePhase as its
-// OnPhase.
+// EventWriter writes agent events, the sandbox provider's progress
+// reports, phases and egress refusals as JSON lines (`--events FILE`), one
+// object per event: {"type", "run", "iteration", "timestamp", "payload"}.
+// It is safe for the concurrent runs of a process; use Write as
+// core.RunOptions.OnEvent, WriteSandboxProgress as its OnSandboxProgress,
+// WritePhase as its OnPhase and WriteEgressDenied as its OnEgressDenied.
 type EventWriter struct {
 	mu  sync.Mutex
 	enc *json.Encoder
@@ -78,6 +78,25 @@ func (w *EventWriter) WritePhase(e core.PhaseEvent) {
 		p.Commits = &e.Commits
 	}
 	w.err = w.enc.Encode(eventLine{Type: phaseType, Run: e.Run, Iteration: e.Iteration, Timestamp: e.Time.UTC(), Payload: p})
+}
+
+// egressDeniedType is the type of an egress refusal's line.
+const egressDeniedType = "egress_denied"
+
+// WriteEgressDenied writes one refusal of a sandbox's egress policy
+// (iteration 0), like Write.
+func (w *EventWriter) WriteEgressDenied(d core.EgressDenied) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	w.err = w.enc.Encode(eventLine{Type: egressDeniedType, Run: d.Run, Timestamp: d.Time.UTC(), Payload: struct {
+		Host   string `json:"host"`
+		Port   int    `json:"port"`
+		Proto  string `json:"proto"`
+		Reason string `json:"reason"`
+	}{d.Host, d.Port, d.Proto, d.Reason}})
 }
 
 // Err is the first write error.

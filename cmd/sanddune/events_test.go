@@ -10,12 +10,14 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// A sandbox provider's progress report, and a run entering a phase, are
-// --events lines of their own types beside the agent events, in the order
-// the runs report them.
-func TestEventsCarrySandboxProgressAndPhases(t *testing.T) {
+// A sandbox provider's progress report, a run entering a phase and an
+// egress refusal are --events lines of their own types beside the agent
+// events, in the order the runs report them.
+func TestEventsCarrySandboxProgressPhasesAndEgressDenials(t *testing.T) {
 	var b bytes.Buffer
-	onEvent, onProgress, onPhase := eventSinks(NewEventWriter(&b), "events.jsonl")
+	var o core.RunOptions
+	setEventSinks(&o, NewEventWriter(&b), "events.jsonl")
+	onEvent, onProgress, onPhase := o.OnEvent, o.OnSandboxProgress, o.OnPhase
 	at := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
 	onProgress(core.SandboxProgress{Run: "implement-3", Time: at,
 		Progress: sdk.Progress{Waiting: true, Message: "queued behind 5 running pods (max_concurrent 5)"}})
@@ -23,6 +25,7 @@ func TestEventsCarrySandboxProgressAndPhases(t *testing.T) {
 	onEvent(core.AgentEvent{Run: "implement-3", Iteration: 1, Time: at, Event: sdk.Event{Type: sdk.EventText, Text: "hi"}})
 	onPhase(core.PhaseEvent{Run: "implement-3", Iteration: 2, MaxIterations: 5, Time: at, Phase: core.PhaseAgent})
 	onPhase(core.PhaseEvent{Run: "implement-3", Iteration: 2, MaxIterations: 5, Time: at, Phase: core.PhaseDone, Commits: 0})
+	o.OnEgressDenied(core.EgressDenied{Run: "implement-3", Time: at, EgressDenial: sdk.EgressDenial{Host: "example.com", Port: 443, Proto: "tcp", Reason: "not in egress.allow"}})
 
 	type line struct {
 		Type      string
@@ -40,8 +43,8 @@ func TestEventsCarrySandboxProgressAndPhases(t *testing.T) {
 		}
 		got = append(got, l)
 	}
-	if len(got) != 5 {
-		t.Fatalf("%d lines, want 5: %+v", len(got), got)
+	if len(got) != 6 {
+		t.Fatalf("%d lines, want 6: %+v", len(got), got)
 	}
 	q, left := got[0], got[1]
 	if q.Type != "sandbox_progress" || q.Run != "implement-3" || q.Iteration != 0 || !q.Timestamp.Equal(at) ||
@@ -59,5 +62,9 @@ func TestEventsCarrySandboxProgressAndPhases(t *testing.T) {
 	}
 	if p := got[4]; p.Type != "phase" || p.Payload["phase"] != "done" || p.Payload["failed"] != nil || p.Payload["commits"] != 0.0 {
 		t.Errorf("done line %+v", p)
+	}
+	if d := got[5]; d.Type != "egress_denied" || d.Run != "implement-3" || d.Iteration != 0 || d.Payload["host"] != "example.com" ||
+		d.Payload["port"] != 443.0 || d.Payload["proto"] != "tcp" || d.Payload["reason"] != "not in egress.allow" {
+		t.Errorf("egress denied line %+v", d)
 	}
 }

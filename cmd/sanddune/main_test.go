@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 		{filepath.Dir(sanddune) + "/", "../..", "./cmd/..."},
 		{filepath.Join(pluginDir, "sanddune-plugin-tmpdir"), "../../examples", "./tmpdir-sandbox"},
 	} {
-		if out, err := exec.Command("go", "build", "-C", b[1], "-o", b[0], b[2]).CombinedOutput(); err != nil {
+		cmd := exec.Command("go", "build", "-C", b[1], "-o", b[0], b[2])
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make install builds them (the egress enforcer runs in any image)
+		if out, err := cmd.CombinedOutput(); err != nil {
 			panic("go build " + b[1] + "/" + b[2] + ": " + err.Error() + "\n" + string(out))
 		}
 	}
@@ -283,7 +285,7 @@ run "fail" {
 		}
 		shapes = append(shapes, strings.Join(ks, ","))
 	}
-	want := "name,branch,commits,completion_signal,iterations,stdout,output,log_file,preserved_worktree_path,patch_path,steps,token_budgets,error,skipped"
+	want := "name,branch,commits,completion_signal,iterations,stdout,output,log_file,preserved_worktree_path,patch_path,egress_denied,steps,token_budgets,error,skipped"
 	if shapes[0] != want || shapes[1] != want {
 		t.Fatalf("key order:\n ok:   %s\n fail: %s\n want: %s\n%s", shapes[0], shapes[1], want, r.stdout)
 	}

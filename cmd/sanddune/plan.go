@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -14,6 +16,22 @@ import (
 )
 
 // printPlan prints what each planned run would do (run --dry-run).
+// egressText is a plan's egress policy on one line.
+func egressText(e *core.PlannedEgress) string {
+	s := "allows " + strings.Join(e.Allow, ", ")
+	if len(e.Allow) == 0 {
+		s = "allows nothing"
+	}
+	var hosts []string
+	for _, name := range slices.Sorted(maps.Keys(e.Hosts)) {
+		hosts = append(hosts, name+" = "+e.Hosts[name])
+	}
+	if len(hosts) > 0 {
+		s += " (hosts: " + strings.Join(hosts, ", ") + ")"
+	}
+	return s
+}
+
 func printPlan(w io.Writer, pl *planned, asJSON bool) error {
 	f, p := pl.file, pl.plan
 	if asJSON {
@@ -50,6 +68,9 @@ func printPlan(w io.Writer, pl *planned, asJSON bool) error {
 		}
 		fmt.Fprintf(w, "  repo:      %s\n", r.Repo)
 		fmt.Fprintf(w, "  sandbox:   %s (%s)\n", r.Sandbox, r.Contract)
+		if e := r.Egress; e != nil {
+			fmt.Fprintf(w, "  egress:    %s\n", egressText(e))
+		}
 		fmt.Fprintf(w, "  agent:     %s\n", r.Agent)
 		where := r.TargetBranch
 		switch {

@@ -78,7 +78,7 @@ func runRuns(cmd *cobra.Command, g *globals, f *runFlags, names []string) error 
 			return &exitError{code: exitUsage, err: fmt.Errorf("--events: %w", err)}
 		}
 		defer ef.Close()
-		base.OnEvent, base.OnSandboxProgress, base.OnPhase = eventSinks(NewEventWriter(ef), f.events)
+		setEventSinks(&base, NewEventWriter(ef), f.events)
 	}
 	lo := newLiveOutput(g, f, &base)
 	p, err := planConfig(ctx, g, &f.configFlags, core.Selection{Runs: names}, base, f.parallel)
@@ -132,10 +132,16 @@ func printSummary(term *runlog.Terminal, outs []core.Outcome) {
 		}
 		if o.Err != nil {
 			term.Eprintln(fmt.Sprintf("✗ %s: %v", o.Name, o.Err))
+			if r != nil && r.EgressDenied > 0 {
+				term.Eprintln("  " + egressNote(r))
+			}
 			continue
 		}
 		line := fmt.Sprintf("✓ %s: %d commit(s) on %s", r.Name, len(r.Commits), r.Branch)
 		line += signalNote(r)
+		if r.EgressDenied > 0 {
+			line += "; " + egressNote(r)
+		}
 		if r.PreservedWorktreePath != "" {
 			line += "; uncommitted work kept in " + r.PreservedWorktreePath
 		}
@@ -160,6 +166,11 @@ func signalNote(r *core.Result) string {
 		return ", completed with " + r.CompletionSignal
 	}
 	return fmt.Sprintf("; completion signal not seen after %d iteration(s)", len(r.Iterations))
+}
+
+// egressNote counts a run's egress refusals.
+func egressNote(r *core.Result) string {
+	return fmt.Sprintf("%d egress attempt(s) refused (the log's egress denied warnings say which)", r.EgressDenied)
 }
 
 // worstExit maps the runs' errors to the command's exit code: cancelled
@@ -190,11 +201,11 @@ func rank(code int) int {
 	return 0
 }
 
-// eventSinks write agent events, sandbox progress reports and phases with w. A
-// failing --events file is warned about once, on stderr; the runs carry
-// on without it (their results do not depend on it), so the exit code
-// stays theirs.
-func eventSinks(w *EventWriter, path string) (func(core.AgentEvent), func(core.SandboxProgress), func(core.PhaseEvent)) {
+// setEventSinks makes w write o's agent events, sandbox progress reports,
+// phases and egress refusals. A failing --events file is warned about
+// once, on stderr; the runs carry on without it (their results do not
+// depend on it), so the exit code stays theirs.
+func setEventSinks(o *core.RunOptions, w *EventWriter, path string) {
 	var once sync.Once
 	check := func() {
 		if err := w.Err(); err != nil {
@@ -203,7 +214,8 @@ func eventSinks(w *EventWriter, path string) (func(core.AgentEvent), func(core.S
 			})
 		}
 	}
-	return func(e core.AgentEvent) { w.Write(e); check() },
-		func(p core.SandboxProgress) { w.WriteSandboxProgress(p); check() },
-		func(e core.PhaseEvent) { w.WritePhase(e); check() }
+	o.OnEvent = func(e core.AgentEvent) { w.Write(e); check() }
+	o.OnSandboxProgress = func(p core.SandboxProgress) { w.WriteSandboxProgress(p); check() }
+	o.OnEgressDenied = func(d core.EgressDenied) { w.WriteEgressDenied(d); check() }
+	o.OnPhase = func(e core.PhaseEvent) { w.WritePhase(e); check() }
 }

@@ -73,6 +73,8 @@ type ProviderBlock struct {
 	Body hcl.Body
 	// Diags are the block's own problems (its labels).
 	Diags hcl.Diagnostics
+	// Egress is a sandbox block's egress block, nil when it has none.
+	Egress *EgressBlock
 }
 
 // Load parses and decodes the config file at path. vars are the --var
@@ -115,6 +117,11 @@ func Load(path string, vars map[string]string, env []string) (*File, hcl.Diagnos
 	seen := map[string]hcl.Range{}
 	f.Sandboxes, moreDiags = decodeProviders(sdk.KindSandbox, byType["sandbox"], seen)
 	diags = append(diags, moreDiags...)
+	for _, s := range f.Sandboxes {
+		var eds hcl.Diagnostics
+		s.Egress, s.Body, eds = f.splitEgress(s.Body)
+		s.Diags = append(s.Diags, eds...)
+	}
 	f.Agents, moreDiags = decodeProviders(sdk.KindAgent, byType["agent"], seen)
 	diags = append(diags, moreDiags...)
 	labels := map[string]hcl.Range{}

@@ -93,6 +93,10 @@ type Options struct {
 	// name, each iteration counted within its step); panics are
 	// recovered.
 	OnPhase func(PhaseEvent)
+	// OnEgressDenied receives each connection or name lookup the
+	// sandbox's egress policy refused; panics are recovered. The run's
+	// log shows them too.
+	OnEgressDenied func(EgressDenied)
 
 	// ExpressionTimeout bounds each !`command` of a prompt file (default 30s).
 	ExpressionTimeout time.Duration
@@ -115,6 +119,21 @@ type SandboxRef struct {
 	// it): a run then removes its sandbox through it, salvaging an
 	// isolated one's work first. Nil: the run's error names what is left.
 	Restart func(context.Context) (sdk.SandboxProvider, error)
+	// Egress, when set, is the only network the sandbox may reach (the
+	// block's egress block); the provider must declare the egress
+	// capability.
+	Egress *Egress
+}
+
+// Egress is a sandbox's egress policy. Entries are a name, `*.domain`, an
+// IP or a CIDR, each optionally with `:port` (docs/configuration.md).
+type Egress struct {
+	Allow []string
+	// Hosts are names the sandbox resolves to fixed addresses.
+	Hosts map[string]string
+	// NoAgent leaves out the endpoints the run's agent plugin declares
+	// (`agent = false`); they are allowed by default.
+	NoAgent bool
 }
 
 // AgentRef is an agent provider block, like SandboxRef.
@@ -171,4 +190,12 @@ type SandboxProgress struct {
 	Run  string
 	Time time.Time
 	sdk.Progress
+}
+
+// EgressDenied is a refusal of the sandbox's egress policy as seen by
+// observers (--events, OnEgressDenied).
+type EgressDenied struct {
+	Run  string
+	Time time.Time
+	sdk.EgressDenial
 }

@@ -52,6 +52,15 @@ type PlannedRun struct {
 	// MergeBranches are the branches merged into the run's branch before
 	// its agent starts.
 	MergeBranches []string `json:"merge_branches"`
+	// Egress is the sandbox's egress policy (the agent's endpoints
+	// included), nil for none.
+	Egress *PlannedEgress `json:"egress"`
+}
+
+// PlannedEgress is a run's egress policy in the plan.
+type PlannedEgress struct {
+	Allow []string          `json:"allow"`
+	Hosts map[string]string `json:"hosts"`
 }
 
 // PlannedOutput is a run's structured output in the plan: its tag, its

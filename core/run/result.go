@@ -46,6 +46,9 @@ type Result struct {
 	PatchPath string
 	// Elapsed is the run's wall time.
 	Elapsed time.Duration
+	// EgressDenied counts the connections and name lookups the sandbox's
+	// egress policy refused (each is a warning in the log).
+	EgressDenied int
 	// Steps are a session's steps, in order, as far as it got; nil for a
 	// run.
 	Steps []Outcome
@@ -144,10 +147,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		LogFile               *string       `json:"log_file"`
 		PreservedWorktreePath *string       `json:"preserved_worktree_path"`
 		PatchPath             *string       `json:"patch_path"`
+		EgressDenied          int           `json:"egress_denied"`
 		Steps                 []Outcome     `json:"steps"`
 		TokenBudgets          []BudgetUsage `json:"token_budgets"`
 	}{r.Name, nullable(r.Branch), commitsJSON(r.Commits), nullable(r.CompletionSignal), its, r.Stdout, r.Output, nullable(r.LogFile),
-		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.Steps, r.Budgets})
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.EgressDenied, r.Steps, r.Budgets})
 }
 
 // MarshalJSON writes the result's JSON (an empty result's when there is

@@ -298,7 +298,9 @@ type Summary struct {
 	Elapsed   time.Duration
 	Preserved string
 	PatchPath string
-	Err       error
+	// EgressDenied counts the refusals of the sandbox's egress policy.
+	EgressDenied int
+	Err          error
 }
 
 // Summary logs the end-of-run report.
@@ -323,6 +325,9 @@ func (l *Log) Summary(s Summary) {
 	}
 	for _, bu := range s.Budgets {
 		fmt.Fprintf(&b, "  budget:     %s\n", bu)
+	}
+	if s.EgressDenied > 0 {
+		fmt.Fprintf(&b, "  egress:     %d refused (see the egress denied warnings)\n", s.EgressDenied)
 	}
 	if s.Preserved != "" {
 		fmt.Fprintf(&b, "  worktree preserved at %s\n", s.Preserved)

@@ -15,6 +15,9 @@ type Base struct {
 	Version, Description string
 	// TTY: the engine's sandboxes implement sdk.TTYSandbox.
 	TTY bool
+	// Egress: the engine enforces CreateRequest.Egress (an enforcer
+	// sidecar in the sandbox's network namespace).
+	Egress bool
 	// Attributes are the engine's own, after the shared ones.
 	Attributes []sdk.Attribute
 	// Decode decodes and validates a whole block: Decode's shared
@@ -33,6 +36,7 @@ func (b Base) Info(context.Context) (sdk.Info, error) {
 			Sudo:        true,
 			TTY:         b.TTY,
 			Confines:    true,
+			Egress:      b.Egress,
 		},
 	}, nil
 }

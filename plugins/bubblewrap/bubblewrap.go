@@ -46,6 +46,7 @@ func (p *Provider) Info(ctx context.Context) (sdk.Info, error) {
 			NetworkNone: true,
 			TTY:         true,
 			Confines:    true,
+			Egress:      true,
 		},
 	}, nil
 }

@@ -115,7 +115,16 @@ func (s *sandbox) attempt(c sandboxkit.Command, command []string, run func(sandb
 	nsArgs, files := s.keeper.joinArgs()
 	c.ExtraFiles = append(files, statusW)
 	c.Argv = append(append([]string{s.bwrap}, nsArgs...), "--json-status-fd", strconv.Itoa(2+len(c.ExtraFiles)))
-	c.Argv = append(append(append(c.Argv, namespaceArgs(s.netNone)...), s.mountArgs()...), command...)
+	tail := append(s.mountArgs(), command...)
+	if s.egress != nil {
+		var done func()
+		if tail, c.ExtraFiles, done, err = s.egress.wrapped(tail, c.ExtraFiles); err != nil {
+			statusW.Close()
+			return sdk.ExecResult{}, true, fmt.Errorf("egress: %w", err)
+		}
+		defer done()
+	}
+	c.Argv = append(append(c.Argv, namespaceArgs(s.netNone)...), tail...)
 	res, g, err := run(c)
 	statusW.Close()
 	if err == nil && !res.TimedOut && res.ExitCode == 1 && !g.opened() && !final && !commandRan(status) {

@@ -49,6 +49,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, err
 	}
 	s := &sandbox{dir: dir, bwrap: bwrap, netNone: cfg.NetworkNone}
+	if req.Egress != nil {
+		if s.egress, err = newEgressGuard(*req.Egress); err != nil {
+			_ = sandboxkit.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	if err := s.setup(cfg, req); err != nil {
 		_ = sandboxkit.RemoveAll(dir)
 		return nil, err
@@ -162,6 +168,7 @@ type sandbox struct {
 	info       sdk.SandboxInfo
 	keeper     *keeper
 	runner     sandboxkit.Runner
+	egress     *egressGuard // nil without an egress policy
 }
 
 func (s *sandbox) Info() sdk.SandboxInfo { return s.info }
@@ -175,6 +182,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 	}
 	s.keeper.stop()
 	_ = s.runner.Wait(context.Background())
+	if s.egress != nil {
+		s.egress.monitor.End(nil)
+	}
 	if err := sandboxkit.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("remove sandbox dir: %w", err)
 	}

@@ -4,6 +4,7 @@
 package claude
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -70,6 +71,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           agentkit.Endpoints(cmp.Or(c.BaseURL, env["ANTHROPIC_BASE_URL"]), "", "api.anthropic.com"),
 	}
 	// Bedrock, Vertex and Foundry bring their own cloud credentials.
 	if env["CLAUDE_CODE_USE_BEDROCK"] == "" && env["CLAUDE_CODE_USE_VERTEX"] == "" && env["CLAUDE_CODE_USE_FOUNDRY"] == "" {

@@ -67,9 +67,14 @@ func TestDescribe(t *testing.T) {
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           []string{"api.anthropic.com"},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
+	}
+	d = agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"ANTHROPIC_BASE_URL": cty.StringVal("http://gw.internal:8080/v1")})})
+	if want := []string{"gw.internal:8080"}; !reflect.DeepEqual(d.Endpoints, want) {
+		t.Errorf("with ANTHROPIC_BASE_URL in env: endpoints %v, want %v", d.Endpoints, want)
 	}
 	d = agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"CLAUDE_CODE_USE_BEDROCK": cty.StringVal("1")})})
 	if d.RequiredEnv != nil {

@@ -5,6 +5,7 @@
 package codex
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -62,6 +63,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           agentkit.Endpoints(cmp.Or(c.BaseURL, c.Env["OPENAI_BASE_URL"]), "", "api.openai.com"),
 	}, nil
 }
 

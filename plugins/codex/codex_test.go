@@ -118,6 +118,7 @@ func TestDescribe(t *testing.T) {
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           []string{"api.openai.com"},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)

@@ -4,8 +4,9 @@
 // agents in tests and demos:
 //
 //	agent "command" "script" {
-//	  command = ["sh", "-c", "echo hello"]
-//	  env     = { GREETING = "hi" }
+//	  command   = ["sh", "-c", "echo hello"]
+//	  env       = { GREETING = "hi" }
+//	  endpoints = ["llm.internal:8080"] # what a sandbox's egress policy lets it reach
 //	}
 package command
 
@@ -38,7 +39,7 @@ func New() sdk.AgentProvider {
 	}}
 }
 
-// ConfigSchema declares `command` and `env`.
+// ConfigSchema declares `command`, `env` and `endpoints`.
 func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) {
 	return sdk.Schema{Attributes: []sdk.Attribute{
 		{
@@ -51,6 +52,11 @@ func (*Provider) ConfigSchema(context.Context) (sdk.Schema, error) {
 			Name:        "env",
 			Type:        cty.Map(cty.String),
 			Description: "Environment variables added to the command's environment.",
+		},
+		{
+			Name:        "endpoints",
+			Type:        cty.List(cty.String),
+			Description: "Network endpoints the command needs (egress entries, e.g. \"llm.internal:8080\"): a sandbox's egress policy allows them unless it says agent = false.",
 		},
 	}}, nil
 }
@@ -72,7 +78,7 @@ func (p *Provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics
 // Describe: no credentials, no sessions; env is the agent-provider env
 // layer, below the run's env.
 func (p *Provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
-	return sdk.AgentDescription{Env: p.Common(cfg).Env}, nil
+	return sdk.AgentDescription{Env: p.Common(cfg).Env, Endpoints: stringList(cfg, "endpoints")}, nil
 }
 
 // BuildCommand returns the configured argv; in print mode the prompt is its
@@ -89,13 +95,17 @@ func (*Provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Co
 	return c, nil
 }
 
-// commandArgv reads the command attribute (a list or tuple of strings).
-func commandArgv(cfg sdk.Config) []string {
+// commandArgv reads the command attribute.
+func commandArgv(cfg sdk.Config) []string { return stringList(cfg, "command") }
+
+// stringList reads a list (or tuple) of strings attribute; nil when unset
+// or not all strings.
+func stringList(cfg sdk.Config, name string) []string {
 	v := cfg.Value
-	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute("command") {
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute(name) {
 		return nil
 	}
-	v = v.GetAttr("command")
+	v = v.GetAttr(name)
 	if v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
 		return nil
 	}

@@ -35,8 +35,9 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Attributes) != 2 || s.Attributes[0].Name != "command" || !s.Attributes[0].Required ||
-		!s.Attributes[0].Type.Equals(cty.List(cty.String)) || s.Attributes[1].Name != "env" || s.Attributes[1].Required {
+	if len(s.Attributes) != 3 || s.Attributes[0].Name != "command" || !s.Attributes[0].Required ||
+		!s.Attributes[0].Type.Equals(cty.List(cty.String)) || s.Attributes[1].Name != "env" || s.Attributes[1].Required ||
+		s.Attributes[2].Name != "endpoints" || s.Attributes[2].Required {
 		t.Errorf("schema %+v", s)
 	}
 }
@@ -114,8 +115,14 @@ func TestDescribeAndRewriteSession(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, err := New().Describe(ctx, config([]string{"x"}, nil))
-	if err != nil || d.Sessions != nil || len(d.RequiredEnv) != 0 || d.Resume {
+	if err != nil || d.Sessions != nil || len(d.RequiredEnv) != 0 || d.Resume || d.Endpoints != nil {
 		t.Errorf("describe %+v %v", d, err)
+	}
+	cfg := config([]string{"x"}, nil)
+	cfg.Value = cty.ObjectVal(map[string]cty.Value{"command": cfg.Value.GetAttr("command"), "env": cfg.Value.GetAttr("env"),
+		"endpoints": cty.ListVal([]cty.Value{cty.StringVal("llm.internal:8080")})})
+	if d, err := New().Describe(ctx, cfg); err != nil || len(d.Endpoints) != 1 || d.Endpoints[0] != "llm.internal:8080" {
+		t.Errorf("declared endpoints: describe %+v %v", d, err)
 	}
 	data := []byte(`{"cwd":"/a"}`)
 	out, err := New().RewriteSession(ctx, sdk.RewriteSessionRequest{Data: data, FromCwd: "/a", ToCwd: "/b"})

@@ -8,7 +8,8 @@
 // What the agent can reach: the container's own filesystem, the worktree
 // (read-write), exactly the git metadata paths the host hands over in
 // CreateRequest.GitMounts (with their read-only flags), the `mount` blocks,
-// and the network(s) configured (`network = "none"`: none). Nothing else of
+// and the network(s) configured (`network = "none"`: none), only as far as
+// an `egress` policy allows (egress.go). Nothing else of
 // the host is mounted; `sudo` execs run as root inside the container only.
 //
 // It talks to the daemon only through the Engine API (no docker CLI), with
@@ -50,6 +51,7 @@ func New() sdk.SandboxProvider {
 		Version:     Version,
 		Description: "Docker containers with the worktree bind-mounted",
 		TTY:         true,
+		Egress:      true,
 		Attributes:  attributes,
 		Decode: func(cfg sdk.Config) (containerkit.Config, sdk.Diagnostics) {
 			c, diags := decodeConfig(cfg)

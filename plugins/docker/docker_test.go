@@ -19,6 +19,7 @@ import (
 
 	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -313,3 +314,7 @@ func TestAttachToAContainerRemovedMeanwhile(t *testing.T) {
 		t.Fatalf("exec in a container removed before its attach: %v", err)
 	}
 }
+
+func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
+
+func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }

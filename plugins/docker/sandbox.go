@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/internal/egress"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
@@ -33,6 +35,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	cli, err := p.client()
 	if err != nil {
 		return nil, err
+	}
+	var enforcer string
+	if req.Egress != nil {
+		if enforcer, err = egress.Binary(); err != nil {
+			return nil, err
+		}
 	}
 	spec, err := containerkit.NewSpec(req, cfg.Config)
 	if err != nil {
@@ -91,7 +99,15 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	}
 	s := &sandbox{cli: cli}
 	s.Container = containerkit.Container{ID: created.ID, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
-	if err := s.start(ctx, spec, cfg.Networks); err != nil {
+	var guard *egressGuard
+	if req.Egress != nil {
+		guard = s.prepareEgress(createCtx, *req.Egress, enforcer, spec.Image, req.Labels)
+	}
+	err = s.start(ctx, spec, cfg.Networks)
+	if guard != nil {
+		err = errors.Join(err, guard.start(ctx, err == nil))
+	}
+	if err != nil {
 		_ = s.Close(ctx)
 		return nil, err
 	}
@@ -143,13 +159,20 @@ func setBinds(hc *container.HostConfig, binds []containerkit.Bind, label string)
 // engine's does (Info, confinement, copies through the archive API).
 type sandbox struct {
 	containerkit.Container
-	cli *client.Client
+	cli    *client.Client
+	egress *egressGuard // nil without an egress policy
 }
 
-// Close force-removes the container (SIGKILL, no stop grace period). It is
-// idempotent and still works when ctx is already cancelled.
+// Close force-removes the container (SIGKILL, no stop grace period), and
+// its egress sidecar first. It is idempotent and still works when ctx is
+// already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
 	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
+		if s.egress != nil {
+			if err := s.egress.remove(ctx); err != nil {
+				return err
+			}
+		}
 		return removeContainer(ctx, s.cli, s.ID)
 	})
 }

@@ -69,7 +69,7 @@ var providerEnv = map[string][]string{
 
 func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
 	c := p.Common(cfg)
-	d := sdk.AgentDescription{Env: c.Env, BypassesPermissions: true}
+	d := sdk.AgentDescription{Env: c.Env, BypassesPermissions: true, Endpoints: agentkit.Endpoints(c.BaseURL, c.Model)}
 	if prov, _, ok := strings.Cut(c.Model, "/"); ok && providerEnv[prov] != nil {
 		d.RequiredEnv = [][]string{providerEnv[prov]}
 	}

@@ -111,6 +111,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           agentkit.Endpoints(c.BaseURL, c.Model),
 	}, nil
 }
 

@@ -68,6 +68,7 @@ func TestDescribe(t *testing.T) {
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           []string{"api.anthropic.com"},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)

@@ -14,7 +14,8 @@
 // What the agent can reach: the container's own filesystem, the worktree
 // (read-write), exactly the git metadata paths the host hands over in
 // CreateRequest.GitMounts (with their read-only flags), the `mount` blocks,
-// and the network(s) configured (`network = "none"`: none).
+// and the network(s) configured (`network = "none"`: none), only as far as
+// an `egress` policy allows (egress.go).
 package podman
 
 import (
@@ -45,6 +46,7 @@ func New() sdk.SandboxProvider {
 		Version:     Version,
 		Description: "Podman containers (rootful or rootless) with the worktree bind-mounted",
 		TTY:         false,
+		Egress:      true,
 		Attributes:  attributes,
 		Decode: func(cfg sdk.Config) (containerkit.Config, sdk.Diagnostics) {
 			c, diags := decodeConfig(cfg)

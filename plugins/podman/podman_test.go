@@ -16,6 +16,7 @@ import (
 
 	"github.com/missingstudio/sanddune/internal/containerkit"
 	"github.com/missingstudio/sanddune/internal/containerkit/containerkittest"
+	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -352,3 +353,7 @@ exec %q "$@"
 		t.Fatalf("%d test containers, want 3: another podman binary is tested again", n)
 	}
 }
+
+func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
+
+func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/missingstudio/sanddune/internal/containerkit"
+	"github.com/missingstudio/sanddune/internal/egress"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
@@ -36,6 +37,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	rootless, err := c.rootless(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var enforcer string
+	if req.Egress != nil {
+		if enforcer, err = egress.Binary(); err != nil {
+			return nil, err
+		}
 	}
 	spec, err := containerkit.NewSpec(req, cfg.Config)
 	if err != nil {
@@ -88,6 +95,12 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		_ = s.Close(ctx)
 		return nil, err
 	}
+	if req.Egress != nil {
+		if err := s.startEgress(ctx, *req.Egress, enforcer, spec.Image, req.Labels, ulimitArgs(cfg)); err != nil {
+			_ = s.Close(ctx)
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -115,6 +128,13 @@ func containerArgs(cfg config, rootless bool, uid, gid int) []string {
 	if ns := cfg.userns(rootless); ns != "" {
 		args = append(args, "--userns", ns)
 	}
+	return append(args, ulimitArgs(cfg)...)
+}
+
+// ulimitArgs are the --ulimit flags (the egress sidecar needs them too,
+// where this host's podman cannot keep its defaults).
+func ulimitArgs(cfg config) []string {
+	var args []string
 	for _, k := range slices.Sorted(maps.Keys(cfg.Ulimits)) {
 		args = append(args, "--ulimit", k+"="+cfg.Ulimits[k])
 	}
@@ -161,13 +181,19 @@ type sandbox struct {
 	containerkit.Container
 	cli    cli
 	runner sandboxkit.Runner
+	egress *egressGuard // nil without an egress policy
 }
 
-// Close force-removes the container (SIGKILL, no stop grace period) and
-// ends the podman processes still attached to it. It is idempotent and
-// still works when ctx is already cancelled.
+// Close force-removes the container (SIGKILL, no stop grace period), and
+// its egress sidecar first, and ends the podman processes still attached
+// to it. It is idempotent and still works when ctx is already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
 	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
+		if s.egress != nil {
+			if err := s.egress.remove(ctx, s.cli); err != nil {
+				return err
+			}
+		}
 		if err := removeContainer(ctx, s.cli, s.ID); err != nil {
 			return err
 		}
@@ -176,13 +202,14 @@ func (s *sandbox) Close(ctx context.Context) error {
 	})
 }
 
-// removeContainer force-removes a container; a missing one is not an error.
+// removeContainer force-removes a container and those depending on it (an
+// egress sidecar in its network namespace); a missing one is not an error.
 // A `podman rm` cut short (a timeout under load) can leave the container
 // half-removed, in state "Removing": removal is checked and retried.
 func removeContainer(ctx context.Context, c cli, id string) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		_, err = c.run(ctx, nil, "rm", "--force", "--ignore", "--time", "0", id)
+		_, err = c.run(ctx, nil, "rm", "--force", "--depend", "--ignore", "--time", "0", id)
 		if _, xerr := c.run(ctx, nil, "container", "exists", id); exitCode(xerr) == 1 {
 			return nil
 		}

@@ -112,6 +112,7 @@ func (c *sandboxProviderClient) Create(ctx context.Context, req sdk.CreateReques
 		Component: c.ref.Name, Config: d, RunId: req.RunID, RunName: req.RunName,
 		HostRepoPath: req.HostRepoPath, WorktreePath: req.WorktreePath, GitMounts: toMounts(req.GitMounts),
 		Env: wire.BytesMap(req.Env), Labels: req.Labels, HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
+		Egress: toEgressPolicy(req.Egress),
 	}
 	var resp *pluginpb.CreateResponse
 	if req.Progress != nil && c.createsWithProgress(ctx) {
@@ -284,6 +285,29 @@ func (s *sandboxClient) CopyOut(ctx context.Context, sandboxPath, hostPath strin
 func (s *sandboxClient) Close(ctx context.Context) error {
 	_, err := s.sandbox.Close(ctx, &pluginpb.Handle{Handle: s.handle}, wire.CallOpts...)
 	return s.fromStatus(ctx, "Close", err)
+}
+
+// WatchEgress passes the sandbox's egress refusals to report until ctx
+// ends. It implements EgressWatcher; a sandbox that lacks it fails with an
+// error naming the plugin.
+func (s *sandboxClient) WatchEgress(ctx context.Context, report func(sdk.EgressDenial)) error {
+	stream, err := s.sandbox.WatchEgress(ctx, &pluginpb.Handle{Handle: s.handle}, wire.CallOpts...)
+	if err != nil {
+		return s.fromStatus(ctx, "WatchEgress", err)
+	}
+	for {
+		d, err := stream.Recv()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == io.EOF {
+			return nil // the sandbox closed
+		}
+		if err != nil {
+			return s.fromStatus(ctx, "WatchEgress", err)
+		}
+		report(fromEgressDenial(d))
+	}
 }
 
 // agentProviderClient implements AgentProvider over gRPC.

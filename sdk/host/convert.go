@@ -56,7 +56,7 @@ func fromInfo(i *pluginpb.ComponentInfo) sdk.Info {
 	}
 	if c := i.GetSandbox(); c != nil {
 		out.Sandbox = &sdk.SandboxCapabilities{
-			Contract: sdk.Contract(c.Contract), NetworkNone: c.NetworkNone, TTY: c.Tty, Sudo: c.Sudo, Confines: c.Confines,
+			Contract: sdk.Contract(c.Contract), NetworkNone: c.NetworkNone, TTY: c.Tty, Sudo: c.Sudo, Confines: c.Confines, Egress: c.Egress,
 		}
 	}
 	return out
@@ -91,6 +91,17 @@ func toMounts(ms []sdk.Mount) []*pluginpb.Mount {
 	return out
 }
 
+func toEgressPolicy(p *sdk.EgressPolicy) *pluginpb.EgressPolicy {
+	if p == nil {
+		return nil
+	}
+	return &pluginpb.EgressPolicy{Allow: p.Allow, Hosts: p.Hosts}
+}
+
+func fromEgressDenial(d *pluginpb.EgressDenial) sdk.EgressDenial {
+	return sdk.EgressDenial{Host: string(d.Host), Port: int(d.Port), Proto: d.Proto, Reason: d.Reason}
+}
+
 func fromSandboxInfo(i *pluginpb.SandboxInfo) sdk.SandboxInfo {
 	si := sdk.SandboxInfo{ID: i.GetId(), RepoPath: i.GetRepoPath(), HomePath: i.GetHomePath()}
 	if i.Uid != nil {
@@ -101,7 +112,7 @@ func fromSandboxInfo(i *pluginpb.SandboxInfo) sdk.SandboxInfo {
 }
 
 func fromDescription(d *pluginpb.AgentDescription) sdk.AgentDescription {
-	out := sdk.AgentDescription{Env: d.GetEnv(), Resume: d.GetResume(), Fork: d.GetFork(), BypassesPermissions: d.GetBypassesPermissions(), CaptureSessions: d.GetCaptureSessions()}
+	out := sdk.AgentDescription{Env: d.GetEnv(), Resume: d.GetResume(), Fork: d.GetFork(), BypassesPermissions: d.GetBypassesPermissions(), CaptureSessions: d.GetCaptureSessions(), Endpoints: d.GetEndpoints()}
 	for _, g := range d.GetRequiredEnv() {
 		out.RequiredEnv = append(out.RequiredEnv, g.Values)
 	}

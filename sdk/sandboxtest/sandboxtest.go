@@ -11,6 +11,8 @@
 // cwd confinement, timeouts, cancellation, copy in/out with traversal and
 // symlink escapes, long lines, idempotent close, for providers that declare
 // NetworkNone that a sandbox configured so really cannot connect out, for
+// providers that declare Egress that CreateRequest.Egress is enforced and
+// its refusals reported (sdk.EgressWatcher), for
 // isolated providers a git bundle round trip (git must be in the sandbox), for providers that
 // implement sdk.SandboxRecoverer reattaching to a listed resource and, for
 // providers that declare TTY, a program on a terminal (sdk.TTYSandbox). Commands run inside the
@@ -61,6 +63,9 @@ type Options struct {
 	// SkipNetworkNone skips the network check, saying why (e.g. a fake of
 	// the provider's backend that cannot enforce anything).
 	SkipNetworkNone string
+	// SkipEgress skips the egress check of a provider that declares the
+	// Egress capability, saying why (like SkipNetworkNone).
+	SkipEgress string
 }
 
 // hangGuard bounds every call so that a broken provider fails instead of
@@ -162,6 +167,7 @@ func run(t plugintest.T, c sdk.SandboxProvider, opts Options) {
 		{"SymlinkEscape", s.testSymlinkEscape},
 		{"Sudo", s.testSudo},
 		{"NetworkNone", s.testNetworkNone},
+		{"Egress", s.testEgress},
 		{"GitBundleRoundTrip", s.testGitBundleRoundTrip},
 		{"Close", s.testClose},
 		{"Recover", s.testRecover},
@@ -179,6 +185,7 @@ type suite struct {
 	cfg      sdk.Config
 	env      map[string]string // the provider's env layer (Describe)
 	opts     Options
+	egress   *sdk.EgressPolicy // the policy create passes
 	sb       sdk.Sandbox
 	worktree string // host worktree (bind-mount contract)
 }
@@ -220,6 +227,7 @@ func (s *suite) create(t plugintest.T) (sdk.Sandbox, string, string) {
 		},
 		HostUID: os.Getuid(),
 		HostGID: os.Getgid(),
+		Egress:  s.egress,
 	}
 	var worktree string
 	if s.caps.Contract == sdk.ContractBindMount {

@@ -55,6 +55,9 @@ type Spec struct {
 
 	Caps sdk.SandboxCapabilities
 	Desc sdk.AgentDescription
+	// Egress is the sandbox's egress policy (the block's and the agent's
+	// endpoints), nil when it has none.
+	Egress *sdk.EgressPolicy
 	// CaptureSessions copies each iteration's session to the host.
 	CaptureSessions bool
 
@@ -145,6 +148,7 @@ type runner struct {
 	// sbEnv is the env sb was created with: what every Exec in it
 	// starts with, so a run sends only what differs (execEnv).
 	sbEnv    map[string]string
+	egress   *egressWatch // the sandbox's egress refusals
 	res      *run.Result
 	syncedIn bool
 	// closing is the sandbox being removed, closeErr how it went.
@@ -341,7 +345,7 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	r.progress.Summary(runlog.Summary{
 		Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
 		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Budgets: budgets, Stopped: runErr != nil && errors.As(runErr, new(*run.BudgetError)), Elapsed: r.res.Elapsed,
-		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, Err: summaryErr,
+		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, EgressDenied: r.res.EgressDenied, Err: summaryErr,
 	})
 	defer r.ended() // after the log is closed: `logs -f` stops at its end
 	defer r.progress.Close()
@@ -468,7 +472,7 @@ func (r *runner) createSandbox(ctx context.Context) *run.Error {
 	req := sdk.CreateRequest{
 		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
 		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
-		HostUID: os.Getuid(), HostGID: os.Getgid(),
+		HostUID: os.Getuid(), HostGID: os.Getgid(), Egress: r.Egress,
 	}
 	if r.Caps.Contract == sdk.ContractBindMount {
 		req.WorktreePath, req.GitMounts = ws.Dir, ws.GitMounts
@@ -490,6 +494,7 @@ func (r *runner) createSandbox(ctx context.Context) *run.Error {
 	}
 	r.sb, r.sbEnv = sb, req.Env
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
+	r.watchEgress(ctx, sb)
 	return nil
 }
 

@@ -337,4 +337,3 @@ func resultOnBranch(results map[string]cty.Value, branch string) string {
 	}
 	return ""
 }
-

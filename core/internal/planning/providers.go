@@ -8,6 +8,7 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/missingstudio/sanddune/core/worktree"
 	"github.com/missingstudio/sanddune/sdk"
@@ -29,6 +30,8 @@ type Sandbox struct {
 	// Restart resolves the provider again, relaunching its plugin when
 	// it died (the teardown of a run cleans up through it).
 	Restart func(context.Context) (sdk.SandboxProvider, error)
+	// Egress is the block's egress policy, checked.
+	Egress *run.Egress
 }
 
 // Agent is an agent block resolved, decoded, configured and described.
@@ -48,12 +51,23 @@ type Providers struct {
 // when it cannot be used.
 func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandbox, Diagnostics) {
 	prov, comp, cfg, diags := configure(ctx, p, b, p.Plugins.Sandbox)
+	var eg *run.Egress
+	if b.Egress != nil {
+		diags = append(diags, config.FromHCL(b.Address, b.Egress.Diags)...)
+		eg = egressOf(b.Egress)
+	}
 	if diags.HasErrors() {
+		if eg != nil && !b.Egress.Diags.HasErrors() { // the entries, whatever the provider
+			diags = append(diags, located(CheckEgress(b.Address, b.Plugin, eg, sdk.SandboxCapabilities{Egress: true}, sdk.Config{}), b)...)
+		}
 		return nil, diags
 	}
 	if comp.Info.Sandbox == nil {
 		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.PluginRange.Ptr(),
 			Summary: "Plugin declares no sandbox capabilities", Detail: fmt.Sprintf("%s (%s) is not usable as a sandbox provider; this is a bug in the plugin.", b.Plugin, comp.Source)})
+	}
+	if ds := located(CheckEgress(b.Address, b.Plugin, eg, *comp.Info.Sandbox, cfg), b); len(ds) > 0 {
+		return nil, append(diags, ds...)
 	}
 	desc, err := prov.Describe(ctx, cfg)
 	if err != nil {
@@ -64,7 +78,7 @@ func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandb
 		prov, _, err := p.Plugins.Sandbox(ctx, b.Plugin)
 		return prov, err
 	}
-	return &Sandbox{Provider: prov, Config: cfg, Caps: *comp.Info.Sandbox, Desc: desc, Restart: restart}, diags
+	return &Sandbox{Provider: prov, Config: cfg, Caps: *comp.Info.Sandbox, Desc: desc, Restart: restart, Egress: eg}, diags
 }
 
 // Agent resolves, decodes, configures and describes an agent block; nil

@@ -49,7 +49,7 @@ type Options struct {
 func (o *Options) useSandbox(addr string, sb *Sandbox) {
 	o.Sandbox = run.SandboxRef{Address: addr}
 	if sb != nil {
-		o.Sandbox.Provider, o.Sandbox.Config, o.Sandbox.Restart = sb.Provider, sb.Config, sb.Restart
+		o.Sandbox.Provider, o.Sandbox.Config, o.Sandbox.Restart, o.Sandbox.Egress = sb.Provider, sb.Config, sb.Restart, sb.Egress
 	}
 }
 
@@ -182,6 +182,7 @@ func (c *runCheck) values() {
 		c.fail("prompt", "Empty prompt", errors.New("the prompt is empty"))
 	}
 	c.hooks()
+	c.egressPolicy()
 	for _, p := range o.CopyToWorktree {
 		clean, err := worktree.CheckRelPath(p)
 		if err != nil {
@@ -488,6 +489,9 @@ func describeSandbox(ctx context.Context, o Options) (sdk.SandboxCapabilities, s
 	if info.Sandbox == nil {
 		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig,
 			Err: Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}}}
+	}
+	if ds := CheckEgress(o.Sandbox.Address, o.Sandbox.Plugin, o.Sandbox.Egress, *info.Sandbox, o.Sandbox.Config); ds.HasErrors() {
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: ds}
 	}
 	desc, err := o.Sandbox.Provider.Describe(ctx, o.Sandbox.Config)
 	if err != nil {

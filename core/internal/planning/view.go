@@ -24,6 +24,10 @@ func specView(s *execute.Spec) *run.PlannedRun {
 	if s.Output != nil {
 		out = &run.PlannedOutput{Tag: s.Output.Tag, Type: s.Output.Type, Schema: s.Output.Schema != ""}
 	}
+	var eg *run.PlannedEgress
+	if e := s.Egress; e != nil {
+		eg = &run.PlannedEgress{Allow: e.Allow, Hosts: e.Hosts}
+	}
 	return &run.PlannedRun{
 		Name: s.Name, Repo: s.Repo.Root, Sandbox: s.Sandbox.Address, Contract: s.Caps.Contract, Agent: s.Agent.Address,
 		Strategy: s.Strategy, StrategyType: s.Strategy.Type, Branch: s.Strategy.Branch, TargetBranch: s.Strategy.TargetBranch,
@@ -31,6 +35,6 @@ func specView(s *execute.Spec) *run.PlannedRun {
 		IdleTimeout: s.IdleTimeout.String(), CompletionTimeout: s.CompletionTimeout.String(),
 		CopyToWorktree: s.CopyPaths, EnvKeys: env.Keys(s.Env),
 		Hooks:         len(s.Hooks.HostOnWorktreeReady) + len(s.Hooks.HostOnSandboxReady) + len(s.Hooks.SandboxOnSandboxReady),
-		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, Output: out, MergeBranches: s.MergeBranches,
+		ResumeSession: s.ResumeSession, Timeouts: s.Timeouts, Output: out, MergeBranches: s.MergeBranches, Egress: eg,
 	}
 }

@@ -287,22 +287,7 @@ func NetworkNone(t *testing.T, e Engine) {
 	e.start(t)
 	open, _ := Create(t, e, e.Config(t, nil), nil)
 	gw := gateway(t, open)
-	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
-	if err != nil {
-		t.Fatalf("listen on the container network's gateway %s: %v", gw, err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := kittest.HelloListener(t, gw)
 	probe := sdk.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && head -n1 <&3`, gw, port)}, Timeout: 20 * time.Second}
 	res, o := kittest.Exec(t, open, probe)
 	if res.ExitCode != 0 || len(o.Stdout) == 0 || o.Stdout[0] != "hello" {

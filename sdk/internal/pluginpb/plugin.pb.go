@@ -510,10 +510,12 @@ type SandboxCapabilities struct {
 	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
 	CpuLimit bool `protobuf:"varint,3,opt,name=cpu_limit,json=cpuLimit,proto3" json:"cpu_limit,omitempty"`
 	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
-	MemoryLimit   bool `protobuf:"varint,4,opt,name=memory_limit,json=memoryLimit,proto3" json:"memory_limit,omitempty"`
-	Tty           bool `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
-	Sudo          bool `protobuf:"varint,6,opt,name=sudo,proto3" json:"sudo,omitempty"`
-	Confines      bool `protobuf:"varint,7,opt,name=confines,proto3" json:"confines,omitempty"`
+	MemoryLimit bool `protobuf:"varint,4,opt,name=memory_limit,json=memoryLimit,proto3" json:"memory_limit,omitempty"`
+	Tty         bool `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
+	Sudo        bool `protobuf:"varint,6,opt,name=sudo,proto3" json:"sudo,omitempty"`
+	Confines    bool `protobuf:"varint,7,opt,name=confines,proto3" json:"confines,omitempty"`
+	// egress: CreateRequest.egress is enforced and WatchEgress served.
+	Egress        bool `protobuf:"varint,8,opt,name=egress,proto3" json:"egress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -595,6 +597,13 @@ func (x *SandboxCapabilities) GetSudo() bool {
 func (x *SandboxCapabilities) GetConfines() bool {
 	if x != nil {
 		return x.Confines
+	}
+	return false
+}
+
+func (x *SandboxCapabilities) GetEgress() bool {
+	if x != nil {
+		return x.Egress
 	}
 	return false
 }
@@ -1158,18 +1167,20 @@ func (x *Mount) GetReadOnly() bool {
 }
 
 type CreateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
-	Config        *DynamicValue          `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
-	RunId         string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	RunName       string                 `protobuf:"bytes,4,opt,name=run_name,json=runName,proto3" json:"run_name,omitempty"`
-	HostRepoPath  string                 `protobuf:"bytes,5,opt,name=host_repo_path,json=hostRepoPath,proto3" json:"host_repo_path,omitempty"`
-	WorktreePath  string                 `protobuf:"bytes,6,opt,name=worktree_path,json=worktreePath,proto3" json:"worktree_path,omitempty"`
-	GitMounts     []*Mount               `protobuf:"bytes,7,rep,name=git_mounts,json=gitMounts,proto3" json:"git_mounts,omitempty"`
-	Env           map[string][]byte      `protobuf:"bytes,8,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Labels        map[string]string      `protobuf:"bytes,9,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	HostUid       int64                  `protobuf:"varint,10,opt,name=host_uid,json=hostUid,proto3" json:"host_uid,omitempty"`
-	HostGid       int64                  `protobuf:"varint,11,opt,name=host_gid,json=hostGid,proto3" json:"host_gid,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Component    string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	Config       *DynamicValue          `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	RunId        string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	RunName      string                 `protobuf:"bytes,4,opt,name=run_name,json=runName,proto3" json:"run_name,omitempty"`
+	HostRepoPath string                 `protobuf:"bytes,5,opt,name=host_repo_path,json=hostRepoPath,proto3" json:"host_repo_path,omitempty"`
+	WorktreePath string                 `protobuf:"bytes,6,opt,name=worktree_path,json=worktreePath,proto3" json:"worktree_path,omitempty"`
+	GitMounts    []*Mount               `protobuf:"bytes,7,rep,name=git_mounts,json=gitMounts,proto3" json:"git_mounts,omitempty"`
+	Env          map[string][]byte      `protobuf:"bytes,8,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels       map[string]string      `protobuf:"bytes,9,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	HostUid      int64                  `protobuf:"varint,10,opt,name=host_uid,json=hostUid,proto3" json:"host_uid,omitempty"`
+	HostGid      int64                  `protobuf:"varint,11,opt,name=host_gid,json=hostGid,proto3" json:"host_gid,omitempty"`
+	// egress, when set, is the only network the sandbox may reach.
+	Egress        *EgressPolicy `protobuf:"bytes,12,opt,name=egress,proto3" json:"egress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1281,6 +1292,137 @@ func (x *CreateRequest) GetHostGid() int64 {
 	return 0
 }
 
+func (x *CreateRequest) GetEgress() *EgressPolicy {
+	if x != nil {
+		return x.Egress
+	}
+	return nil
+}
+
+// EgressPolicy: entries as the host validated them (sdk.EgressPolicy).
+type EgressPolicy struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allow         []string               `protobuf:"bytes,1,rep,name=allow,proto3" json:"allow,omitempty"`
+	Hosts         map[string]string      `protobuf:"bytes,2,rep,name=hosts,proto3" json:"hosts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EgressPolicy) Reset() {
+	*x = EgressPolicy{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EgressPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EgressPolicy) ProtoMessage() {}
+
+func (x *EgressPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EgressPolicy.ProtoReflect.Descriptor instead.
+func (*EgressPolicy) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *EgressPolicy) GetAllow() []string {
+	if x != nil {
+		return x.Allow
+	}
+	return nil
+}
+
+func (x *EgressPolicy) GetHosts() map[string]string {
+	if x != nil {
+		return x.Hosts
+	}
+	return nil
+}
+
+// EgressDenial is one refused connection or name lookup.
+type EgressDenial struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// host: what the client asked for (SNI, HTTP Host, DNS name) or else
+	// the address. Bytes: a name a program asked for need not be UTF-8.
+	Host          []byte `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	Port          int32  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	Proto         string `protobuf:"bytes,3,opt,name=proto,proto3" json:"proto,omitempty"`
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EgressDenial) Reset() {
+	*x = EgressDenial{}
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EgressDenial) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EgressDenial) ProtoMessage() {}
+
+func (x *EgressDenial) ProtoReflect() protoreflect.Message {
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EgressDenial.ProtoReflect.Descriptor instead.
+func (*EgressDenial) Descriptor() ([]byte, []int) {
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EgressDenial) GetHost() []byte {
+	if x != nil {
+		return x.Host
+	}
+	return nil
+}
+
+func (x *EgressDenial) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *EgressDenial) GetProto() string {
+	if x != nil {
+		return x.Proto
+	}
+	return ""
+}
+
+func (x *EgressDenial) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type CreateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// handle addresses the live sandbox in later calls.
@@ -1292,7 +1434,7 @@ type CreateResponse struct {
 
 func (x *CreateResponse) Reset() {
 	*x = CreateResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1446,7 @@ func (x *CreateResponse) String() string {
 func (*CreateResponse) ProtoMessage() {}
 
 func (x *CreateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1459,7 @@ func (x *CreateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResponse.ProtoReflect.Descriptor instead.
 func (*CreateResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateResponse) GetHandle() string {
@@ -1345,7 +1487,7 @@ type CreateProgressResponse struct {
 
 func (x *CreateProgressResponse) Reset() {
 	*x = CreateProgressResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1499,7 @@ func (x *CreateProgressResponse) String() string {
 func (*CreateProgressResponse) ProtoMessage() {}
 
 func (x *CreateProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1512,7 @@ func (x *CreateProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateProgressResponse.ProtoReflect.Descriptor instead.
 func (*CreateProgressResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateProgressResponse) GetProgress() *Progress {
@@ -1402,7 +1544,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1556,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1569,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Progress) GetWaiting() bool {
@@ -1459,7 +1601,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1613,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1626,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SandboxInfo) GetId() string {
@@ -1532,7 +1674,7 @@ type Handle struct {
 
 func (x *Handle) Reset() {
 	*x = Handle{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1686,7 @@ func (x *Handle) String() string {
 func (*Handle) ProtoMessage() {}
 
 func (x *Handle) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1699,7 @@ func (x *Handle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handle.ProtoReflect.Descriptor instead.
 func (*Handle) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Handle) GetHandle() string {
@@ -1585,7 +1727,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1739,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1752,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExecRequest) GetHandle() string {
@@ -1680,7 +1822,7 @@ type OutputLine struct {
 
 func (x *OutputLine) Reset() {
 	*x = OutputLine{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1834,7 @@ func (x *OutputLine) String() string {
 func (*OutputLine) ProtoMessage() {}
 
 func (x *OutputLine) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1847,7 @@ func (x *OutputLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputLine.ProtoReflect.Descriptor instead.
 func (*OutputLine) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *OutputLine) GetStream() int32 {
@@ -1739,7 +1881,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1893,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1906,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExecResult) GetExitCode() int64 {
@@ -1792,7 +1934,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1946,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1959,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ExecResponse) GetLines() []*OutputLine {
@@ -1844,7 +1986,7 @@ type WindowSize struct {
 
 func (x *WindowSize) Reset() {
 	*x = WindowSize{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1856,7 +1998,7 @@ func (x *WindowSize) String() string {
 func (*WindowSize) ProtoMessage() {}
 
 func (x *WindowSize) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1869,7 +2011,7 @@ func (x *WindowSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowSize.ProtoReflect.Descriptor instead.
 func (*WindowSize) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WindowSize) GetRows() uint32 {
@@ -1896,7 +2038,7 @@ type ExecTTYStart struct {
 
 func (x *ExecTTYStart) Reset() {
 	*x = ExecTTYStart{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2050,7 @@ func (x *ExecTTYStart) String() string {
 func (*ExecTTYStart) ProtoMessage() {}
 
 func (x *ExecTTYStart) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2063,7 @@ func (x *ExecTTYStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTTYStart.ProtoReflect.Descriptor instead.
 func (*ExecTTYStart) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExecTTYStart) GetExec() *ExecRequest {
@@ -1950,7 +2092,7 @@ type ExecTTYRequest struct {
 
 func (x *ExecTTYRequest) Reset() {
 	*x = ExecTTYRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2104,7 @@ func (x *ExecTTYRequest) String() string {
 func (*ExecTTYRequest) ProtoMessage() {}
 
 func (x *ExecTTYRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2117,7 @@ func (x *ExecTTYRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTTYRequest.ProtoReflect.Descriptor instead.
 func (*ExecTTYRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ExecTTYRequest) GetStart() *ExecTTYStart {
@@ -2010,7 +2152,7 @@ type ExecTTYResponse struct {
 
 func (x *ExecTTYResponse) Reset() {
 	*x = ExecTTYResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2164,7 @@ func (x *ExecTTYResponse) String() string {
 func (*ExecTTYResponse) ProtoMessage() {}
 
 func (x *ExecTTYResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2177,7 @@ func (x *ExecTTYResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecTTYResponse.ProtoReflect.Descriptor instead.
 func (*ExecTTYResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecTTYResponse) GetOutput() []byte {
@@ -2063,7 +2205,7 @@ type CopyRequest struct {
 
 func (x *CopyRequest) Reset() {
 	*x = CopyRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2217,7 @@ func (x *CopyRequest) String() string {
 func (*CopyRequest) ProtoMessage() {}
 
 func (x *CopyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2230,7 @@ func (x *CopyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyRequest.ProtoReflect.Descriptor instead.
 func (*CopyRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CopyRequest) GetHandle() string {
@@ -2123,7 +2265,7 @@ type CommandSpec struct {
 
 func (x *CommandSpec) Reset() {
 	*x = CommandSpec{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2135,7 +2277,7 @@ func (x *CommandSpec) String() string {
 func (*CommandSpec) ProtoMessage() {}
 
 func (x *CommandSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2148,7 +2290,7 @@ func (x *CommandSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandSpec.ProtoReflect.Descriptor instead.
 func (*CommandSpec) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CommandSpec) GetName() string {
@@ -2181,7 +2323,7 @@ type CommandsResponse struct {
 
 func (x *CommandsResponse) Reset() {
 	*x = CommandsResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2193,7 +2335,7 @@ func (x *CommandsResponse) String() string {
 func (*CommandsResponse) ProtoMessage() {}
 
 func (x *CommandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2206,7 +2348,7 @@ func (x *CommandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandsResponse.ProtoReflect.Descriptor instead.
 func (*CommandsResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CommandsResponse) GetCommands() []*CommandSpec {
@@ -2231,7 +2373,7 @@ type RunCommandRequest struct {
 
 func (x *RunCommandRequest) Reset() {
 	*x = RunCommandRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2385,7 @@ func (x *RunCommandRequest) String() string {
 func (*RunCommandRequest) ProtoMessage() {}
 
 func (x *RunCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2398,7 @@ func (x *RunCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCommandRequest.ProtoReflect.Descriptor instead.
 func (*RunCommandRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RunCommandRequest) GetComponent() string {
@@ -2318,7 +2460,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2472,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2485,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Resource) GetId() string {
@@ -2372,7 +2514,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2526,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2539,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListResourcesRequest) GetComponent() string {
@@ -2423,7 +2565,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2577,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2590,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -2469,7 +2611,7 @@ type RemoveResourceRequest struct {
 
 func (x *RemoveResourceRequest) Reset() {
 	*x = RemoveResourceRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2623,7 @@ func (x *RemoveResourceRequest) String() string {
 func (*RemoveResourceRequest) ProtoMessage() {}
 
 func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2636,7 @@ func (x *RemoveResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResourceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveResourceRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RemoveResourceRequest) GetComponent() string {
@@ -2529,7 +2671,7 @@ type RecoverRequest struct {
 
 func (x *RecoverRequest) Reset() {
 	*x = RecoverRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2541,7 +2683,7 @@ func (x *RecoverRequest) String() string {
 func (*RecoverRequest) ProtoMessage() {}
 
 func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2554,7 +2696,7 @@ func (x *RecoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverRequest.ProtoReflect.Descriptor instead.
 func (*RecoverRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RecoverRequest) GetComponent() string {
@@ -2588,7 +2730,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +2742,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +2755,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ConfigRequest) GetComponent() string {
@@ -2639,7 +2781,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +2793,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +2806,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StringList) GetValues() []string {
@@ -2686,7 +2828,7 @@ type SessionStorage struct {
 
 func (x *SessionStorage) Reset() {
 	*x = SessionStorage{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2840,7 @@ func (x *SessionStorage) String() string {
 func (*SessionStorage) ProtoMessage() {}
 
 func (x *SessionStorage) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2853,7 @@ func (x *SessionStorage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStorage.ProtoReflect.Descriptor instead.
 func (*SessionStorage) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SessionStorage) GetPathPattern() string {
@@ -2737,13 +2879,15 @@ type AgentDescription struct {
 	Fork                bool                   `protobuf:"varint,5,opt,name=fork,proto3" json:"fork,omitempty"`
 	BypassesPermissions bool                   `protobuf:"varint,6,opt,name=bypasses_permissions,json=bypassesPermissions,proto3" json:"bypasses_permissions,omitempty"`
 	CaptureSessions     bool                   `protobuf:"varint,7,opt,name=capture_sessions,json=captureSessions,proto3" json:"capture_sessions,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// endpoints the agent's CLI needs, in egress entry syntax.
+	Endpoints     []string `protobuf:"bytes,8,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentDescription) Reset() {
 	*x = AgentDescription{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2899,7 @@ func (x *AgentDescription) String() string {
 func (*AgentDescription) ProtoMessage() {}
 
 func (x *AgentDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2912,7 @@ func (x *AgentDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentDescription.ProtoReflect.Descriptor instead.
 func (*AgentDescription) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AgentDescription) GetRequiredEnv() []*StringList {
@@ -2820,6 +2964,13 @@ func (x *AgentDescription) GetCaptureSessions() bool {
 	return false
 }
 
+func (x *AgentDescription) GetEndpoints() []string {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
+}
+
 type SandboxDescription struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Env           map[string]string      `protobuf:"bytes,1,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -2829,7 +2980,7 @@ type SandboxDescription struct {
 
 func (x *SandboxDescription) Reset() {
 	*x = SandboxDescription{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2841,7 +2992,7 @@ func (x *SandboxDescription) String() string {
 func (*SandboxDescription) ProtoMessage() {}
 
 func (x *SandboxDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +3005,7 @@ func (x *SandboxDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxDescription.ProtoReflect.Descriptor instead.
 func (*SandboxDescription) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SandboxDescription) GetEnv() map[string]string {
@@ -2881,7 +3032,7 @@ type BuildCommandRequest struct {
 
 func (x *BuildCommandRequest) Reset() {
 	*x = BuildCommandRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2893,7 +3044,7 @@ func (x *BuildCommandRequest) String() string {
 func (*BuildCommandRequest) ProtoMessage() {}
 
 func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2906,7 +3057,7 @@ func (x *BuildCommandRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildCommandRequest.ProtoReflect.Descriptor instead.
 func (*BuildCommandRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *BuildCommandRequest) GetComponent() string {
@@ -2984,7 +3135,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3147,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3160,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Command) GetArgv() [][]byte {
@@ -3052,7 +3203,7 @@ type ParseStreamRequest struct {
 
 func (x *ParseStreamRequest) Reset() {
 	*x = ParseStreamRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +3215,7 @@ func (x *ParseStreamRequest) String() string {
 func (*ParseStreamRequest) ProtoMessage() {}
 
 func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +3228,7 @@ func (x *ParseStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamRequest.ProtoReflect.Descriptor instead.
 func (*ParseStreamRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ParseStreamRequest) GetStart() *ConfigRequest {
@@ -3106,7 +3257,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3118,7 +3269,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3131,7 +3282,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3176,7 +3327,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +3339,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +3352,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Event) GetType() string {
@@ -3255,7 +3406,7 @@ type ParseStreamResponse struct {
 
 func (x *ParseStreamResponse) Reset() {
 	*x = ParseStreamResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3418,7 @@ func (x *ParseStreamResponse) String() string {
 func (*ParseStreamResponse) ProtoMessage() {}
 
 func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3431,7 @@ func (x *ParseStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParseStreamResponse.ProtoReflect.Descriptor instead.
 func (*ParseStreamResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ParseStreamResponse) GetEvents() []*Event {
@@ -3300,7 +3451,7 @@ type EncodeCwdRequest struct {
 
 func (x *EncodeCwdRequest) Reset() {
 	*x = EncodeCwdRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3463,7 @@ func (x *EncodeCwdRequest) String() string {
 func (*EncodeCwdRequest) ProtoMessage() {}
 
 func (x *EncodeCwdRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3476,7 @@ func (x *EncodeCwdRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EncodeCwdRequest.ProtoReflect.Descriptor instead.
 func (*EncodeCwdRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *EncodeCwdRequest) GetComponent() string {
@@ -3351,7 +3502,7 @@ type EncodeCwdResponse struct {
 
 func (x *EncodeCwdResponse) Reset() {
 	*x = EncodeCwdResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3363,7 +3514,7 @@ func (x *EncodeCwdResponse) String() string {
 func (*EncodeCwdResponse) ProtoMessage() {}
 
 func (x *EncodeCwdResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[51]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3376,7 +3527,7 @@ func (x *EncodeCwdResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EncodeCwdResponse.ProtoReflect.Descriptor instead.
 func (*EncodeCwdResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *EncodeCwdResponse) GetEncoded() string {
@@ -3399,7 +3550,7 @@ type RewriteSessionRequest struct {
 
 func (x *RewriteSessionRequest) Reset() {
 	*x = RewriteSessionRequest{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3411,7 +3562,7 @@ func (x *RewriteSessionRequest) String() string {
 func (*RewriteSessionRequest) ProtoMessage() {}
 
 func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[52]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3424,7 +3575,7 @@ func (x *RewriteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionRequest.ProtoReflect.Descriptor instead.
 func (*RewriteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RewriteSessionRequest) GetComponent() string {
@@ -3471,7 +3622,7 @@ type RewriteSessionResponse struct {
 
 func (x *RewriteSessionResponse) Reset() {
 	*x = RewriteSessionResponse{}
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[53]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3483,7 +3634,7 @@ func (x *RewriteSessionResponse) String() string {
 func (*RewriteSessionResponse) ProtoMessage() {}
 
 func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[53]
+	mi := &file_sanddune_plugin_v1_plugin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3496,7 +3647,7 @@ func (x *RewriteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteSessionResponse.ProtoReflect.Descriptor instead.
 func (*RewriteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{53}
+	return file_sanddune_plugin_v1_plugin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RewriteSessionResponse) GetData() []byte {
@@ -3532,7 +3683,7 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12+\n" +
 	"\x11protocol_versions\x18\x04 \x03(\x03R\x10protocolVersions\x12 \n" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\x12A\n" +
-	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\xde\x01\n" +
+	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\xf6\x01\n" +
 	"\x13SandboxCapabilities\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12!\n" +
 	"\fnetwork_none\x18\x02 \x01(\bR\vnetworkNone\x12\x1f\n" +
@@ -3540,7 +3691,8 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\fmemory_limit\x18\x04 \x01(\bB\x02\x18\x01R\vmemoryLimit\x12\x10\n" +
 	"\x03tty\x18\x05 \x01(\bR\x03tty\x12\x12\n" +
 	"\x04sudo\x18\x06 \x01(\bR\x04sudo\x12\x1a\n" +
-	"\bconfines\x18\a \x01(\bR\bconfines\"E\n" +
+	"\bconfines\x18\a \x01(\bR\bconfines\x12\x16\n" +
+	"\x06egress\x18\b \x01(\bR\x06egress\"E\n" +
 	"\fDynamicValue\x12\x1b\n" +
 	"\ttype_json\x18\x01 \x01(\fR\btypeJson\x12\x18\n" +
 	"\amsgpack\x18\x02 \x01(\fR\amsgpack\"\x80\x01\n" +
@@ -3587,7 +3739,7 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05Mount\x12\x1b\n" +
 	"\thost_path\x18\x01 \x01(\tR\bhostPath\x12!\n" +
 	"\fsandbox_path\x18\x02 \x01(\tR\vsandboxPath\x12\x1b\n" +
-	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xcc\x04\n" +
+	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\x86\x05\n" +
 	"\rCreateRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x128\n" +
 	"\x06config\x18\x02 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06config\x12\x15\n" +
@@ -3601,13 +3753,26 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06labels\x18\t \x03(\v2-.sanddune.plugin.v1.CreateRequest.LabelsEntryR\x06labels\x12\x19\n" +
 	"\bhost_uid\x18\n" +
 	" \x01(\x03R\ahostUid\x12\x19\n" +
-	"\bhost_gid\x18\v \x01(\x03R\ahostGid\x1a6\n" +
+	"\bhost_gid\x18\v \x01(\x03R\ahostGid\x128\n" +
+	"\x06egress\x18\f \x01(\v2 .sanddune.plugin.v1.EgressPolicyR\x06egress\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"]\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x01\n" +
+	"\fEgressPolicy\x12\x14\n" +
+	"\x05allow\x18\x01 \x03(\tR\x05allow\x12A\n" +
+	"\x05hosts\x18\x02 \x03(\v2+.sanddune.plugin.v1.EgressPolicy.HostsEntryR\x05hosts\x1a8\n" +
+	"\n" +
+	"HostsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"d\n" +
+	"\fEgressDenial\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\fR\x04host\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x14\n" +
+	"\x05proto\x18\x03 \x01(\tR\x05proto\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"]\n" +
 	"\x0eCreateResponse\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\x123\n" +
 	"\x04info\x18\x02 \x01(\v2\x1f.sanddune.plugin.v1.SandboxInfoR\x04info\"\x90\x01\n" +
@@ -3710,7 +3875,7 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0eSessionStorage\x12!\n" +
 	"\fpath_pattern\x18\x01 \x01(\tR\vpathPattern\x12\x1d\n" +
 	"\n" +
-	"encode_cwd\x18\x02 \x01(\tR\tencodeCwd\"\x98\x03\n" +
+	"encode_cwd\x18\x02 \x01(\tR\tencodeCwd\"\xb6\x03\n" +
 	"\x10AgentDescription\x12A\n" +
 	"\frequired_env\x18\x01 \x03(\v2\x1e.sanddune.plugin.v1.StringListR\vrequiredEnv\x12?\n" +
 	"\x03env\x18\x02 \x03(\v2-.sanddune.plugin.v1.AgentDescription.EnvEntryR\x03env\x12>\n" +
@@ -3718,7 +3883,8 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06resume\x18\x04 \x01(\bR\x06resume\x12\x12\n" +
 	"\x04fork\x18\x05 \x01(\bR\x04fork\x121\n" +
 	"\x14bypasses_permissions\x18\x06 \x01(\bR\x13bypassesPermissions\x12)\n" +
-	"\x10capture_sessions\x18\a \x01(\bR\x0fcaptureSessions\x1a6\n" +
+	"\x10capture_sessions\x18\a \x01(\bR\x0fcaptureSessions\x12\x1c\n" +
+	"\tendpoints\x18\b \x03(\tR\tendpoints\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8f\x01\n" +
@@ -3786,7 +3952,7 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aCatalog\x12\".sanddune.plugin.v1.CatalogRequest\x1a#.sanddune.plugin.v1.CatalogResponse\x12K\n" +
 	"\x04Info\x12 .sanddune.plugin.v1.ComponentRef\x1a!.sanddune.plugin.v1.ComponentInfo\x12L\n" +
 	"\fConfigSchema\x12 .sanddune.plugin.v1.ComponentRef\x1a\x1a.sanddune.plugin.v1.Schema\x12X\n" +
-	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\x96\t\n" +
+	"\tConfigure\x12$.sanddune.plugin.v1.ConfigureRequest\x1a%.sanddune.plugin.v1.ConfigureResponse2\xe5\t\n" +
 	"\aSandbox\x12U\n" +
 	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a&.sanddune.plugin.v1.SandboxDescription\x12L\n" +
 	"\tPreflight\x12$.sanddune.plugin.v1.PreflightRequest\x1a\x19.sanddune.plugin.v1.Empty\x12O\n" +
@@ -3802,7 +3968,8 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\rListResources\x12(.sanddune.plugin.v1.ListResourcesRequest\x1a).sanddune.plugin.v1.ListResourcesResponse\x12V\n" +
 	"\x0eRemoveResource\x12).sanddune.plugin.v1.RemoveResourceRequest\x1a\x19.sanddune.plugin.v1.Empty\x12Q\n" +
 	"\aRecover\x12\".sanddune.plugin.v1.RecoverRequest\x1a\".sanddune.plugin.v1.CreateResponse\x12V\n" +
-	"\aExecTTY\x12\".sanddune.plugin.v1.ExecTTYRequest\x1a#.sanddune.plugin.v1.ExecTTYResponse(\x010\x012\xd9\x03\n" +
+	"\aExecTTY\x12\".sanddune.plugin.v1.ExecTTYRequest\x1a#.sanddune.plugin.v1.ExecTTYResponse(\x010\x01\x12M\n" +
+	"\vWatchEgress\x12\x1a.sanddune.plugin.v1.Handle\x1a .sanddune.plugin.v1.EgressDenial0\x012\xd9\x03\n" +
 	"\x05Agent\x12S\n" +
 	"\bDescribe\x12!.sanddune.plugin.v1.ConfigRequest\x1a$.sanddune.plugin.v1.AgentDescription\x12T\n" +
 	"\fBuildCommand\x12'.sanddune.plugin.v1.BuildCommandRequest\x1a\x1b.sanddune.plugin.v1.Command\x12b\n" +
@@ -3823,7 +3990,7 @@ func file_sanddune_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_sanddune_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_sanddune_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(Kind)(0),                      // 0: sanddune.plugin.v1.Kind
 	(NestedBlock_Nesting)(0),       // 1: sanddune.plugin.v1.NestedBlock.Nesting
@@ -3845,50 +4012,53 @@ var file_sanddune_plugin_v1_plugin_proto_goTypes = []any{
 	(*PreflightRequest)(nil),       // 17: sanddune.plugin.v1.PreflightRequest
 	(*Mount)(nil),                  // 18: sanddune.plugin.v1.Mount
 	(*CreateRequest)(nil),          // 19: sanddune.plugin.v1.CreateRequest
-	(*CreateResponse)(nil),         // 20: sanddune.plugin.v1.CreateResponse
-	(*CreateProgressResponse)(nil), // 21: sanddune.plugin.v1.CreateProgressResponse
-	(*Progress)(nil),               // 22: sanddune.plugin.v1.Progress
-	(*SandboxInfo)(nil),            // 23: sanddune.plugin.v1.SandboxInfo
-	(*Handle)(nil),                 // 24: sanddune.plugin.v1.Handle
-	(*ExecRequest)(nil),            // 25: sanddune.plugin.v1.ExecRequest
-	(*OutputLine)(nil),             // 26: sanddune.plugin.v1.OutputLine
-	(*ExecResult)(nil),             // 27: sanddune.plugin.v1.ExecResult
-	(*ExecResponse)(nil),           // 28: sanddune.plugin.v1.ExecResponse
-	(*WindowSize)(nil),             // 29: sanddune.plugin.v1.WindowSize
-	(*ExecTTYStart)(nil),           // 30: sanddune.plugin.v1.ExecTTYStart
-	(*ExecTTYRequest)(nil),         // 31: sanddune.plugin.v1.ExecTTYRequest
-	(*ExecTTYResponse)(nil),        // 32: sanddune.plugin.v1.ExecTTYResponse
-	(*CopyRequest)(nil),            // 33: sanddune.plugin.v1.CopyRequest
-	(*CommandSpec)(nil),            // 34: sanddune.plugin.v1.CommandSpec
-	(*CommandsResponse)(nil),       // 35: sanddune.plugin.v1.CommandsResponse
-	(*RunCommandRequest)(nil),      // 36: sanddune.plugin.v1.RunCommandRequest
-	(*Resource)(nil),               // 37: sanddune.plugin.v1.Resource
-	(*ListResourcesRequest)(nil),   // 38: sanddune.plugin.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),  // 39: sanddune.plugin.v1.ListResourcesResponse
-	(*RemoveResourceRequest)(nil),  // 40: sanddune.plugin.v1.RemoveResourceRequest
-	(*RecoverRequest)(nil),         // 41: sanddune.plugin.v1.RecoverRequest
-	(*ConfigRequest)(nil),          // 42: sanddune.plugin.v1.ConfigRequest
-	(*StringList)(nil),             // 43: sanddune.plugin.v1.StringList
-	(*SessionStorage)(nil),         // 44: sanddune.plugin.v1.SessionStorage
-	(*AgentDescription)(nil),       // 45: sanddune.plugin.v1.AgentDescription
-	(*SandboxDescription)(nil),     // 46: sanddune.plugin.v1.SandboxDescription
-	(*BuildCommandRequest)(nil),    // 47: sanddune.plugin.v1.BuildCommandRequest
-	(*Command)(nil),                // 48: sanddune.plugin.v1.Command
-	(*ParseStreamRequest)(nil),     // 49: sanddune.plugin.v1.ParseStreamRequest
-	(*Usage)(nil),                  // 50: sanddune.plugin.v1.Usage
-	(*Event)(nil),                  // 51: sanddune.plugin.v1.Event
-	(*ParseStreamResponse)(nil),    // 52: sanddune.plugin.v1.ParseStreamResponse
-	(*EncodeCwdRequest)(nil),       // 53: sanddune.plugin.v1.EncodeCwdRequest
-	(*EncodeCwdResponse)(nil),      // 54: sanddune.plugin.v1.EncodeCwdResponse
-	(*RewriteSessionRequest)(nil),  // 55: sanddune.plugin.v1.RewriteSessionRequest
-	(*RewriteSessionResponse)(nil), // 56: sanddune.plugin.v1.RewriteSessionResponse
-	nil,                            // 57: sanddune.plugin.v1.CreateRequest.EnvEntry
-	nil,                            // 58: sanddune.plugin.v1.CreateRequest.LabelsEntry
-	nil,                            // 59: sanddune.plugin.v1.ExecRequest.EnvEntry
-	nil,                            // 60: sanddune.plugin.v1.Resource.LabelsEntry
-	nil,                            // 61: sanddune.plugin.v1.AgentDescription.EnvEntry
-	nil,                            // 62: sanddune.plugin.v1.SandboxDescription.EnvEntry
-	nil,                            // 63: sanddune.plugin.v1.Command.EnvEntry
+	(*EgressPolicy)(nil),           // 20: sanddune.plugin.v1.EgressPolicy
+	(*EgressDenial)(nil),           // 21: sanddune.plugin.v1.EgressDenial
+	(*CreateResponse)(nil),         // 22: sanddune.plugin.v1.CreateResponse
+	(*CreateProgressResponse)(nil), // 23: sanddune.plugin.v1.CreateProgressResponse
+	(*Progress)(nil),               // 24: sanddune.plugin.v1.Progress
+	(*SandboxInfo)(nil),            // 25: sanddune.plugin.v1.SandboxInfo
+	(*Handle)(nil),                 // 26: sanddune.plugin.v1.Handle
+	(*ExecRequest)(nil),            // 27: sanddune.plugin.v1.ExecRequest
+	(*OutputLine)(nil),             // 28: sanddune.plugin.v1.OutputLine
+	(*ExecResult)(nil),             // 29: sanddune.plugin.v1.ExecResult
+	(*ExecResponse)(nil),           // 30: sanddune.plugin.v1.ExecResponse
+	(*WindowSize)(nil),             // 31: sanddune.plugin.v1.WindowSize
+	(*ExecTTYStart)(nil),           // 32: sanddune.plugin.v1.ExecTTYStart
+	(*ExecTTYRequest)(nil),         // 33: sanddune.plugin.v1.ExecTTYRequest
+	(*ExecTTYResponse)(nil),        // 34: sanddune.plugin.v1.ExecTTYResponse
+	(*CopyRequest)(nil),            // 35: sanddune.plugin.v1.CopyRequest
+	(*CommandSpec)(nil),            // 36: sanddune.plugin.v1.CommandSpec
+	(*CommandsResponse)(nil),       // 37: sanddune.plugin.v1.CommandsResponse
+	(*RunCommandRequest)(nil),      // 38: sanddune.plugin.v1.RunCommandRequest
+	(*Resource)(nil),               // 39: sanddune.plugin.v1.Resource
+	(*ListResourcesRequest)(nil),   // 40: sanddune.plugin.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),  // 41: sanddune.plugin.v1.ListResourcesResponse
+	(*RemoveResourceRequest)(nil),  // 42: sanddune.plugin.v1.RemoveResourceRequest
+	(*RecoverRequest)(nil),         // 43: sanddune.plugin.v1.RecoverRequest
+	(*ConfigRequest)(nil),          // 44: sanddune.plugin.v1.ConfigRequest
+	(*StringList)(nil),             // 45: sanddune.plugin.v1.StringList
+	(*SessionStorage)(nil),         // 46: sanddune.plugin.v1.SessionStorage
+	(*AgentDescription)(nil),       // 47: sanddune.plugin.v1.AgentDescription
+	(*SandboxDescription)(nil),     // 48: sanddune.plugin.v1.SandboxDescription
+	(*BuildCommandRequest)(nil),    // 49: sanddune.plugin.v1.BuildCommandRequest
+	(*Command)(nil),                // 50: sanddune.plugin.v1.Command
+	(*ParseStreamRequest)(nil),     // 51: sanddune.plugin.v1.ParseStreamRequest
+	(*Usage)(nil),                  // 52: sanddune.plugin.v1.Usage
+	(*Event)(nil),                  // 53: sanddune.plugin.v1.Event
+	(*ParseStreamResponse)(nil),    // 54: sanddune.plugin.v1.ParseStreamResponse
+	(*EncodeCwdRequest)(nil),       // 55: sanddune.plugin.v1.EncodeCwdRequest
+	(*EncodeCwdResponse)(nil),      // 56: sanddune.plugin.v1.EncodeCwdResponse
+	(*RewriteSessionRequest)(nil),  // 57: sanddune.plugin.v1.RewriteSessionRequest
+	(*RewriteSessionResponse)(nil), // 58: sanddune.plugin.v1.RewriteSessionResponse
+	nil,                            // 59: sanddune.plugin.v1.CreateRequest.EnvEntry
+	nil,                            // 60: sanddune.plugin.v1.CreateRequest.LabelsEntry
+	nil,                            // 61: sanddune.plugin.v1.EgressPolicy.HostsEntry
+	nil,                            // 62: sanddune.plugin.v1.ExecRequest.EnvEntry
+	nil,                            // 63: sanddune.plugin.v1.Resource.LabelsEntry
+	nil,                            // 64: sanddune.plugin.v1.AgentDescription.EnvEntry
+	nil,                            // 65: sanddune.plugin.v1.SandboxDescription.EnvEntry
+	nil,                            // 66: sanddune.plugin.v1.Command.EnvEntry
 }
 var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	0,  // 0: sanddune.plugin.v1.ComponentRef.kind:type_name -> sanddune.plugin.v1.Kind
@@ -3908,88 +4078,92 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	10, // 14: sanddune.plugin.v1.PreflightRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	10, // 15: sanddune.plugin.v1.CreateRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
 	18, // 16: sanddune.plugin.v1.CreateRequest.git_mounts:type_name -> sanddune.plugin.v1.Mount
-	57, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
-	58, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
-	23, // 19: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
-	22, // 20: sanddune.plugin.v1.CreateProgressResponse.progress:type_name -> sanddune.plugin.v1.Progress
-	20, // 21: sanddune.plugin.v1.CreateProgressResponse.created:type_name -> sanddune.plugin.v1.CreateResponse
-	59, // 22: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
-	26, // 23: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
-	27, // 24: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
-	25, // 25: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
-	29, // 26: sanddune.plugin.v1.ExecTTYStart.size:type_name -> sanddune.plugin.v1.WindowSize
-	30, // 27: sanddune.plugin.v1.ExecTTYRequest.start:type_name -> sanddune.plugin.v1.ExecTTYStart
-	29, // 28: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
-	27, // 29: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
-	34, // 30: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	60, // 31: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
-	10, // 32: sanddune.plugin.v1.ListResourcesRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	37, // 33: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
-	10, // 34: sanddune.plugin.v1.RemoveResourceRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	10, // 35: sanddune.plugin.v1.RecoverRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	10, // 36: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	43, // 37: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	61, // 38: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
-	44, // 39: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
-	62, // 40: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
-	10, // 41: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	63, // 42: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
-	42, // 43: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
-	26, // 44: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
-	50, // 45: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
-	51, // 46: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
-	10, // 47: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	5,  // 48: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
-	4,  // 49: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
-	4,  // 50: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
-	15, // 51: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
-	42, // 52: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	17, // 53: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
-	19, // 54: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
-	19, // 55: sanddune.plugin.v1.Sandbox.CreateWithProgress:input_type -> sanddune.plugin.v1.CreateRequest
-	25, // 56: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
-	33, // 57: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
-	33, // 58: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
-	24, // 59: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
-	4,  // 60: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
-	36, // 61: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
-	38, // 62: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ListResourcesRequest
-	40, // 63: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
-	41, // 64: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
-	31, // 65: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
-	42, // 66: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	47, // 67: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
-	49, // 68: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	55, // 69: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	53, // 70: sanddune.plugin.v1.Agent.EncodeCwd:input_type -> sanddune.plugin.v1.EncodeCwdRequest
-	6,  // 71: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 72: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 73: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 74: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	46, // 75: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
-	3,  // 76: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	20, // 77: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	21, // 78: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
-	28, // 79: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 80: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 81: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 82: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	35, // 83: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	28, // 84: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	39, // 85: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 86: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	20, // 87: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
-	32, // 88: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
-	45, // 89: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	48, // 90: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	52, // 91: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	56, // 92: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	54, // 93: sanddune.plugin.v1.Agent.EncodeCwd:output_type -> sanddune.plugin.v1.EncodeCwdResponse
-	71, // [71:94] is the sub-list for method output_type
-	48, // [48:71] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	59, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
+	60, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
+	20, // 19: sanddune.plugin.v1.CreateRequest.egress:type_name -> sanddune.plugin.v1.EgressPolicy
+	61, // 20: sanddune.plugin.v1.EgressPolicy.hosts:type_name -> sanddune.plugin.v1.EgressPolicy.HostsEntry
+	25, // 21: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
+	24, // 22: sanddune.plugin.v1.CreateProgressResponse.progress:type_name -> sanddune.plugin.v1.Progress
+	22, // 23: sanddune.plugin.v1.CreateProgressResponse.created:type_name -> sanddune.plugin.v1.CreateResponse
+	62, // 24: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	28, // 25: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
+	29, // 26: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
+	27, // 27: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
+	31, // 28: sanddune.plugin.v1.ExecTTYStart.size:type_name -> sanddune.plugin.v1.WindowSize
+	32, // 29: sanddune.plugin.v1.ExecTTYRequest.start:type_name -> sanddune.plugin.v1.ExecTTYStart
+	31, // 30: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
+	29, // 31: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
+	36, // 32: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
+	63, // 33: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	10, // 34: sanddune.plugin.v1.ListResourcesRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	39, // 35: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
+	10, // 36: sanddune.plugin.v1.RemoveResourceRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	10, // 37: sanddune.plugin.v1.RecoverRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	10, // 38: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	45, // 39: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
+	64, // 40: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	46, // 41: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
+	65, // 42: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
+	10, // 43: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	66, // 44: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	44, // 45: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
+	28, // 46: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
+	52, // 47: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
+	53, // 48: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
+	10, // 49: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	5,  // 50: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
+	4,  // 51: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
+	4,  // 52: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
+	15, // 53: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
+	44, // 54: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	17, // 55: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
+	19, // 56: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
+	19, // 57: sanddune.plugin.v1.Sandbox.CreateWithProgress:input_type -> sanddune.plugin.v1.CreateRequest
+	27, // 58: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
+	35, // 59: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
+	35, // 60: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
+	26, // 61: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
+	4,  // 62: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
+	38, // 63: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
+	40, // 64: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ListResourcesRequest
+	42, // 65: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
+	43, // 66: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
+	33, // 67: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
+	26, // 68: sanddune.plugin.v1.Sandbox.WatchEgress:input_type -> sanddune.plugin.v1.Handle
+	44, // 69: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	49, // 70: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
+	51, // 71: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
+	57, // 72: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	55, // 73: sanddune.plugin.v1.Agent.EncodeCwd:input_type -> sanddune.plugin.v1.EncodeCwdRequest
+	6,  // 74: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 75: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 76: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 77: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	48, // 78: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
+	3,  // 79: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	22, // 80: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	23, // 81: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
+	30, // 82: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 83: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 84: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 85: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	37, // 86: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	30, // 87: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	41, // 88: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 89: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	22, // 90: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	34, // 91: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
+	21, // 92: sanddune.plugin.v1.Sandbox.WatchEgress:output_type -> sanddune.plugin.v1.EgressDenial
+	47, // 93: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	50, // 94: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	54, // 95: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	58, // 96: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	56, // 97: sanddune.plugin.v1.Agent.EncodeCwd:output_type -> sanddune.plugin.v1.EncodeCwdResponse
+	74, // [74:98] is the sub-list for method output_type
+	50, // [50:74] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_sanddune_plugin_v1_plugin_proto_init() }
@@ -3997,14 +4171,14 @@ func file_sanddune_plugin_v1_plugin_proto_init() {
 	if File_sanddune_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_sanddune_plugin_v1_plugin_proto_msgTypes[20].OneofWrappers = []any{}
+	file_sanddune_plugin_v1_plugin_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sanddune_plugin_v1_plugin_proto_rawDesc), len(file_sanddune_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   61,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -263,6 +263,7 @@ const (
 	Sandbox_RemoveResource_FullMethodName     = "/sanddune.plugin.v1.Sandbox/RemoveResource"
 	Sandbox_Recover_FullMethodName            = "/sanddune.plugin.v1.Sandbox/Recover"
 	Sandbox_ExecTTY_FullMethodName            = "/sanddune.plugin.v1.Sandbox/ExecTTY"
+	Sandbox_WatchEgress_FullMethodName        = "/sanddune.plugin.v1.Sandbox/WatchEgress"
 )
 
 // SandboxClient is the client API for Sandbox service.
@@ -302,6 +303,10 @@ type SandboxClient interface {
 	// changes (closing the send side is EOF on stdin); responses carry the
 	// terminal's output, then one message with the result.
 	ExecTTY(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecTTYRequest, ExecTTYResponse], error)
+	// Optional (sdk.EgressWatcher, capability egress); UNIMPLEMENTED when
+	// the sandbox lacks it. Streams every refusal of the sandbox's egress
+	// policy until the host cancels the call or the sandbox closes.
+	WatchEgress(ctx context.Context, in *Handle, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EgressDenial], error)
 }
 
 type sandboxClient struct {
@@ -482,6 +487,25 @@ func (c *sandboxClient) ExecTTY(ctx context.Context, opts ...grpc.CallOption) (g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sandbox_ExecTTYClient = grpc.BidiStreamingClient[ExecTTYRequest, ExecTTYResponse]
 
+func (c *sandboxClient) WatchEgress(ctx context.Context, in *Handle, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EgressDenial], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Sandbox_ServiceDesc.Streams[4], Sandbox_WatchEgress_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Handle, EgressDenial]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandbox_WatchEgressClient = grpc.ServerStreamingClient[EgressDenial]
+
 // SandboxServer is the server API for Sandbox service.
 // All implementations must embed UnimplementedSandboxServer
 // for forward compatibility.
@@ -519,6 +543,10 @@ type SandboxServer interface {
 	// changes (closing the send side is EOF on stdin); responses carry the
 	// terminal's output, then one message with the result.
 	ExecTTY(grpc.BidiStreamingServer[ExecTTYRequest, ExecTTYResponse]) error
+	// Optional (sdk.EgressWatcher, capability egress); UNIMPLEMENTED when
+	// the sandbox lacks it. Streams every refusal of the sandbox's egress
+	// policy until the host cancels the call or the sandbox closes.
+	WatchEgress(*Handle, grpc.ServerStreamingServer[EgressDenial]) error
 	mustEmbedUnimplementedSandboxServer()
 }
 
@@ -570,6 +598,9 @@ func (UnimplementedSandboxServer) Recover(context.Context, *RecoverRequest) (*Cr
 }
 func (UnimplementedSandboxServer) ExecTTY(grpc.BidiStreamingServer[ExecTTYRequest, ExecTTYResponse]) error {
 	return status.Error(codes.Unimplemented, "method ExecTTY not implemented")
+}
+func (UnimplementedSandboxServer) WatchEgress(*Handle, grpc.ServerStreamingServer[EgressDenial]) error {
+	return status.Error(codes.Unimplemented, "method WatchEgress not implemented")
 }
 func (UnimplementedSandboxServer) mustEmbedUnimplementedSandboxServer() {}
 func (UnimplementedSandboxServer) testEmbeddedByValue()                 {}
@@ -812,6 +843,17 @@ func _Sandbox_ExecTTY_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sandbox_ExecTTYServer = grpc.BidiStreamingServer[ExecTTYRequest, ExecTTYResponse]
 
+func _Sandbox_WatchEgress_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(Handle)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SandboxServer).WatchEgress(m, &grpc.GenericServerStream[Handle, EgressDenial]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandbox_WatchEgressServer = grpc.ServerStreamingServer[EgressDenial]
+
 // Sandbox_ServiceDesc is the grpc.ServiceDesc for Sandbox service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -881,6 +923,11 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _Sandbox_ExecTTY_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "WatchEgress",
+			Handler:       _Sandbox_WatchEgress_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "sanddune/plugin/v1/plugin.proto",

@@ -1,0 +1,50 @@
+package egress
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+)
+
+func TestRelayDialsOnTheHostAndPassesRefusals(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			_, _ = c.Write([]byte("hello"))
+			c.Close()
+		}
+	}()
+	host, child, err := RelayPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := make(chan Denial, 1)
+	go ServeRelay(host, func(d Denial) { denied <- d })
+	c, err := net.FileConn(child)
+	child.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRemote(c.(*net.UnixConn))
+	conn, err := r.dial(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(conn)
+	if string(got) != "hello" {
+		t.Fatalf("through the relayed socket: %q", got)
+	}
+	if _, err := r.dial(context.Background(), "tcp", "127.0.0.1:1"); err == nil {
+		t.Fatal("a failed dial on the host succeeded")
+	}
+	r.report(Denial{Host: "x.test", Proto: "dns", Reason: reasonNotAllowed})
+	if d := <-denied; d.Host != "x.test" {
+		t.Fatalf("denial: %+v", d)
+	}
+}

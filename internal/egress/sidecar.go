@@ -1,0 +1,169 @@
+package egress
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/missingstudio/sanddune/sdk"
+)
+
+// BinaryName is the enforcer's executable, installed beside the plugins.
+const BinaryName = "sanddune-egress"
+
+// MountPath is where a sidecar container finds the enforcer (bind-mounted
+// read-only from the host).
+const MountPath = "/.sanddune-egress"
+
+// Binary finds the enforcer beside the running executable, else on PATH,
+// and checks that it is a static Linux binary (it runs in the sandbox's
+// image, whatever its C library).
+func Binary() (string, error) {
+	var path string
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), BinaryName); isFile(p) {
+			path = p
+		}
+	}
+	if path == "" {
+		p, err := exec.LookPath(BinaryName)
+		if err != nil {
+			return "", fmt.Errorf("egress needs the %s enforcer beside the plugin or on PATH: install it with `make install` (or `CGO_ENABLED=0 go install ./cmd/%s`)", BinaryName, BinaryName)
+		}
+		path = p
+	}
+	if err := checkStatic(path); err != nil {
+		return "", fmt.Errorf("egress enforcer %s: %w: rebuild it with `CGO_ENABLED=0 go install ./cmd/%s`", path, err, BinaryName)
+	}
+	return path, nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("not a Linux executable: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return errors.New("it is dynamically linked, so it cannot run in every image")
+		}
+	}
+	return nil
+}
+
+// PolicyArg is the enforcer's argument for a policy.
+func PolicyArg(p sdk.EgressPolicy) string {
+	b, _ := json.Marshal(struct {
+		Allow []string          `json:"allow"`
+		Hosts map[string]string `json:"hosts,omitempty"`
+	}{p.Allow, p.Hosts})
+	return string(b)
+}
+
+// Monitor collects an enforcer's refusals for WatchEgress (those from
+// before Watch too) and says when the enforcer is in place.
+type Monitor struct {
+	ready, done chan struct{}
+	wake        chan struct{}
+	err         error // set before done is closed
+	readyOnce   sync.Once
+	endOnce     sync.Once
+
+	mu      sync.Mutex
+	pending []sdk.EgressDenial
+}
+
+// NewMonitor returns a Monitor fed through Report and ended by End.
+func NewMonitor() *Monitor {
+	return &Monitor{ready: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+// Follow reads an enforcer's output r, from its start, until it ends.
+func Follow(r io.Reader) *Monitor {
+	m := NewMonitor()
+	go func() {
+		m.End(ReadEvents(r, func() { m.readyOnce.Do(func() { close(m.ready) }) }, m.Report))
+	}()
+	return m
+}
+
+// Report queues a refusal for Watch.
+func (m *Monitor) Report(d Denial) {
+	m.mu.Lock()
+	m.pending = append(m.pending, sdk.EgressDenial{Host: d.Host, Port: d.Port, Proto: d.Proto, Reason: d.Reason})
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// End ends the refusals (the enforcer ended, with err before it was
+// ready); Watch returns once it passed the last on. Later calls do nothing.
+func (m *Monitor) End(err error) {
+	m.endOnce.Do(func() {
+		m.err = err
+		close(m.done)
+	})
+}
+
+// Ready waits until the enforcer's rules are in place; it fails when the
+// enforcer ended first.
+func (m *Monitor) Ready(ctx context.Context) error {
+	select {
+	case <-m.ready:
+		return nil
+	case <-m.done:
+		select {
+		case <-m.ready:
+			return nil
+		default:
+			return m.err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Watch calls report for every denial, in order, until ctx ends or the
+// enforcer's output does (the sandbox was removed).
+func (m *Monitor) Watch(ctx context.Context, report func(sdk.EgressDenial)) error {
+	for {
+		m.mu.Lock()
+		batch := m.pending
+		m.pending = nil
+		m.mu.Unlock()
+		for _, d := range batch {
+			report(d)
+		}
+		select {
+		case <-m.wake:
+		case <-m.done:
+			if len(m.wake) > 0 || m.hasPending() {
+				continue
+			}
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (m *Monitor) hasPending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.pending) > 0
+}
