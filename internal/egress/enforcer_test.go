@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
-
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 func TestSniffFindsTLSServerName(t *testing.T) {
@@ -233,11 +231,11 @@ func TestMonitorPassesDenialsFromBeforeWatch(t *testing.T) {
 	if err := m.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var got []sdk.EgressDenial
-	if err := m.Watch(context.Background(), func(d sdk.EgressDenial) { got = append(got, d) }); err != nil {
+	var got []Denial
+	if err := m.Watch(context.Background(), func(d Denial) { got = append(got, d) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Host != "x.test" || got[1] != (sdk.EgressDenial{Host: "10.0.0.1", Port: 22, Proto: "tcp", Reason: "not in egress.allow"}) {
+	if len(got) != 2 || got[0].Host != "x.test" || got[1] != (Denial{Host: "10.0.0.1", Port: 22, Proto: "tcp", Reason: "not in egress.allow"}) {
 		t.Fatalf("got %+v", got)
 	}
 }
