@@ -13,7 +13,9 @@ import (
 	"time"
 )
 
-// Denial is one refusal, as the enforcer reports it (a JSON line).
+// Denial is one refusal, as the enforcer reports it (a JSON line); it
+// converts to sdk.EgressDenial (this package leaves the SDK out of the
+// enforcer's binary).
 type Denial struct {
 	Host   string `json:"host"`
 	Port   int    `json:"port,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -12,8 +13,6 @@ import (
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
-
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 func TestSniffFindsTLSServerName(t *testing.T) {
@@ -124,21 +123,28 @@ func TestProxyChecksTheHTTPHostAndReportsRefusals(t *testing.T) {
 	}
 }
 
-func TestProxyRelaysAServerFirstProtocolToAHostsAddress(t *testing.T) {
+// greeter says greeting to the first connection on a loopback port, the
+// way a server that speaks first does.
+func greeter(t *testing.T, greeting string) netip.AddrPort {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	go func() {
 		c, err := l.Accept()
 		if err == nil {
-			_, _ = c.Write([]byte("220 ready\n"))
+			_, _ = c.Write([]byte(greeting))
 			c.Close()
 		}
 	}()
-	backend := netip.MustParseAddrPort(l.Addr().String())
-	p := mustParse(t, []string{"smtp.test:" + l.Addr().String()[len("127.0.0.1:"):]}, map[string]string{"smtp.test": "127.0.0.1"})
+	return netip.MustParseAddrPort(l.Addr().String())
+}
+
+func TestProxyRelaysAServerFirstProtocolToAHostsAddress(t *testing.T) {
+	backend := greeter(t, "220 ready\n")
+	p := mustParse(t, []string{fmt.Sprintf("smtp.test:%d", backend.Port())}, map[string]string{"smtp.test": "127.0.0.1"})
 	addr, _ := proxyTo(t, p, backend)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -225,11 +231,11 @@ func TestMonitorPassesDenialsFromBeforeWatch(t *testing.T) {
 	if err := m.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var got []sdk.EgressDenial
-	if err := m.Watch(context.Background(), func(d sdk.EgressDenial) { got = append(got, d) }); err != nil {
+	var got []Denial
+	if err := m.Watch(context.Background(), func(d Denial) { got = append(got, d) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Host != "x.test" || got[1] != (sdk.EgressDenial{Host: "10.0.0.1", Port: 22, Proto: "tcp", Reason: "not in egress.allow"}) {
+	if len(got) != 2 || got[0].Host != "x.test" || got[1] != (Denial{Host: "10.0.0.1", Port: 22, Proto: "tcp", Reason: "not in egress.allow"}) {
 		t.Fatalf("got %+v", got)
 	}
 }

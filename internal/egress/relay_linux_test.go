@@ -8,18 +8,7 @@ import (
 )
 
 func TestRelayDialsOnTheHostAndPassesRefusals(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			_, _ = c.Write([]byte("hello"))
-			c.Close()
-		}
-	}()
+	backend := greeter(t, "hello")
 	host, child, err := RelayPair()
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +21,7 @@ func TestRelayDialsOnTheHostAndPassesRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRemote(c.(*net.UnixConn))
-	conn, err := r.dial(context.Background(), "tcp", l.Addr().String())
+	conn, err := r.dial(context.Background(), "tcp", backend.String())
 	if err != nil {
 		t.Fatal(err)
 	}

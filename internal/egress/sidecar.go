@@ -11,8 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-
-	"github.com/missingstudio/sanddune/sdk"
 )
 
 // BinaryName is the enforcer's executable, installed beside the plugins.
@@ -64,12 +62,12 @@ func checkStatic(path string) error {
 	return nil
 }
 
-// PolicyArg is the enforcer's argument for a policy.
-func PolicyArg(p sdk.EgressPolicy) string {
+// PolicyArg is the enforcer's argument for a policy's entries.
+func PolicyArg(allow []string, hosts map[string]string) string {
 	b, _ := json.Marshal(struct {
 		Allow []string          `json:"allow"`
 		Hosts map[string]string `json:"hosts,omitempty"`
-	}{p.Allow, p.Hosts})
+	}{allow, hosts})
 	return string(b)
 }
 
@@ -83,7 +81,7 @@ type Monitor struct {
 	endOnce     sync.Once
 
 	mu      sync.Mutex
-	pending []sdk.EgressDenial
+	pending []Denial
 }
 
 // NewMonitor returns a Monitor fed through Report and ended by End.
@@ -103,7 +101,7 @@ func Follow(r io.Reader) *Monitor {
 // Report queues a refusal for Watch.
 func (m *Monitor) Report(d Denial) {
 	m.mu.Lock()
-	m.pending = append(m.pending, sdk.EgressDenial{Host: d.Host, Port: d.Port, Proto: d.Proto, Reason: d.Reason})
+	m.pending = append(m.pending, d)
 	m.mu.Unlock()
 	select {
 	case m.wake <- struct{}{}:
@@ -140,7 +138,7 @@ func (m *Monitor) Ready(ctx context.Context) error {
 
 // Watch calls report for every denial, in order, until ctx ends or the
 // enforcer's output does (the sandbox was removed).
-func (m *Monitor) Watch(ctx context.Context, report func(sdk.EgressDenial)) error {
+func (m *Monitor) Watch(ctx context.Context, report func(Denial)) error {
 	for {
 		m.mu.Lock()
 		batch := m.pending

@@ -32,7 +32,7 @@ func newEgressGuard(p sdk.EgressPolicy) (*egressGuard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &egressGuard{enforcer: bin, policy: egress.PolicyArg(p), monitor: egress.NewMonitor()}, nil
+	return &egressGuard{enforcer: bin, policy: egress.PolicyArg(p.Allow, p.Hosts), monitor: egress.NewMonitor()}, nil
 }
 
 // wrapped turns an attempt's bwrap command (ending in `-- COMMAND...`) into
@@ -60,7 +60,7 @@ func (s *sandbox) WatchEgress(ctx context.Context, report func(sdk.EgressDenial)
 		<-ctx.Done()
 		return nil
 	}
-	return s.egress.monitor.Watch(ctx, report)
+	return s.egress.monitor.Watch(ctx, func(d egress.Denial) { report(sdk.EgressDenial(d)) })
 }
 
 var _ sdk.EgressWatcher = (*sandbox)(nil)

@@ -37,7 +37,7 @@ func (s *sandbox) prepareEgress(ctx context.Context, policy sdk.EgressPolicy, en
 			Image:      image,
 			User:       "0:0",
 			Entrypoint: []string{egress.MountPath},
-			Cmd:        []string{egress.PolicyArg(policy)},
+			Cmd:        []string{egress.PolicyArg(policy.Allow, policy.Hosts)},
 			Labels:     maps.Clone(labels),
 		}, &container.HostConfig{
 			NetworkMode: container.NetworkMode("container:" + s.ID),
@@ -104,7 +104,7 @@ func (s *sandbox) WatchEgress(ctx context.Context, report func(sdk.EgressDenial)
 		<-ctx.Done()
 		return nil
 	}
-	return s.egress.monitor.Watch(ctx, report)
+	return s.egress.monitor.Watch(ctx, func(d egress.Denial) { report(sdk.EgressDenial(d)) })
 }
 
 var _ sdk.EgressWatcher = (*sandbox)(nil)

@@ -35,7 +35,7 @@ func (s *sandbox) startEgress(ctx context.Context, policy sdk.EgressPolicy, enfo
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		args = append(args, "--label", k+"="+labels[k])
 	}
-	args = append(append(args, extra...), image, egress.PolicyArg(policy))
+	args = append(append(args, extra...), image, egress.PolicyArg(policy.Allow, policy.Hosts))
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stop = stop
 	cmd := s.cli.command(runCtx, nil, args...)
@@ -67,7 +67,7 @@ func (s *sandbox) WatchEgress(ctx context.Context, report func(sdk.EgressDenial)
 		<-ctx.Done()
 		return nil
 	}
-	return s.egress.monitor.Watch(ctx, report)
+	return s.egress.monitor.Watch(ctx, func(d egress.Denial) { report(sdk.EgressDenial(d)) })
 }
 
 var _ sdk.EgressWatcher = (*sandbox)(nil)
