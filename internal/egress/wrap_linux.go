@@ -29,7 +29,7 @@ func wrap(args []string) int {
 		return 125
 	}
 	if len(args) < 4 || args[2] != "--" {
-		return fail(errors.New("usage: sanddune-egress wrap FD POLICY-JSON -- COMMAND..."))
+		return fail(errors.New("usage: sanddune-egress wrap FD POLICY-JSON -- COMMAND [ARG ...]"))
 	}
 	fd, err := strconv.Atoi(args[0])
 	if err != nil {

@@ -50,6 +50,9 @@ func (s stats) usage() sdk.Usage {
 // the API's status and message; other messages stay as they are.
 func apiError(msg string) string {
 	inner, ok := strings.CutPrefix(msg, "[API Error: ")
+	if !ok {
+		return msg
+	}
 	if inner, ok = strings.CutSuffix(inner, "]"); !ok {
 		return msg
 	}
