@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -45,7 +46,7 @@ Problems are printed with file:line:col and a snippet. Exit code 1 when there ar
 				}
 				checked = "; preflight checks passed"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d run(s), %d sandbox(es), %d agent(s)%s\n", f.path, len(p.file.Runs), len(p.file.Sandboxes), len(p.file.Agents), checked)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %s%s\n", f.path, blockCounts(p.file), checked)
 			if graph {
 				nodes, _ := core.Graph(p.file) // its problems were the plan's
 				return printGraph(cmd.OutOrStdout(), nodes, graphSessions(p.file), false, false)
@@ -101,4 +102,18 @@ func newFmtCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "report unformatted files without rewriting them")
 	return cmd
+}
+
+// blockCounts says what a valid file holds: its runs, and its sessions
+// and pipelines when it has any, then its provider blocks.
+func blockCounts(f *config.File) string {
+	parts := []string{fmt.Sprintf("%d run(s)", len(f.Runs))}
+	if n := len(f.Sessions); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d session(s)", n))
+	}
+	if n := len(f.Pipelines); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d pipeline(s)", n))
+	}
+	parts = append(parts, fmt.Sprintf("%d sandbox(es)", len(f.Sandboxes)), fmt.Sprintf("%d agent(s)", len(f.Agents)))
+	return strings.Join(parts, ", ")
 }
