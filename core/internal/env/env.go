@@ -17,6 +17,7 @@
 package env
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -73,7 +74,8 @@ func (e *MissingError) Error() string {
 const MaxFileSize = 1 << 20
 
 // ReadFile parses a dotenv file (a regular file of at most MaxFileSize
-// bytes); a missing file is an empty map.
+// bytes) and checks its names; a missing file is an empty map. A syntax
+// error names its line.
 func ReadFile(path string) (map[string]string, error) {
 	data, err := textfile.Read(path, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -84,9 +86,24 @@ func ReadFile(path string) (map[string]string, error) {
 	}
 	m, err := godotenv.UnmarshalBytes(data)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("%s:%d: not a KEY=value line", path, badLine(data))
+	}
+	if err := Check(m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
+}
+
+// badLine is the line of a dotenv file that does not parse: the one after
+// the longest start of the file that does (a quoted value may span lines).
+func badLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for k := len(lines) - 1; k > 0; k-- {
+		if _, err := godotenv.UnmarshalBytes(bytes.Join(lines[:k], nil)); err == nil {
+			return k + 1
+		}
+	}
+	return 1
 }
 
 // Resolve merges the layers and checks the required keys.

@@ -227,7 +227,7 @@ func (rs Repos) Open(ctx context.Context, dir string) *Repo {
 		return fail("repo", "Not a git repository", fmt.Errorf("%w (run sanddune inside a git repository, or set repo)", err))
 	}
 	if s.DotEnv, err = env.ReadFile(s.Repo.StateDir(".env")); err != nil {
-		return fail("env", "Invalid .sanddune/.env", fmt.Errorf("%w (fix the syntax of .sanddune/.env)", err))
+		return fail("env", "Invalid .sanddune/.env", err)
 	}
 	return s
 }
