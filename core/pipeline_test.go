@@ -143,3 +143,26 @@ pipeline "p" {
 		})
 	}
 }
+
+// TestFakeUnselectedDependencySuggestsAWorkingSelection: the suggested
+// command selects every run the selected one needs, directly or not.
+func TestFakeUnselectedDependencySuggestsAWorkingSelection(t *testing.T) {
+	t.Parallel()
+	path := repoWith(t, pipelineBlocks+`run "plan" { prompt = "x" }
+run "implement" {
+  prompt     = "x"
+  depends_on = [run.plan]
+}
+run "merge" {
+  prompt     = "x"
+  depends_on = [run.implement]
+}
+`)
+	p, err := plan(t, path, newPlugins(), Selection{Runs: []string{"merge"}})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if d := only(t, p.Diagnostics, "Dependency not selected"); !strings.Contains(d.Detail, "(sanddune run plan implement merge)") {
+		t.Fatalf("detail %q: want a selection with what merge needs", d.Detail)
+	}
+}

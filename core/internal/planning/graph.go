@@ -109,7 +109,7 @@ func (g *Graph) CheckSelection(selected func(label string) bool) Diagnostics {
 			if selected(need.Label) {
 				continue
 			}
-			summary, detail := "Dependency not selected", fmt.Sprintf("run.%s needs run.%s, which is not selected: select both (sanddune run %s %s) or the pipeline that lists them.", label, need.Label, need.Label, label)
+			summary, detail := "Dependency not selected", fmt.Sprintf("run.%s needs run.%s, which is not selected: select what it needs too (sanddune run %s) or the pipeline that lists them.", label, need.Label, strings.Join(g.withNeeds(label, selected), " "))
 			if g.Ancestors(need.Label)[label] { // selecting both would not help
 				summary, detail = "Dependency cycle", fmt.Sprintf("run.%s needs run.%s, which needs run.%s in turn: break the cycle by removing this reference, or the one that makes run.%s need run.%s.", label, need.Label, label, need.Label, label)
 			}
@@ -117,6 +117,19 @@ func (g *Graph) CheckSelection(selected func(label string) bool) Diagnostics {
 		}
 	}
 	return diags
+}
+
+// withNeeds are the selected runs and those label needs, directly or not,
+// in the graph's order: a selection that has what label needs.
+func (g *Graph) withNeeds(label string, selected func(string) bool) []string {
+	needs := g.Ancestors(label)
+	var out []string
+	for _, l := range g.Order {
+		if needs[l] || selected(l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // Ancestors are the runs label needs, directly or not.
