@@ -72,6 +72,10 @@ func main() {
 	}
 	// cobra's own errors: unknown command or flag.
 	fmt.Fprintln(os.Stderr, "Error:", err)
-	fmt.Fprintln(os.Stderr, "Run 'sanddune --help' for usage.")
+	help := "sanddune"
+	if fe := (*flagError)(nil); errors.As(err, &fe) {
+		help = fe.command
+	}
+	fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", help)
 	os.Exit(exitUsage)
 }
