@@ -111,6 +111,11 @@ pipeline "planner" {
 			t.Fatalf("%s is not merged into main", b)
 		}
 	}
+	// The merge commits name the branch the work ends up on, not the
+	// merge-to-head run's temporary branch.
+	if merges := gitOut(t, dir, "log", "--merges", "--format=%s", "main"); !strings.Contains(merges, "Merge branch 'agent/issue-2' into main") || strings.Contains(merges, "sanddune/") {
+		t.Fatalf("merge commits:\n%s", merges)
+	}
 	prompt := gitOut(t, dir, "show", "main:merge-prompt.txt")
 	if want := "merge these:\n- agent/issue-1\n- agent/issue-2\n- agent/issue-3\nconflicts: none"; prompt != want {
 		t.Fatalf("merge prompt %q, want %q", prompt, want)

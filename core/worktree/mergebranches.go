@@ -50,7 +50,7 @@ func (w *Workspace) MergeBranches(ctx context.Context, branches []string) ([]Con
 				return conflicts, fmt.Errorf("merging %s: git merge-tree: %w", b, err)
 			}
 			tree, _, _ := strings.Cut(out, "\x00")
-			if next, err = r.Git(ctx, "commit-tree", tree, "-p", cur, "-p", tip, "-m", fmt.Sprintf("Merge branch '%s' into %s", b, w.Branch)); err != nil {
+			if next, err = r.Git(ctx, "commit-tree", tree, "-p", cur, "-p", tip, "-m", fmt.Sprintf("Merge branch '%s' into %s", b, w.intoName())); err != nil {
 				return conflicts, fmt.Errorf("merging %s: creating the merge commit: %w", b, err)
 			}
 		}
@@ -76,3 +76,14 @@ func (w *Workspace) isAncestor(ctx context.Context, a, b string) bool {
 func (w *Workspace) Tip(ctx context.Context) (string, error) {
 	return w.Repo.resolve(ctx, "refs/heads/"+w.Branch)
 }
+
+// intoName is the branch a merge commit says it merges into: where the
+// commits end up (a merge-to-head run's host branch, not its temporary
+// one), else the run's branch.
+func (w *Workspace) intoName() string {
+	if w.TargetBranch != "" {
+		return w.TargetBranch
+	}
+	return w.Branch
+}
+
