@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -132,9 +133,13 @@ func parseVariableValue(raw string, ty cty.Type) (cty.Value, error) {
 	if ty == cty.String || ty == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
-	notLiteral := fmt.Errorf("%q is not an HCL value of that type (such as 42, true, [\"a\"] or {k = \"v\"})", raw)
+	shown := raw
+	if len(shown) > 40 {
+		shown = shown[:40] + "…"
+	}
+	notLiteral := fmt.Errorf("%q is not an HCL value of that type (such as 42, true, [\"a\"] or {k = \"v\"})", shown)
 	if diags := CheckSource([]byte(raw), "<value>"); diags.HasErrors() {
-		return cty.NilVal, notLiteral
+		return cty.NilVal, errors.New(diags[0].Summary + ": " + strings.TrimSuffix(diags[0].Detail, "."))
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "<value>", hcl.InitialPos)
 	if diags.HasErrors() {
