@@ -86,4 +86,3 @@ func (w *Workspace) intoName() string {
 	}
 	return w.Branch
 }
-
