@@ -6,6 +6,7 @@
 package copilot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +65,8 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Resume:          true,
 
 		BypassesPermissions: true,
+		// GitHub's own endpoints are not declared: only a provider's is.
+		Endpoints: agentkit.Endpoints(cmp.Or(c.BaseURL, c.Env["COPILOT_PROVIDER_BASE_URL"]), ""),
 	}
 	// Your own provider needs no GitHub account (a local one no key either).
 	if c.BaseURL == "" && c.Env["COPILOT_PROVIDER_BASE_URL"] == "" {

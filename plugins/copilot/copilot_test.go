@@ -74,8 +74,12 @@ func TestDescribe(t *testing.T) {
 		{"model": cty.StringVal("m"), "base_url": cty.StringVal("http://127.0.0.1:8080/v1")},
 		{"env": cty.MapVal(map[string]cty.Value{"COPILOT_PROVIDER_BASE_URL": cty.StringVal("http://127.0.0.1:11434/v1")})},
 	} {
-		if d := agentkittest.Describe(t, New(), attrs); d.RequiredEnv != nil {
+		d := agentkittest.Describe(t, New(), attrs)
+		if d.RequiredEnv != nil {
 			t.Errorf("%v still requires %v", attrs, d.RequiredEnv)
+		}
+		if len(d.Endpoints) != 1 || !strings.HasPrefix(d.Endpoints[0], "127.0.0.1:") {
+			t.Errorf("%v: endpoints %v, want the provider's", attrs, d.Endpoints)
 		}
 	}
 }

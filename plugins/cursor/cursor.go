@@ -53,11 +53,14 @@ func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, e
 }
 
 func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	c := p.Common(cfg)
 	return sdk.AgentDescription{
 		RequiredEnv: [][]string{{"CURSOR_API_KEY"}},
-		Env:         p.Common(cfg).Env,
+		Env:         c.Env,
 
 		BypassesPermissions: true,
+		// Cursor's own service is not declared: only an --endpoint given.
+		Endpoints: agentkit.Endpoints(c.BaseURL, ""),
 	}, nil
 }
 

@@ -56,4 +56,8 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
+	d = agentkittest.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("https://cursor-proxy.internal")})
+	if want := []string{"cursor-proxy.internal:443"}; !reflect.DeepEqual(d.Endpoints, want) {
+		t.Errorf("with base_url: endpoints %v, want %v", d.Endpoints, want)
+	}
 }

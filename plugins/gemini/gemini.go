@@ -5,6 +5,7 @@
 package gemini
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
@@ -56,6 +57,7 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           agentkit.Endpoints(cmp.Or(c.BaseURL, c.Env["GOOGLE_GEMINI_BASE_URL"]), "", "generativelanguage.googleapis.com"),
 	}
 	own := false
 	for _, k := range ownAuth {

@@ -60,9 +60,14 @@ func TestDescribe(t *testing.T) {
 		Fork:            true,
 
 		BypassesPermissions: true,
+		Endpoints:           []string{"generativelanguage.googleapis.com"},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
+	}
+	d = agentkittest.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8089")})
+	if want := []string{"127.0.0.1:8089"}; !reflect.DeepEqual(d.Endpoints, want) {
+		t.Errorf("with base_url: endpoints %v, want %v", d.Endpoints, want)
 	}
 	for _, k := range ownAuth {
 		d = agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{k: cty.StringVal("true")})})
