@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,10 +331,11 @@ func gitDaemon(t *testing.T) int {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--base-path="+base, "--listen=0.0.0.0", fmt.Sprintf("--port=%d", port), base)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // git runs git-daemon as its child: stop both
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	for i := 0; i < 100; i++ { // until it listens
 		if out, err := exec.Command("git", "ls-remote", fmt.Sprintf("git://127.0.0.1:%d/r.git", port)).CombinedOutput(); err == nil && len(out) > 0 {
 			return port
