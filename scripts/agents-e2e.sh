@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the real agent CLIs end to end: `sanddune run` in a bubblewrap
-# sandbox with Claude Code, Codex, pi, opencode, Gemini CLI and the Copilot CLI
-# (pinned versions, from npm, cached by agents-install.sh) against scripted model
-# servers on 127.0.0.1 (internal/agente2e). No model outside this machine is
-# contacted. Needs go, node, npm, git and bwrap. Extra arguments go to
-# go test (e.g. -run TestClaude).
+# sandbox and in a docker container with Claude Code, Codex, pi, opencode,
+# Gemini CLI and the Copilot CLI (pinned versions, from npm, cached by
+# agents-install.sh) against scripted model servers on this machine
+# (internal/agente2e). No model outside this machine is contacted. Needs go,
+# node, npm, git, bwrap, and docker with the test image (scripts/ci-setup.sh).
+# Extra arguments go to go test (e.g. -run TestClaude).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -20,6 +20,9 @@ import (
 var (
 	sanddune  string
 	pluginDir string
+	// listenHost is where the scripted servers listen: the docker
+	// bridge's gateway when docker is there, else 127.0.0.1.
+	listenHost = "127.0.0.1"
 )
 
 func TestMain(m *testing.M) {
@@ -31,6 +34,9 @@ func TestMain(m *testing.M) {
 	pluginDir = filepath.Join(dir, "bin")
 	if out, err := exec.Command("go", "build", "-C", "../..", "-o", filepath.Dir(sanddune)+"/", "./cmd/...").CombinedOutput(); err != nil {
 		panic("go build ./cmd/...: " + err.Error() + "\n" + string(out))
+	}
+	if gw, err := exec.Command("docker", "network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}").Output(); err == nil {
+		listenHost = strings.TrimSpace(string(gw))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -84,6 +90,9 @@ type agentCase struct {
 	server func(t testing.TB, s Script) *Server
 	// files are put in the sandbox read-only: path (~/...) -> content.
 	files map[string]string
+	// docker runs it in a docker container (the test image, with the
+	// host's node and the CLI's npm install mounted) instead of bubblewrap.
+	docker bool
 }
 
 // sandduneRun writes the config, runs `sanddune run --json` in repo with
@@ -96,7 +105,11 @@ func sandduneRun(t *testing.T, repo string, c agentCase, url string, extra strin
 		writeFile(t, host, content)
 		mounts += fmt.Sprintf("\n  mount {\n    host_path    = %q\n    sandbox_path = %q\n    readonly     = true\n  }\n", host, path)
 	}
-	hcl := `sandbox "bubblewrap" "box" {` + mounts + `}
+	sandbox := `sandbox "bubblewrap" "box" {` + mounts + `}`
+	if c.docker {
+		sandbox = dockerSandbox(t, c.cli, mounts)
+	}
+	hcl := sandbox + `
 ` + c.block(url) + `
 variable "resume" { default = "" }
 variable "iterations" { default = 2 }
@@ -145,6 +158,32 @@ run "e2e" {
 	return o
 }
 
+// dockerSandbox is a docker sandbox block of the test image running cli:
+// the host's node (self-contained but for libc and libstdc++, which the
+// image has) and the CLI's npm install are mounted read-only.
+func dockerSandbox(t *testing.T, cli, mounts string) string {
+	t.Helper()
+	p, err := exec.LookPath(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH: %v", err)
+	}
+	return fmt.Sprintf(`sandbox "docker" "box" {
+  image = %q
+  env   = { PATH = "%s:/opt/e2e-node:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" }
+  mount {
+    host_path    = %q
+    sandbox_path = "/opt/e2e-node/node"
+    readonly     = true
+  }%s}`, dockerImage, filepath.Dir(p), node, mounts)
+}
+
+// dockerImage is the local image scripts/ci-setup.sh builds.
+const dockerImage = "sanddune-test-base:bookworm"
+
 // cliMount binds the npm install of the CLI into the sandbox when it sits
 // where the sandbox sees its own dir instead (the host's /tmp).
 func cliMount(cli string) string {
@@ -158,10 +197,11 @@ func cliMount(cli string) string {
 	}
 	return fmt.Sprintf(`
   mount {
-    host_path = %q
-    readonly  = true
+    host_path    = %q
+    sandbox_path = %q
+    readonly     = true
   }
-`, modules)
+`, modules, modules)
 }
 
 func gitRepo(t *testing.T) string {
@@ -365,3 +405,20 @@ var opencode = agentCase{cli: "opencode", keyVar: "ANTHROPIC_API_KEY", server: A
 }}
 
 func TestOpencode(t *testing.T) { testAgent(t, opencode) }
+
+// TestDocker runs each CLI's commit run in a docker container: the same
+// checks as in bubblewrap (commit, signal, session id, usage, no key).
+func TestDocker(t *testing.T) {
+	if _, err := exec.Command("docker", "image", "inspect", dockerImage).CombinedOutput(); err != nil {
+		t.Fatalf("docker or the image %s is not there (scripts/ci-setup.sh builds it): %v", dockerImage, err)
+	}
+	for _, c := range []agentCase{claude, codex, piCase("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY", Anthropic), opencode, copilot, gemini} {
+		t.Run(c.cli, func(t *testing.T) {
+			require(t, c.cli)
+			c.docker = true
+			repo := gitRepo(t)
+			s := c.server(t, Commit)
+			checkCommitRun(t, repo, sandduneRun(t, repo, c, s.URL, ""), s)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,7 +40,9 @@ const (
 	CallInput, CallCached, CallOutput = 150, 50, 12
 )
 
-// Server is a scripted model API on 127.0.0.1.
+// Server is a scripted model API on 127.0.0.1, or on the docker bridge's
+// address on the host (listenHost) when docker is there: a container
+// reaches it there, and a bubblewrap sandbox (the host's network) too.
 type Server struct {
 	*httptest.Server
 	script Script
@@ -63,7 +66,7 @@ func (s *Server) record(r *http.Request, stage string) {
 
 func newServer(t testing.TB, script Script, h func(s *Server, w http.ResponseWriter, r *http.Request, body map[string]any)) *Server {
 	s := &Server{script: script, t: t}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
 		if r.Method == http.MethodPost {
 			b, _ := io.ReadAll(r.Body)
@@ -71,6 +74,13 @@ func newServer(t testing.TB, script Script, h func(s *Server, w http.ResponseWri
 		}
 		h(s, w, r, body)
 	}))
+	ln, err := net.Listen("tcp4", net.JoinHostPort(listenHost, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Server.Listener.Close()
+	s.Server.Listener = ln
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }
