@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -47,17 +49,25 @@ is listed, not started: trust and pin it with sanddune plugins lock.`,
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tKIND\tVERSION\tPROTOCOLS\tSHA256\tLOCKED\tSOURCE")
 			failed := false
+			var missing []string // binaries serving built-ins, each once
 			for _, r := range rows {
 				sum, locked := "-", "-"
 				if !r.Source.Builtin() {
 					sum, locked = shortSum(r.SHA256), lockState(host, r)
 				}
 				var ue *pluginhost.UntrustedError
+				var me *pluginhost.MissingBuiltinError
 				switch {
 				case r.Ignored:
 					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (ignored: the built-in wins; ask for it by source in required_plugins)\n", r.Source.Name, sum, locked, r.Source.Path)
 				case errors.As(r.Err, &ue):
 					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (not trusted, not started: sanddune plugins lock)\n", r.Source.Name, sum, locked, r.Source.Path)
+				case errors.As(r.Err, &me):
+					failed = true
+					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (missing: %s)\n", r.Source.Name, sum, locked, r.Source, filepath.Base(me.Path))
+					if !slices.Contains(missing, me.Path) {
+						missing = append(missing, me.Path)
+					}
 				case r.Err != nil:
 					failed = true
 					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (error: %s)\n", r.Source.Name, sum, locked, r.Source, firstLine(r.Err.Error()))
@@ -74,6 +84,9 @@ is listed, not started: trust and pin it with sanddune plugins lock.`,
 				}
 			}
 			w.Flush()
+			for _, path := range missing {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s is missing (sanddune starts its built-ins from beside itself): %s\n", path, pluginhost.InstallHint)
+			}
 			if failed {
 				return &exitError{code: exitFailure, err: fmt.Errorf("some plugins failed to start (see the list above)")}
 			}

@@ -401,6 +401,20 @@ func (h *Host) isBuiltinBinary(path string) bool {
 	return false
 }
 
+// MissingBuiltinError is a built-in whose binary is not installed beside
+// sanddune.
+type MissingBuiltinError struct {
+	Name string // the built-in, e.g. "docker"
+	Path string // where sanddune looked for the binary serving it
+}
+
+func (e *MissingBuiltinError) Error() string {
+	return fmt.Sprintf("built-in plugin %q is missing: sanddune starts it from %s, beside itself; %s", e.Name, e.Path, InstallHint)
+}
+
+// InstallHint says how to install sanddune with its plugins.
+const InstallHint = "install sanddune with its plugins (make install, or go install ./cmd/... in a checkout of sanddune)"
+
 // checkBuiltin says, before anything starts, that the binary serving a
 // built-in is missing or not executable.
 func (h *Host) checkBuiltin(src Source) error {
@@ -409,7 +423,7 @@ func (h *Host) checkBuiltin(src Source) error {
 	}
 	path := h.builtinPath(src.Name)
 	if !isFile(path) {
-		return fmt.Errorf("built-in plugin %q is missing: sanddune starts it from %s, beside itself; install sanddune with its plugins (make install, or go install ./cmd/... in a checkout of sanddune)", src.Name, path)
+		return &MissingBuiltinError{Name: src.Name, Path: path}
 	}
 	if !isExecutable(path) {
 		return fmt.Errorf("built-in plugin %q: %s is not executable (chmod +x %s)", src.Name, path, path)
