@@ -33,15 +33,19 @@ func Binary() (string, error) {
 	if path == "" {
 		p, err := exec.LookPath(BinaryName)
 		if err != nil {
-			return "", fmt.Errorf("egress needs the %s enforcer beside the plugin or on PATH: install it with `make install` (or `CGO_ENABLED=0 go install ./cmd/%s`)", BinaryName, BinaryName)
+			return "", fmt.Errorf("egress needs the %s enforcer beside the plugin or on PATH: %s", BinaryName, installHint)
 		}
 		path = p
 	}
 	if err := checkStatic(path); err != nil {
-		return "", fmt.Errorf("egress enforcer %s: %w: rebuild it with `CGO_ENABLED=0 go install ./cmd/%s`", path, err, BinaryName)
+		return "", fmt.Errorf("egress enforcer %s: %w: %s", path, err, installHint)
 	}
 	return path, nil
 }
+
+// installHint says how to install the enforcer static, from a checkout or
+// not.
+const installHint = "install it static with `make install` in a checkout, or `CGO_ENABLED=0 go install github.com/missingstudio/sanddune/cmd/" + BinaryName + "@<version>`"
 
 func isFile(p string) bool {
 	fi, err := os.Stat(p)
