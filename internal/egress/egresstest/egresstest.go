@@ -21,8 +21,8 @@ import (
 // PATH, where the providers find it. Without a go command (a test binary
 // run again as another user), the tests run as they are.
 func WithEnforcer(m *testing.M) int {
-	if _, err := exec.LookPath("go"); err != nil {
-		return m.Run()
+	if _, err := exec.LookPath("go"); err != nil || os.Getenv(builtEnv) != "" {
+		return m.Run() // no go, or the test binary run again by its own test: PATH has the enforcer
 	}
 	dir, err := os.MkdirTemp("", "sanddune-egress-")
 	if err != nil {
@@ -37,8 +37,14 @@ func WithEnforcer(m *testing.M) int {
 		return 1
 	}
 	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	os.Setenv(builtEnv, dir)
 	return m.Run()
 }
+
+// builtEnv names the enforcer's directory once WithEnforcer built it: a
+// test binary a test starts again (a helper process, which may be killed
+// before it could clean up) uses that one instead of building its own.
+const builtEnv = "SANDDUNE_TEST_EGRESS_ENFORCER_DIR"
 
 // Watcher collects what a sandbox's WatchEgress reports.
 type Watcher struct {
