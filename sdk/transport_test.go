@@ -454,9 +454,9 @@ func serve(t *testing.T, opts sdk.ServeOpts) (plugin.ClientProtocol, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stop(); <-stopped })
 	client := plugin.NewClient(wire.Reattach(host.ClientConfig(nil, hclog.NewNullLogger()), addr))
 	t.Cleanup(client.Kill)
+	t.Cleanup(func() { stop(); <-stopped }) // first: Kill's Shutdown would stop the server concurrently
 	cp, err := client.Client()
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestHostAsksEachFactOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = rpc.Close(); cancel(); <-stopped }()
+	defer func() { cancel(); <-stopped; _ = rpc.Close() }()
 
 	if _, err := host.CatalogComponents(ctx, rpc); err != nil {
 		t.Fatal(err)

@@ -102,9 +102,11 @@ func connect(t T, opts sdk.ServeOpts) plugin.ClientProtocol {
 		t.Fatalf("plugintest: connecting to the plugin: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = rpc.Close()
+		// The server stops by ctx alone: the Shutdown call Close sends would
+		// stop it a second time, concurrently (a data race in go-plugin).
 		cancel()
 		<-stopped
+		_ = rpc.Close()
 	})
 	return rpc
 }
