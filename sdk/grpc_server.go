@@ -172,7 +172,7 @@ func (s sandboxServer) Describe(ctx context.Context, req *pluginpb.ConfigRequest
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pluginpb.SandboxDescription{Env: d.Env}, nil
+	return &pluginpb.SandboxDescription{Env: d.Env, EgressConflicts: toDiagnostics(d.EgressConflicts)}, nil
 }
 
 func (s sandboxServer) Preflight(ctx context.Context, req *pluginpb.PreflightRequest) (*pluginpb.Empty, error) {

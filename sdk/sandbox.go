@@ -71,6 +71,11 @@ type SandboxDescription struct {
 	// above .sanddune/.env and below the run's env, into CreateRequest.Env.
 	// A provider does not apply it again itself.
 	Env map[string]string
+	// EgressConflicts says what in this config keeps an egress policy from
+	// holding, each at its attribute (e.g. network = "host": the sandbox
+	// shares the host's network). The host reports them as errors for a
+	// block with an egress block, before anything starts.
+	EgressConflicts Diagnostics
 }
 
 // PreflightRequest is what Preflight may check.

@@ -48,7 +48,8 @@ func (s *stub) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, er
 }
 
 func (s *stub) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
-	return sdk.SandboxDescription{Env: map[string]string{"FROM": "describe"}}, nil
+	return sdk.SandboxDescription{Env: map[string]string{"FROM": "describe"},
+		EgressConflicts: sdk.Diagnostics{{Attribute: "network", Summary: "shared", Detail: "the host's"}}}, nil
 }
 
 func (s *stub) Preflight(context.Context, sdk.PreflightRequest) error { return s.preflight }
@@ -246,7 +247,8 @@ func TestFakeErrors(t *testing.T) {
 		exec: func(context.Context, sdk.ExecRequest, sdk.OutputFunc) (sdk.ExecResult, error) {
 			return sdk.ExecResult{}, fmt.Errorf("container c1 was removed: %w", sdk.ErrSandboxGone)
 		}})
-	if d, err := p.Describe(ctx, sdk.Config{}); err != nil || d.Env["FROM"] != "describe" {
+	if d, err := p.Describe(ctx, sdk.Config{}); err != nil || d.Env["FROM"] != "describe" ||
+		len(d.EgressConflicts) != 1 || d.EgressConflicts[0] != (sdk.Diagnostic{Attribute: "network", Summary: "shared", Detail: "the host's"}) {
 		t.Errorf("Describe through gRPC: %+v, %v", d, err)
 	}
 	err := p.Preflight(ctx, sdk.PreflightRequest{})

@@ -20,7 +20,8 @@ import (
 // TestValidateEgress: the problems of egress blocks are reported in one
 // pass, each once, at the attribute: a malformed entry naming it, a bad
 // hosts address, egress on a provider that cannot enforce it (local,
-// with bubblewrap suggested), egress together with network = "none", and
+// pointing at the providers that do), egress together with network =
+// "none" or with docker's network = "host", and
 // an agent endpoint that is no egress entry (a bug of the agent plugin).
 func TestValidateEgress(t *testing.T) {
 	t.Parallel()
@@ -39,6 +40,10 @@ sandbox "bubblewrap" "off" {
   }
 }
 sandbox "docker" "d" {
+  egress { allow = ["github.com"] }
+}
+sandbox "docker" "h" {
+  network = "host"
   egress { allow = ["github.com"] }
 }
 agent "command" "a" { command = ["true"] }
@@ -62,6 +67,11 @@ run "two" {
   sandbox = sandbox.bubblewrap.off
   prompt  = "x"
 }
+run "four" {
+  agent   = agent.command.a
+  sandbox = sandbox.docker.h
+  prompt  = "x"
+}
 `)
 	r := run(t, dir, "validate")
 	for _, want := range []string{
@@ -71,15 +81,16 @@ run "two" {
 		`sanddune.hcl:2:3: Error: The sandbox cannot enforce egress`, `sandbox.local.dev's provider (local) does not declare the egress capability`,
 		`sanddune.hcl:8:13: Error: egress with network = "none"`,
 		`Error: Invalid agent endpoint`, `agent.command.bad declares the endpoint "llm.internal:99999"`,
+		`sanddune.hcl:18:13: Error: egress with network = "host"`, `sandbox.docker.h: network "host" shares a network namespace`,
 	} {
 		if strings.Count(r.stderr, want) != 1 {
 			t.Errorf("want %q once in the output", want)
 		}
 	}
-	if !strings.Contains(r.stderr, "bubblewrap on this machine without a container engine") {
-		t.Errorf("the refusal of egress on local does not suggest bubblewrap")
+	if !strings.Contains(r.stderr, "sanddune plugins list") {
+		t.Errorf("the refusal of egress on local does not say where to find providers that enforce it")
 	}
-	if r.code != 1 || strings.Count(r.stderr, "Error:") != 7 || t.Failed() { // 6 and the closing line
+	if r.code != 1 || strings.Count(r.stderr, "Error:") != 8 || t.Failed() { // 7 and the closing line
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/pluginhost"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 func newPluginsCommand(g *globals) *cobra.Command {
@@ -47,7 +48,7 @@ is listed, not started: trust and pin it with sanddune plugins lock.`,
 			defer host.Close()
 			rows := host.List(cmd.Context())
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tKIND\tVERSION\tPROTOCOLS\tSHA256\tLOCKED\tSOURCE")
+			fmt.Fprintln(w, "NAME\tKIND\tVERSION\tPROTOCOLS\tCAPABILITIES\tSHA256\tLOCKED\tSOURCE")
 			failed := false
 			var missing []string // binaries serving built-ins, each once
 			for _, r := range rows {
@@ -59,18 +60,18 @@ is listed, not started: trust and pin it with sanddune plugins lock.`,
 				var me *pluginhost.MissingBuiltinError
 				switch {
 				case r.Ignored:
-					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (ignored: the built-in wins; ask for it by source in required_plugins)\n", r.Source.Name, sum, locked, r.Source.Path)
+					fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s\t%s (ignored: the built-in wins; ask for it by source in required_plugins)\n", r.Source.Name, sum, locked, r.Source.Path)
 				case errors.As(r.Err, &ue):
-					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (not trusted, not started: sanddune plugins lock)\n", r.Source.Name, sum, locked, r.Source.Path)
+					fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s\t%s (not trusted, not started: sanddune plugins lock)\n", r.Source.Name, sum, locked, r.Source.Path)
 				case errors.As(r.Err, &me):
 					failed = true
-					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (missing: %s)\n", r.Source.Name, sum, locked, r.Source, filepath.Base(me.Path))
+					fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s\t%s (missing: %s)\n", r.Source.Name, sum, locked, r.Source, filepath.Base(me.Path))
 					if !slices.Contains(missing, me.Path) {
 						missing = append(missing, me.Path)
 					}
 				case r.Err != nil:
 					failed = true
-					fmt.Fprintf(w, "%s\t-\t-\t-\t%s\t%s\t%s (error: %s)\n", r.Source.Name, sum, locked, r.Source, firstLine(r.Err.Error()))
+					fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s\t%s (error: %s)\n", r.Source.Name, sum, locked, r.Source, firstLine(r.Err.Error()))
 					g.logger().Error("plugin failed to start", "plugin", r.Source.Name, "error", r.Err)
 				default:
 					src := "built-in"
@@ -80,7 +81,7 @@ is listed, not started: trust and pin it with sanddune plugins lock.`,
 							src += " (replaces the built-in, as required_plugins asks)"
 						}
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Info.Name, r.Info.Kind, r.Info.Version, joinInts(r.Info.ProtocolVersions), sum, locked, src)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Info.Name, r.Info.Kind, r.Info.Version, joinInts(r.Info.ProtocolVersions), capabilities(r.Info), sum, locked, src)
 				}
 			}
 			w.Flush()
@@ -226,4 +227,23 @@ func firstLine(s string) string {
 		return strings.TrimSpace(s[:i]) + " …"
 	}
 	return s
+}
+
+// capabilities lists what a sandbox provider declares (its contract first),
+// comma-separated; "-" for an agent.
+func capabilities(info sdk.Info) string {
+	c := info.Sandbox
+	if c == nil {
+		return "-"
+	}
+	out := []string{string(c.Contract)}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{c.NetworkNone, "network-none"}, {c.Egress, "egress"}, {c.TTY, "tty"}, {c.Sudo, "sudo"}, {c.Confines, "confines"}} {
+		if f.on {
+			out = append(out, f.name)
+		}
+	}
+	return strings.Join(out, ",")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
 )
 
@@ -32,6 +33,21 @@ func Networks(d *sandboxkit.Decoder, v cty.Value, name string) []string {
 		}
 	}
 	return ns
+}
+
+// SharedNetworks are the diagnostics of networks that are another's
+// namespace (the host's, another container's, a given path's): the
+// enforcer would confine that one too, so egress refuses them.
+func SharedNetworks(networks []string, name string) sdk.Diagnostics {
+	var ds sdk.Diagnostics
+	for _, n := range networks {
+		if n == "host" || strings.HasPrefix(n, "container:") || strings.HasPrefix(n, "ns:") {
+			ds = append(ds, sdk.Diagnostic{Attribute: name, Summary: fmt.Sprintf("egress with network = %q", n),
+				Detail: fmt.Sprintf("network %q shares a network namespace that is not the sandbox's own, and an egress policy would confine it too: "+
+					"remove the network attribute (the engine's default network) or use a network of its own (a named one)", n)})
+		}
+	}
+	return ds
 }
 
 // Device is a host device made available in the container.

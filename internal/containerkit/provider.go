@@ -46,10 +46,11 @@ func (b Base) ConfigSchema(context.Context) (sdk.Schema, error) {
 	return b.Schema(b.Attributes...), nil
 }
 
-// Describe returns the block's env (the sandbox-provider env layer).
+// Describe returns the block's env (the sandbox-provider env layer) and
+// the networks an egress policy cannot confine.
 func (b Base) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
 	c, diags := b.Decode(cfg)
-	return sdk.SandboxDescription{Env: c.Env}, diags.Err()
+	return sdk.SandboxDescription{Env: c.Env, EgressConflicts: SharedNetworks(c.Networks, "network")}, diags.Err()
 }
 
 // Configure implements sdk.Provider: the block's diagnostics.

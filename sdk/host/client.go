@@ -82,7 +82,7 @@ func (c *sandboxProviderClient) Describe(ctx context.Context, cfg sdk.Config) (s
 	} else if err != nil {
 		return sdk.SandboxDescription{}, err
 	}
-	return sdk.SandboxDescription{Env: resp.GetEnv()}, nil
+	return sdk.SandboxDescription{Env: resp.GetEnv(), EgressConflicts: fromDiagnostics(resp.GetEgressConflicts())}, nil
 }
 
 func (c *sandboxProviderClient) Preflight(ctx context.Context, req sdk.PreflightRequest) error {

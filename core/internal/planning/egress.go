@@ -35,8 +35,9 @@ func egressRange(b *config.ProviderBlock) func(attr string) hcl.Range {
 
 // CheckEgress checks a sandbox's egress policy, once per sandbox block:
 // each entry, that the provider enforces a policy, and that the sandbox
-// has a network to apply it to. Every problem is reported.
-func CheckEgress(block, plugin string, e *run.Egress, caps sdk.SandboxCapabilities, cfg sdk.Config) Diagnostics {
+// has a network of its own to apply it to (no network = "none", none of
+// the conflicts the provider described). Every problem is reported.
+func CheckEgress(block, plugin string, e *run.Egress, caps sdk.SandboxCapabilities, cfg sdk.Config, conflicts sdk.Diagnostics) Diagnostics {
 	if e == nil {
 		return nil
 	}
@@ -57,11 +58,16 @@ func CheckEgress(block, plugin string, e *run.Egress, caps sdk.SandboxCapabiliti
 	if !caps.Egress {
 		diag("egress", "The sandbox cannot enforce egress",
 			"%s's provider (%s) does not declare the egress capability: it cannot confine the sandbox's network, so it would reach everything. "+
-				"Use a sandbox provider that enforces egress (docker, podman, bubblewrap; bubblewrap on this machine without a container engine), or remove the egress block.", block, plugin)
+				"Use a sandbox provider that declares the egress capability (the EGRESS column of `sanddune plugins list`), or remove the egress block.", block, plugin)
 	}
 	if caps.NetworkNone && networkNone(cfg) {
 		diag("network", "egress with network = \"none\"",
 			"%s has no network at all (network = \"none\"), so an egress policy would allow nothing: remove one of them.", block)
+	}
+	if caps.Egress {
+		for _, c := range conflicts {
+			diag(c.Attribute, c.Summary, "%s: %s", block, c.Detail)
+		}
 	}
 	return ds
 }

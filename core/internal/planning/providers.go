@@ -58,7 +58,7 @@ func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandb
 	}
 	if diags.HasErrors() {
 		if eg != nil && !b.Egress.Diags.HasErrors() { // the entries, whatever the provider
-			diags = append(diags, located(CheckEgress(b.Address, b.Plugin, eg, sdk.SandboxCapabilities{Egress: true}, sdk.Config{}), b)...)
+			diags = append(diags, located(CheckEgress(b.Address, b.Plugin, eg, sdk.SandboxCapabilities{Egress: true}, sdk.Config{}, nil), b)...)
 		}
 		return nil, diags
 	}
@@ -66,13 +66,13 @@ func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandb
 		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.PluginRange.Ptr(),
 			Summary: "Plugin declares no sandbox capabilities", Detail: fmt.Sprintf("%s (%s) is not usable as a sandbox provider; this is a bug in the plugin.", b.Plugin, comp.Source)})
 	}
-	if ds := located(CheckEgress(b.Address, b.Plugin, eg, *comp.Info.Sandbox, cfg), b); len(ds) > 0 {
-		return nil, append(diags, ds...)
-	}
 	desc, err := prov.Describe(ctx, cfg)
 	if err != nil {
 		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.DeclRange.Ptr(), Err: err,
 			Summary: "Plugin failed to describe the sandbox", Detail: fmt.Sprintf("%s (%s): %v", b.Address, comp.Source, err)})
+	}
+	if ds := located(CheckEgress(b.Address, b.Plugin, eg, *comp.Info.Sandbox, cfg, desc.EgressConflicts), b); len(ds) > 0 {
+		return nil, append(diags, ds...)
 	}
 	restart := func(ctx context.Context) (sdk.SandboxProvider, error) {
 		prov, _, err := p.Plugins.Sandbox(ctx, b.Plugin)

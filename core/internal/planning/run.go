@@ -490,12 +490,12 @@ func describeSandbox(ctx context.Context, o Options) (sdk.SandboxCapabilities, s
 		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig,
 			Err: Diagnostics{{Severity: Error, Block: o.Sandbox.Address, Summary: "The plugin declares no sandbox capabilities"}}}
 	}
-	if ds := CheckEgress(o.Sandbox.Address, o.Sandbox.Plugin, o.Sandbox.Egress, *info.Sandbox, o.Sandbox.Config); ds.HasErrors() {
-		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: ds}
-	}
 	desc, err := o.Sandbox.Provider.Describe(ctx, o.Sandbox.Config)
 	if err != nil {
 		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhasePreflight, Plugin: o.Sandbox.Address, Err: err}
+	}
+	if ds := CheckEgress(o.Sandbox.Address, o.Sandbox.Plugin, o.Sandbox.Egress, *info.Sandbox, o.Sandbox.Config, desc.EgressConflicts); ds.HasErrors() {
+		return sdk.SandboxCapabilities{}, sdk.SandboxDescription{}, &run.Error{Run: o.Name, Phase: run.PhaseConfig, Err: ds}
 	}
 	return *info.Sandbox, desc, nil
 }
