@@ -39,6 +39,10 @@ type PhaseEvent = run.PhaseEvent
 // observers (--events, OnEgressDenied).
 type EgressDenied = run.EgressDenied
 
+// EgressCount is how often a run's egress policy refused one target
+// (Result.EgressRefused).
+type EgressCount = run.EgressCount
+
 // BranchStrategy says where the agent's commits go. A zero Type means the
 // provider's default (head for bind-mount, merge-to-head for isolated).
 type BranchStrategy = worktree.Strategy

@@ -141,6 +141,9 @@ func printTable(w io.Writer, term *runlog.Terminal, outs []core.Outcome) {
 		case r.PatchPath != "":
 			term.Println(fmt.Sprintf("%s: uncommitted sandbox work saved to %s", o.Name, r.PatchPath))
 		}
+		if r := o.Result; r != nil && r.EgressDenied > 0 {
+			term.Println(fmt.Sprintf("%s: %s", o.Name, r.EgressNote()))
+		}
 	}
 }
 

@@ -285,7 +285,7 @@ run "fail" {
 		}
 		shapes = append(shapes, strings.Join(ks, ","))
 	}
-	want := "name,branch,commits,completion_signal,iterations,stdout,output,log_file,preserved_worktree_path,patch_path,egress_denied,steps,token_budgets,error,skipped"
+	want := "name,branch,commits,completion_signal,iterations,stdout,output,log_file,preserved_worktree_path,patch_path,egress_denied,egress_refused,steps,token_budgets,error,skipped"
 	if shapes[0] != want || shapes[1] != want {
 		t.Fatalf("key order:\n ok:   %s\n fail: %s\n want: %s\n%s", shapes[0], shapes[1], want, r.stdout)
 	}

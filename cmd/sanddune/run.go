@@ -133,14 +133,14 @@ func printSummary(term *runlog.Terminal, outs []core.Outcome) {
 		if o.Err != nil {
 			term.Eprintln(fmt.Sprintf("✗ %s: %v", o.Name, o.Err))
 			if r != nil && r.EgressDenied > 0 {
-				term.Eprintln("  " + egressNote(r))
+				term.Eprintln("  " + r.EgressNote())
 			}
 			continue
 		}
 		line := fmt.Sprintf("✓ %s: %d commit(s) on %s", r.Name, len(r.Commits), r.Branch)
 		line += signalNote(r)
 		if r.EgressDenied > 0 {
-			line += "; " + egressNote(r)
+			line += "; " + r.EgressNote()
 		}
 		if r.PreservedWorktreePath != "" {
 			line += "; uncommitted work kept in " + r.PreservedWorktreePath
@@ -166,11 +166,6 @@ func signalNote(r *core.Result) string {
 		return ", completed with " + r.CompletionSignal
 	}
 	return fmt.Sprintf("; completion signal not seen after %d iteration(s)", len(r.Iterations))
-}
-
-// egressNote counts a run's egress refusals.
-func egressNote(r *core.Result) string {
-	return fmt.Sprintf("%d egress attempt(s) refused (the log's egress denied warnings say which)", r.EgressDenied)
 }
 
 // worstExit maps the runs' errors to the command's exit code: cancelled

@@ -65,13 +65,15 @@ func (f *flushing) WatchEgress(ctx context.Context, report func(sdk.EgressDenial
 // TestEgressPolicyAndRefusals: the run's policy (the sandbox's entries,
 // and the agent's endpoints unless NoAgent) reaches Create over the
 // plugin protocol; every refusal the sandbox reports, also the last ones
-// as it closes, is a warning in the run's log, an OnEgressDenied event
-// and a count in the result, with the run's secrets hidden.
+// as it closes, is an OnEgressDenied event and a count per target in the
+// result; the first of each target is a warning in the run's log; the
+// run's secrets are hidden.
 func TestEgressPolicyAndRefusals(t *testing.T) {
 	const secret = "s3cr3t-t0ken-4242"
 	e := &enforcing{SandboxProvider: local.New(), refusals: []sdk.EgressDenial{
 		{Host: "example.com", Port: 443, Proto: "tcp", Reason: "not in egress.allow"},
 		{Host: secret + ".exfil.test", Proto: "dns", Reason: "not in egress.allow"},
+		{Host: "example.com", Port: 443, Proto: "tcp", Reason: "not in egress.allow"},
 	}}
 	sb := core.SandboxRef{Address: "sandbox.enforcing.test", Plugin: "enforcing", Provider: plugintest.Sandbox(t, e),
 		Config: sdk.Config{Value: cty.EmptyObjectVal},
@@ -95,8 +97,11 @@ func TestEgressPolicyAndRefusals(t *testing.T) {
 	if len(e.policies) != 1 || !slices.Equal(e.policies[0].Allow, want.Allow) || e.policies[0].Hosts["ok.test"] != "172.17.0.1" {
 		t.Errorf("Create got policies %+v, want [%+v]", e.policies, want)
 	}
-	if res.EgressDenied != 2 || len(seen) != 2 {
-		t.Fatalf("%d refusals counted, %d observed; want 2:\n%s", res.EgressDenied, len(seen), term.String())
+	if res.EgressDenied != 3 || len(seen) != 3 {
+		t.Fatalf("%d refusals counted, %d observed; want 3:\n%s", res.EgressDenied, len(seen), term.String())
+	}
+	if want := []core.EgressCount{{Target: "example.com:443", Count: 2}, {Target: "[redacted API_TOKEN].exfil.test (dns)", Count: 1}}; !slices.Equal(res.EgressRefused, want) {
+		t.Errorf("EgressRefused %+v, want %+v", res.EgressRefused, want)
 	}
 	if seen[0].Run != "test" || seen[0].Host != "example.com" || seen[0].Port != 443 || seen[0].Time.IsZero() ||
 		seen[1].Host != "[redacted API_TOKEN].exfil.test" {
@@ -109,15 +114,15 @@ func TestEgressPolicyAndRefusals(t *testing.T) {
 	for _, out := range []string{term.String(), string(logFile)} {
 		for _, w := range []string{"warning: egress denied: example.com:443 (not in egress.allow)",
 			"warning: egress denied: [redacted API_TOKEN].exfil.test (dns) (not in egress.allow)"} {
-			if !strings.Contains(out, w) {
-				t.Errorf("lacks %q:\n%s", w, out)
+			if strings.Count(out, w) != 1 {
+				t.Errorf("lacks %q, or has it more than once:\n%s", w, out)
 			}
 		}
 		if strings.Contains(out, secret) {
 			t.Errorf("the secret leaked:\n%s", out)
 		}
 	}
-	if !strings.Contains(string(logFile), "egress:     2 refused") {
+	if !strings.Contains(string(logFile), "egress:     3 refused: example.com:443 ×2, [redacted API_TOKEN].exfil.test (dns)\n") {
 		t.Errorf("the summary lacks the count:\n%s", logFile)
 	}
 

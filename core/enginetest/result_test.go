@@ -33,7 +33,7 @@ func TestFakeResultJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"branch", "commits", "completion_signal", "egress_denied", "iterations", "log_file", "name", "output", "patch_path", "preserved_worktree_path", "stdout", "steps", "token_budgets"}
+	want := []string{"branch", "commits", "completion_signal", "egress_denied", "egress_refused", "iterations", "log_file", "name", "output", "patch_path", "preserved_worktree_path", "stdout", "steps", "token_budgets"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys %v, want %v\n%s", keys, want, b)
 	}

@@ -9,6 +9,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/missingstudio/sanddune/core/output"
@@ -47,8 +50,10 @@ type Result struct {
 	// Elapsed is the run's wall time.
 	Elapsed time.Duration
 	// EgressDenied counts the connections and name lookups the sandbox's
-	// egress policy refused (each is a warning in the log).
-	EgressDenied int
+	// egress policy refused; EgressRefused says which, most refused first
+	// (the first refusal of each target is a warning in the log).
+	EgressDenied  int
+	EgressRefused []EgressCount
 	// Steps are a session's steps, in order, as far as it got; nil for a
 	// run.
 	Steps []Outcome
@@ -148,10 +153,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		PreservedWorktreePath *string       `json:"preserved_worktree_path"`
 		PatchPath             *string       `json:"patch_path"`
 		EgressDenied          int           `json:"egress_denied"`
+		EgressRefused         []EgressCount `json:"egress_refused"`
 		Steps                 []Outcome     `json:"steps"`
 		TokenBudgets          []BudgetUsage `json:"token_budgets"`
 	}{r.Name, nullable(r.Branch), commitsJSON(r.Commits), nullable(r.CompletionSignal), its, r.Stdout, r.Output, nullable(r.LogFile),
-		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.EgressDenied, r.Steps, r.Budgets})
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.EgressDenied, append([]EgressCount{}, r.EgressRefused...), r.Steps, r.Budgets})
 }
 
 // MarshalJSON writes the result's JSON (an empty result's when there is
@@ -267,4 +273,57 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// EgressCount is how often the egress policy refused one target:
+// "host:port", "host (dns)" for a name lookup, "host:port/udp".
+type EgressCount struct {
+	Target string `json:"target"`
+	Count  int    `json:"count"`
+}
+
+// AddEgressCounts adds counts per target to r.EgressRefused (and their sum
+// to r.EgressDenied), keeping it most refused first.
+func (r *Result) AddEgressCounts(counts map[string]int) {
+	for t, n := range counts {
+		r.EgressDenied += n
+		i := slices.IndexFunc(r.EgressRefused, func(c EgressCount) bool { return c.Target == t })
+		if i < 0 {
+			r.EgressRefused = append(r.EgressRefused, EgressCount{Target: t})
+			i = len(r.EgressRefused) - 1
+		}
+		r.EgressRefused[i].Count += n
+	}
+	slices.SortFunc(r.EgressRefused, func(a, b EgressCount) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Target, b.Target)
+	})
+}
+
+// EgressNote is "3 egress attempt(s) refused: a:443 ×2, b (dns)", ""
+// when none was.
+func (r *Result) EgressNote() string {
+	if r.EgressDenied == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d egress attempt(s) refused: %s", r.EgressDenied, r.EgressTargets())
+}
+
+// EgressTargets lists the five most refused targets: "a:443 ×2, b (dns)".
+func (r *Result) EgressTargets() string {
+	var ts []string
+	for i, c := range r.EgressRefused {
+		if i == 5 {
+			ts = append(ts, fmt.Sprintf("and %d more", len(r.EgressRefused)-i))
+			break
+		}
+		t := c.Target
+		if c.Count > 1 {
+			t += fmt.Sprintf(" ×%d", c.Count)
+		}
+		ts = append(ts, t)
+	}
+	return strings.Join(ts, ", ")
 }

@@ -298,9 +298,11 @@ type Summary struct {
 	Elapsed   time.Duration
 	Preserved string
 	PatchPath string
-	// EgressDenied counts the refusals of the sandbox's egress policy.
-	EgressDenied int
-	Err          error
+	// EgressDenied counts the refusals of the sandbox's egress policy,
+	// EgressTargets says which.
+	EgressDenied  int
+	EgressTargets string
+	Err           error
 }
 
 // Summary logs the end-of-run report.
@@ -327,7 +329,7 @@ func (l *Log) Summary(s Summary) {
 		fmt.Fprintf(&b, "  budget:     %s\n", bu)
 	}
 	if s.EgressDenied > 0 {
-		fmt.Fprintf(&b, "  egress:     %d refused (see the egress denied warnings)\n", s.EgressDenied)
+		fmt.Fprintf(&b, "  egress:     %d refused: %s\n", s.EgressDenied, s.EgressTargets)
 	}
 	if s.Preserved != "" {
 		fmt.Fprintf(&b, "  worktree preserved at %s\n", s.Preserved)

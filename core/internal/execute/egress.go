@@ -3,7 +3,6 @@ package execute
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/missingstudio/sanddune/core/run"
@@ -14,7 +13,7 @@ import (
 type egressWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	denied atomic.Int64
+	counts map[string]int // refusals per target; the watch's goroutine's until done
 }
 
 // watchEgress reports each refusal of the sandbox's egress policy as a
@@ -26,13 +25,15 @@ func (r *runner) watchEgress(ctx context.Context, sb sdk.Sandbox) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &egressWatch{cancel: cancel, done: make(chan struct{})}
+	w := &egressWatch{cancel: cancel, done: make(chan struct{}), counts: map[string]int{}}
 	r.egress = w
 	go func() {
 		defer close(w.done)
 		err := ew.WatchEgress(ctx, func(d sdk.EgressDenial) {
-			w.denied.Add(1)
-			r.egressDenied(d)
+			d.Host, d.Reason = r.Redact.String(d.Host), r.Redact.String(d.Reason)
+			t := egressTarget(d)
+			w.counts[t]++
+			r.egressDenied(d, t, w.counts[t] == 1)
 		})
 		if err != nil && ctx.Err() == nil && !pluginDied(err) {
 			r.progress.Warn("egress refusals are no longer reported: %v", r.Redact.Error(err))
@@ -57,13 +58,18 @@ func (r *runner) stopEgress(tctx context.Context, closed bool) {
 	}
 	w.cancel()
 	<-w.done
-	r.res.EgressDenied += int(w.denied.Load())
+	r.res.AddEgressCounts(w.counts)
 }
 
-// egressDenied shows one refusal, its secrets hidden.
-func (r *runner) egressDenied(d sdk.EgressDenial) {
-	d.Host, d.Reason = r.Redact.String(d.Host), r.Redact.String(d.Reason)
-	r.progress.Warn("egress denied: %s (%s)", egressTarget(d), d.Reason)
+// egressDenied shows one refusal, its secrets hidden: every one to
+// OnEgressDenied, the first of each target in the log (the summary counts
+// the rest).
+func (r *runner) egressDenied(d sdk.EgressDenial, target string, first bool) {
+	if first {
+		r.progress.Warn("egress denied: %s (%s)", target, d.Reason)
+	} else {
+		r.log.Debug("egress denied again", "target", target)
+	}
 	if r.OnEgressDenied == nil {
 		return
 	}

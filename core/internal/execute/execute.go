@@ -345,7 +345,7 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	r.progress.Summary(runlog.Summary{
 		Iterations: len(r.res.Iterations), MaxIterations: r.MaxIterations, Signal: r.res.CompletionSignal,
 		Commits: len(r.res.Commits), Branch: r.res.Branch, Usage: r.res.Usage(), Budgets: budgets, Stopped: runErr != nil && errors.As(runErr, new(*run.BudgetError)), Elapsed: r.res.Elapsed,
-		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, EgressDenied: r.res.EgressDenied, Err: summaryErr,
+		Preserved: r.res.PreservedWorktreePath, PatchPath: r.res.PatchPath, EgressDenied: r.res.EgressDenied, EgressTargets: r.res.EgressTargets(), Err: summaryErr,
 	})
 	defer r.ended() // after the log is closed: `logs -f` stops at its end
 	defer r.progress.Close()
