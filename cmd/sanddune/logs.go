@@ -37,8 +37,11 @@ is appended while the run's process lives, and stop once it is gone.`,
 				return &exitError{code: exitUsage, err: err}
 			}
 			running := func() bool { return false }
-			if follow && live {
+			switch {
+			case follow && live:
 				running = func() bool { return inProgress(cmd.Context(), repo, path) }
+			case follow && len(args) == 1:
+				fmt.Fprintf(cmd.ErrOrStderr(), "run %q is not in progress (a run waiting for another has not started), so there is nothing to follow; its latest log, %s:\n", args[0], path)
 			}
 			return printLog(cmd.Context(), cmd.OutOrStdout(), path, running)
 		},

@@ -142,6 +142,10 @@ run "slow" {
 	if r := run(t, dir, "logs", "slow"); r.code != 0 || !strings.Contains(r.stdout, "working-on-it") || !strings.Contains(r.stdout, "run complete") {
 		t.Fatalf("logs slow: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	// -f once it ended: that log, saying it is no run in progress.
+	if r := run(t, dir, "logs", "slow", "-f"); r.code != 0 || !strings.Contains(r.stdout, "run complete") || !strings.Contains(r.stderr, `run "slow" is not in progress`) {
+		t.Fatalf("logs slow -f: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // TestStatusIgnoresTheStateOfAKilledRun: the state file of a run whose

@@ -139,7 +139,8 @@ func resolve(s Strategy, contract sdk.Contract, hostBranch string, hostKnown, co
 	case StrategyBranch:
 		if s.Branch == "" {
 			return Plan{}, &PlanError{Attribute: "branch_strategy.branch",
-				Summary: "branch strategy branch needs a branch name"}
+				Summary: "branch strategy branch needs a branch name",
+				Detail:  `name it: branch_strategy = { type = "branch", branch = "agent/fix" }`}
 		}
 		if err := CheckBranchName(s.Branch); err != nil {
 			return Plan{}, &PlanError{Attribute: "branch_strategy.branch", Summary: err.Error()}
