@@ -222,7 +222,11 @@ func (a *initAsker) choose(flag, title, value string, opts []ask.Option) (string
 				return value, nil
 			}
 		}
-		return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s %q: want one of %s", flag, value, strings.Join(names, ", "))}
+		note := ""
+		if flag == "sandbox" {
+			note = " (init writes an image for a container engine; a bubblewrap or local sandbox needs none: write its block by hand, docs/providers.md)"
+		}
+		return "", &exitError{code: exitUsage, err: fmt.Errorf("--%s %q: want one of %s%s", flag, value, strings.Join(names, ", "), note)}
 	}
 	if !a.tty {
 		a.missing(flag, names[0])

@@ -47,7 +47,7 @@ func main() {
 	root, g := newRootCommand()
 	ctx, interrupted, stop := interruptible(context.Background(), &g.notes, func() string { return g.stopNote.Load() })
 	closeHost := addPluginCommands(ctx, root, g, os.Args[1:])
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	closeHost()
 	stop()
 	if err == nil && interrupted() {
@@ -70,11 +70,12 @@ func main() {
 		}
 		os.Exit(ee.code)
 	}
-	// cobra's own errors: unknown command or flag.
+	// cobra's own errors: unknown command or flag, wrong arguments; the
+	// help of the command they were given to lists what it takes.
 	fmt.Fprintln(os.Stderr, "Error:", err)
 	help := "sanddune"
-	if fe := (*flagError)(nil); errors.As(err, &fe) {
-		help = fe.command
+	if cmd != nil {
+		help = cmd.CommandPath()
 	}
 	fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", help)
 	os.Exit(exitUsage)

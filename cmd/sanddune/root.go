@@ -86,7 +86,7 @@ sanddune <plugin> <command> (e.g. sanddune docker build-image).`,
 func suggestFlag(cmd *cobra.Command, err error) error {
 	word, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
-		return &flagError{err: err, command: cmd.CommandPath()}
+		return err
 	}
 	var names []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -97,18 +97,8 @@ func suggestFlag(cmd *cobra.Command, err error) error {
 	if sug := suggest.Closest(word, names); sug != "" {
 		err = fmt.Errorf("%w\n\nDid you mean this?\n\t--%s", err, sug)
 	}
-	return &flagError{err: err, command: cmd.CommandPath()}
+	return err
 }
-
-// flagError is a bad flag of command (e.g. "sanddune run"), whose help
-// lists its flags.
-type flagError struct {
-	err     error
-	command string
-}
-
-func (e *flagError) Error() string { return e.err.Error() }
-func (e *flagError) Unwrap() error { return e.err }
 
 // rejectUnknownSubcommands makes every command group (a command with
 // subcommands and no action of its own, like `plugins`) fail on a word
