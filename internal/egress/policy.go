@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,6 +116,14 @@ func (p *Policy) add(entry string) error {
 func splitEntry(entry string) (string, uint16, error) {
 	if entry == "" {
 		return "", 0, fmt.Errorf("empty entry")
+	}
+	if u, err := url.Parse(entry); err == nil && u.Scheme != "" && u.Host != "" {
+		return "", 0, fmt.Errorf("a URL: write its host, and :port if not 443 or 80 (%q)", u.Host)
+	}
+	if before, _, ok := strings.Cut(entry, "/"); ok {
+		if _, isNet, _ := parseNet(before); !isNet {
+			return "", 0, fmt.Errorf("a path after the host: write the host only (%q)", before)
+		}
 	}
 	host, portText := entry, ""
 	switch {

@@ -17,7 +17,7 @@ func mustParse(t *testing.T, allow []string, hosts map[string]string) Policy {
 
 func TestParseRejectsEachMalformedEntryByName(t *testing.T) {
 	_, errs := Parse(
-		[]string{"ok.example.com", "foo:99999", "foo:http", "", "10.0.0.0/33", "300.1.2.3", "bad_-.", "*.com.", "*", "[::1", "[example.com]:443", "a..b", "[fd00::]/8:443", "fd00::1:443x"},
+		[]string{"ok.example.com", "foo:99999", "foo:http", "", "10.0.0.0/33", "300.1.2.3", "bad_-.", "*.com.", "*", "[::1", "[example.com]:443", "a..b", "[fd00::]/8:443", "fd00::1:443x", "https://api.test:8443/v1", "registry.npmjs.org/"},
 		map[string]string{"x.test": "not-an-ip", "*.wild.test": "10.0.0.1", "good.test": "10.0.0.2"},
 	)
 	want := []string{
@@ -34,6 +34,8 @@ func TestParseRejectsEachMalformedEntryByName(t *testing.T) {
 		`egress.allow entry "a..b": not a valid host name`,
 		`egress.allow entry "[fd00::]/8:443": unexpected`,
 		`egress.allow entry "fd00::1:443x": not a valid IP address`,
+		`egress.allow entry "https://api.test:8443/v1": a URL: write its host, and :port if not 443 or 80 ("api.test:8443")`,
+		`egress.allow entry "registry.npmjs.org/": a path after the host: write the host only ("registry.npmjs.org")`,
 		`egress.hosts entry "*.wild.test": a wildcard cannot have a fixed address`,
 		`egress.hosts entry "x.test": "not-an-ip" is not an IP address`,
 	}

@@ -108,8 +108,9 @@ func (c *runCheck) egressPolicy() {
 	if !e.NoAgent {
 		for _, ep := range c.desc.Endpoints {
 			if _, errs := egress.Parse([]string{ep}, nil); len(errs) > 0 {
-				c.fail("agent", "Invalid agent endpoint", fmt.Errorf("%s declares the endpoint %q, which is no egress entry (%v): this is a bug in the agent plugin; "+
-					"set agent = false in the egress block and list what the agent needs in allow", c.o.Agent.Address, ep, errs[0]))
+				c.fail("agent", "Invalid agent endpoint", fmt.Errorf("%s declares the endpoint %q, which is no egress entry (%v): "+
+					"fix it where it comes from (the agent block's config, such as an endpoints attribute, or else its plugin), "+
+					"or set agent = false in the egress block and list what the agent needs in allow", c.o.Agent.Address, ep, errs[0]))
 				continue
 			}
 			if !slices.Contains(p.Allow, ep) {
