@@ -336,7 +336,11 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	var budgets []string
 	for _, b := range r.Budgets {
 		r.res.Budgets = append(r.res.Budgets, b.Usage())
-		budgets = append(budgets, b.Usage().String())
+		line := b.Usage().String()
+		if r.res.Usage() == nil && len(r.res.Iterations) > 0 {
+			line += "; the agent reported no token usage, so no budget can stop it"
+		}
+		budgets = append(budgets, line)
 	}
 	var summaryErr error
 	if runErr != nil {
