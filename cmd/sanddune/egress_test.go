@@ -71,6 +71,7 @@ run "four" {
   agent   = agent.command.a
   sandbox = sandbox.docker.h
   prompt  = "x"
+  branch_strategy = "branch"
 }
 `)
 	r := run(t, dir, "validate")
@@ -82,6 +83,8 @@ run "four" {
 		`sanddune.hcl:8:13: Error: egress with network = "none"`,
 		`Error: Invalid agent endpoint`, `agent.command.bad declares the endpoint "llm.internal:99999"`,
 		`sanddune.hcl:18:13: Error: egress with network = "host"`, `sandbox.docker.h: network "host" shares a network namespace`,
+		// A run of a block whose policy is wrong is still checked.
+		`sanddune.hcl:46:21: Error: Invalid branch strategy`,
 	} {
 		if strings.Count(r.stderr, want) != 1 {
 			t.Errorf("want %q once in the output", want)
@@ -90,7 +93,7 @@ run "four" {
 	if !strings.Contains(r.stderr, "sanddune plugins list") {
 		t.Errorf("the refusal of egress on local does not say where to find providers that enforce it")
 	}
-	if r.code != 1 || strings.Count(r.stderr, "Error:") != 8 || t.Failed() { // 7 and the closing line
+	if r.code != 1 || strings.Count(r.stderr, "Error:") != 9 || t.Failed() { // 8 and the closing line
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }

@@ -140,7 +140,7 @@ func resolve(s Strategy, contract sdk.Contract, hostBranch string, hostKnown, co
 		if s.Branch == "" {
 			return Plan{}, &PlanError{Attribute: "branch_strategy.branch",
 				Summary: "branch strategy branch needs a branch name",
-				Detail:  `name it: branch_strategy = { type = "branch", branch = "agent/fix" }`}
+				Detail:  `for example branch_strategy = { type = "branch", branch = "agent/fix" }`}
 		}
 		if err := CheckBranchName(s.Branch); err != nil {
 			return Plan{}, &PlanError{Attribute: "branch_strategy.branch", Summary: err.Error()}

@@ -71,9 +71,9 @@ func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandb
 		return nil, append(diags, Diagnostic{Severity: Error, Block: b.Address, Subject: b.DeclRange.Ptr(), Err: err,
 			Summary: "Plugin failed to describe the sandbox", Detail: fmt.Sprintf("%s (%s): %v", b.Address, comp.Source, err)})
 	}
-	if ds := located(CheckEgress(b.Address, b.Plugin, eg, *comp.Info.Sandbox, cfg, desc.EgressConflicts), b); len(ds) > 0 {
-		return nil, append(diags, ds...)
-	}
+	// The runs using a block whose policy is wrong are still checked: their
+	// own problems are reported in the same pass.
+	diags = append(diags, located(CheckEgress(b.Address, b.Plugin, eg, *comp.Info.Sandbox, cfg, desc.EgressConflicts), b)...)
 	restart := func(ctx context.Context) (sdk.SandboxProvider, error) {
 		prov, _, err := p.Plugins.Sandbox(ctx, b.Plugin)
 		return prov, err
