@@ -98,6 +98,35 @@ run "four" {
 	}
 }
 
+// TestValidateEgressBadAgentHidesNoEntry: a wrong value of agent in an
+// egress block leaves the block's entries checked in the same pass.
+func TestValidateEgressBadAgentHidesNoEntry(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "d" {
+  egress {
+    allow = ["http://x.test", "ok.test"]
+    agent = "yes"
+  }
+}
+agent "command" "a" { command = ["true"] }
+run "r" {
+  agent   = agent.command.a
+  sandbox = sandbox.docker.d
+  prompt  = "x"
+}
+`)
+	r := run(t, dir, "validate")
+	for _, want := range []string{`sanddune.hcl:4:14: Error: Unsuitable value type`, `sanddune.hcl:3:14: Error: Invalid egress entry`, `a URL: write its host`} {
+		if strings.Count(r.stderr, want) != 1 {
+			t.Errorf("want %q once in the output", want)
+		}
+	}
+	if r.code != 1 || t.Failed() {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
 // TestDockerEgressEndToEnd: egressEndToEnd on docker.
 func TestDockerEgressEndToEnd(t *testing.T) {
 	t.Parallel()

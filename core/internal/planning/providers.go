@@ -57,7 +57,7 @@ func (p Providers) Sandbox(ctx context.Context, b *config.ProviderBlock) (*Sandb
 		eg = egressOf(b.Egress)
 	}
 	if diags.HasErrors() {
-		if eg != nil && !b.Egress.Diags.HasErrors() { // the entries, whatever the provider
+		if eg != nil { // the entries, whatever the provider or the block's other attributes
 			diags = append(diags, located(CheckEgress(b.Address, b.Plugin, eg, sdk.SandboxCapabilities{Egress: true}, sdk.Config{}, nil), b)...)
 		}
 		return nil, diags
