@@ -112,7 +112,8 @@ const wrapUsage = "usage: sanddune-egress wrap FD POLICY-JSON --as UID:GID -- CO
 // it, where they would have no capability over the network namespace): the
 // command gets such a namespace of its own, mapping uid:gid to wrap's ids
 // (mapping the parent's 0 takes CAP_SETFCAP there). It keeps no capability:
-// a non-root user loses them at exec.
+// a non-root user loses them at exec (its bounding set is full again, as in
+// any new user namespace, but that namespace owns nothing).
 func commandAs(uid, gid int) (*syscall.SysProcAttr, error) {
 	if uid == os.Getuid() && gid == os.Getgid() {
 		return nil, nil
