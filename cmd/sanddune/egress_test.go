@@ -109,6 +109,15 @@ func TestBubblewrapEgressEndToEnd(t *testing.T) {
 	egressEndToEnd(t, "bubblewrap", "", kittest.OtherIPv4(t, ""), bwrapSandboxes)
 }
 
+// TestBubblewrapEgressEndToEndUnprivileged: TestBubblewrapEgressEndToEnd
+// as an ordinary user (the CLI, its plugins and the enforcer too).
+func TestBubblewrapEgressEndToEndUnprivileged(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("bwrap")
+	kittest.RequireEngine(t, "bubblewrap", err)
+	kittest.RunAsUser(t, "^TestBubblewrapEgressEndToEnd$", builtEnv+"="+filepath.Dir(filepath.Dir(sanddune)))
+}
+
 // bwrapSandboxes lists the bubblewrap sandbox directories of the run in dir.
 func bwrapSandboxes(_ *testing.T, dir string) []string {
 	var out []string
