@@ -19,11 +19,11 @@ import (
 // wrap runs a command in a network namespace of its own where the policy
 // holds (bubblewrap: `bwrap --unshare-net --cap-add CAP_NET_ADMIN --cap-add
 // CAP_SETPCAP [--cap-add CAP_SETFCAP] ... sanddune-egress wrap FD POLICY
-// --as UID:GID -- COMMAND...`). The namespace has only loopback: wrap routes everything
-// there, intercepts it like the sidecar does, and has the host (the relay
-// on fd FD) dial what it lets through and receive every refusal. The
-// command runs without capabilities, as UID:GID (see commandAs); wrap
-// exits with its status.
+// --as UID:GID -- COMMAND...`). The namespace has only loopback: wrap
+// routes everything there, intercepts it like the sidecar does, and has
+// the host (the relay on fd FD) dial what it lets through and receive
+// every refusal. The command runs without capabilities, as UID:GID (see
+// commandAs); wrap exits with its status.
 func wrap(args []string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "sanddune-egress:", err)
@@ -104,13 +104,12 @@ func wrap(args []string) int {
 // wrapUsage is wrap's command line.
 const wrapUsage = "usage: sanddune-egress wrap FD POLICY-JSON --as UID:GID -- COMMAND [ARG ...]"
 
-// commandAs makes the command run as uid:gid. wrap runs as that user
-// already where it holds CAP_NET_ADMIN in the user namespace owning the
-// network namespace as that user: bwrap as root, or unprivileged bwrap
-// whose namespace maps the user to itself. Unprivileged bwrap maps the user
-// to 0 there instead (and moves its commands to a user namespace nested in
-// it, where they would have no capability over the network namespace): the
-// command gets such a namespace of its own, mapping uid:gid to wrap's ids
+// commandAs makes the command run as uid:gid. Where wrap is that user
+// already (bwrap as root), the command inherits it. Unprivileged bwrap runs
+// wrap in the user namespace owning the network namespace, which maps the
+// user to 0 (bwrap runs its commands in one nested in it, where the user is
+// itself, with no capability over the network): the command gets a nested
+// namespace of its own, mapping uid:gid to wrap's ids like bwrap's does
 // (mapping the parent's 0 takes CAP_SETFCAP there). It keeps no capability:
 // a non-root user loses them at exec (its bounding set is full again, as in
 // any new user namespace, but that namespace owns nothing).
@@ -156,9 +155,8 @@ func routeThroughLoopback() error {
 // dropForCommand makes sure the command gets no capability: nothing
 // ambient or inheritable, and none of CAP_NET_ADMIN, CAP_SETPCAP and
 // CAP_SETFCAP in the bounding set (a root command would regain them), on
-// every thread. wrap
-// keeps its own, so the command (same user) cannot ptrace it, and is not
-// dumpable either.
+// every thread. wrap keeps its own, so the command (same user) cannot
+// ptrace it, and is not dumpable either.
 func dropForCommand() error {
 	for _, c := range []uintptr{unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SETFCAP} {
 		if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); errno != 0 {
