@@ -143,17 +143,22 @@ func TestPodmanEgressEndToEnd(t *testing.T) {
 		networkGateway(t, "podman", "network", "inspect", "podman", "--format", "{{range .Subnets}}{{.Gateway}} {{end}}"), podmanContainers)
 }
 
-// TestBubblewrapEgressEndToEnd: egressEndToEnd on bubblewrap (as root:
-// unprivileged bwrap does not enforce egress), whose sandboxes share this
-// machine's addresses.
+// TestBubblewrapEgressEndToEnd: egressEndToEnd on bubblewrap, whose
+// sandboxes share this machine's addresses.
 func TestBubblewrapEgressEndToEnd(t *testing.T) {
 	t.Parallel()
 	_, err := exec.LookPath("bwrap")
 	kittest.RequireEngine(t, "bubblewrap", err)
-	if os.Geteuid() != 0 {
-		t.Skip("bubblewrap enforces egress only as root")
-	}
 	egressEndToEnd(t, "bubblewrap", "", kittest.OtherIPv4(t, ""), bwrapSandboxes)
+}
+
+// TestBubblewrapEgressEndToEndUnprivileged: TestBubblewrapEgressEndToEnd
+// as an ordinary user (the CLI, its plugins and the enforcer too).
+func TestBubblewrapEgressEndToEndUnprivileged(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("bwrap")
+	kittest.RequireEngine(t, "bubblewrap", err)
+	kittest.RunAsUser(t, "^TestBubblewrapEgressEndToEnd$", builtEnv+"="+filepath.Dir(filepath.Dir(sanddune)))
 }
 
 // bwrapSandboxes lists the bubblewrap sandbox directories of the run in dir.

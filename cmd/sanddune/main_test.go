@@ -23,8 +23,19 @@ var (
 	pluginDir string
 )
 
+// builtEnv names the directory TestMain built into: a test binary run
+// again by its own test (as another user) uses it.
+const builtEnv = "SANDDUNE_TEST_CLI_DIR"
+
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(builtEnv); dir != "" {
+		sanddune, pluginDir = filepath.Join(dir, "bin", "sanddune"), filepath.Join(dir, "plugins")
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "sanddune-cli-test-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755) // for tests run again as another user
+	}
 	if err != nil {
 		panic(err)
 	}

@@ -35,7 +35,7 @@ func Main(args []string, stdout io.Writer) int {
 		return wrap(args[1:])
 	}
 	if len(args) != 1 {
-		return fail(errors.New("usage: sanddune-egress POLICY-JSON | wrap FD POLICY-JSON -- COMMAND [ARG ...]"))
+		return fail(errors.New("usage: sanddune-egress POLICY-JSON | wrap FD POLICY-JSON --as UID:GID -- COMMAND [ARG ...]"))
 	}
 	policy, err := parseArg(args[0])
 	if err != nil {

@@ -18,18 +18,19 @@ import (
 
 // wrap runs a command in a network namespace of its own where the policy
 // holds (bubblewrap: `bwrap --unshare-net --cap-add CAP_NET_ADMIN --cap-add
-// CAP_SETPCAP ... sanddune-egress wrap FD POLICY -- COMMAND...`). The
-// namespace has only loopback: wrap routes everything there, intercepts it
-// like the sidecar does, and has the host (the relay on fd FD) dial what
-// it lets through and receive every refusal. The command runs without
-// capabilities; wrap exits with its status.
+// CAP_SETPCAP [--cap-add CAP_SETFCAP] ... sanddune-egress wrap FD POLICY
+// --as UID:GID -- COMMAND...`). The namespace has only loopback: wrap
+// routes everything there, intercepts it like the sidecar does, and has
+// the host (the relay on fd FD) dial what it lets through and receive
+// every refusal. The command runs without capabilities, as UID:GID (see
+// commandAs); wrap exits with its status.
 func wrap(args []string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "sanddune-egress:", err)
 		return 125
 	}
-	if len(args) < 4 || args[2] != "--" {
-		return fail(errors.New("usage: sanddune-egress wrap FD POLICY-JSON -- COMMAND [ARG ...]"))
+	if len(args) < 6 || args[2] != "--as" || args[4] != "--" {
+		return fail(errors.New(wrapUsage))
 	}
 	fd, err := strconv.Atoi(args[0])
 	if err != nil {
@@ -38,6 +39,10 @@ func wrap(args []string) int {
 	policy, err := parseArg(args[1])
 	if err != nil {
 		return fail(err)
+	}
+	var uid, gid int
+	if _, err := fmt.Sscanf(args[3], "%d:%d", &uid, &gid); err != nil {
+		return fail(fmt.Errorf("--as %q: %w", args[3], err))
 	}
 	unix.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), "egress-relay")
@@ -64,8 +69,11 @@ func wrap(args []string) int {
 		return fail(err)
 	}
 
-	cmd := exec.Command(args[3], args[4:]...)
+	cmd := exec.Command(args[5], args[6:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if cmd.SysProcAttr, err = commandAs(uid, gid); err != nil {
+		return fail(err)
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
 	if err := cmd.Start(); err != nil {
@@ -91,6 +99,32 @@ func wrap(args []string) int {
 		return ee.ExitCode()
 	}
 	return fail(err)
+}
+
+// wrapUsage is wrap's command line.
+const wrapUsage = "usage: sanddune-egress wrap FD POLICY-JSON --as UID:GID -- COMMAND [ARG ...]"
+
+// commandAs makes the command run as uid:gid. Where wrap is that user
+// already (bwrap as root), the command inherits it. Unprivileged bwrap runs
+// wrap in the user namespace owning the network namespace, which maps the
+// user to 0 (bwrap runs its commands in one nested in it, where the user is
+// itself, with no capability over the network): the command gets a nested
+// namespace of its own, mapping uid:gid to wrap's ids like bwrap's does
+// (mapping the parent's 0 takes CAP_SETFCAP there). It keeps no capability:
+// a non-root user loses them at exec (its bounding set is full again, as in
+// any new user namespace, but that namespace owns nothing).
+func commandAs(uid, gid int) (*syscall.SysProcAttr, error) {
+	if uid == os.Getuid() && gid == os.Getgid() {
+		return nil, nil
+	}
+	if uid == 0 {
+		return nil, errors.New("--as 0: root would keep the capabilities of a user namespace of its own")
+	}
+	return &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: os.Getgid(), Size: 1}},
+	}, nil
 }
 
 // routeThroughLoopback gives a namespace that has only loopback default
@@ -119,12 +153,12 @@ func routeThroughLoopback() error {
 }
 
 // dropForCommand makes sure the command gets no capability: nothing
-// ambient or inheritable, and neither CAP_NET_ADMIN nor CAP_SETPCAP in the
-// bounding set (a root command would regain them), on every thread. wrap
-// keeps its own, so the command (same user) cannot ptrace it, and is not
-// dumpable either.
+// ambient or inheritable, and none of CAP_NET_ADMIN, CAP_SETPCAP and
+// CAP_SETFCAP in the bounding set (a root command would regain them), on
+// every thread. wrap keeps its own, so the command (same user) cannot
+// ptrace it, and is not dumpable either.
 func dropForCommand() error {
-	for _, c := range []uintptr{unix.CAP_NET_ADMIN, unix.CAP_SETPCAP} {
+	for _, c := range []uintptr{unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SETFCAP} {
 		if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); errno != 0 {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, errno)
 		}

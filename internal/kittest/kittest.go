@@ -1,8 +1,8 @@
 // Package kittest holds test helpers for sandbox provider plugins: engine
 // checks that skip locally and fail in CI, an Exec output collector, a
-// process reaper check, file helpers for copy tests, and a git repository
+// process reaper check, file helpers for copy tests, a git repository
 // with a linked worktree laid out the way sanddune hands one to bind-mount
-// sandboxes.
+// sandboxes, and tests run again as an ordinary user.
 package kittest
 
 import (

@@ -102,7 +102,7 @@ func probe(ctx context.Context, bwrap string, networkNone bool) error {
 		return err
 	}
 	defer k.stop()
-	nsArgs, files := k.joinArgs()
+	nsArgs, files := k.joinArgs(false)
 	args := append(append(nsArgs, namespaceArgs(networkNone)...), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true")
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()

@@ -3,8 +3,11 @@ package bubblewrap
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,4 +72,26 @@ func TestEgressPolicyEnforced(t *testing.T) {
 		{Host: unlisted, Port: port, Proto: "udp"},
 	}
 	watch.Expect(t, want...)
+}
+
+// TestEgressKeepsTheUser: with a policy the command runs as the user and
+// group it runs as without one (this process's, which the sandbox reports
+// as its UID), and what it writes in the worktree belongs to this user on
+// the host, as root and unprivileged (TestUnprivileged) alike.
+func TestEgressKeepsTheUser(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	policy := sdk.EgressPolicy{Allow: []string{"192.0.2.1:1"}}
+	want := []string{strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())}
+	for _, p := range []*sdk.EgressPolicy{nil, &policy} {
+		sb, _ := create(t, cfgOf(nil), func(r *sdk.CreateRequest) { r.Egress = p })
+		if res, o := kittest.Exec(t, sb, sdk.ExecRequest{Shell: "id -u && id -g && echo x > written"}); res.ExitCode != 0 || !slices.Equal(o.Stdout, want) {
+			t.Errorf("egress %v: the command runs as %q (exit %d, %q), want %q", p != nil, o.Stdout, res.ExitCode, o.Stderr, want)
+		}
+		fi, err := os.Stat(filepath.Join(sb.repo, "written"))
+		must(t, err)
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid() {
+			t.Errorf("egress %v: the file the command wrote belongs to %d:%d on the host, want %d:%d", p != nil, st.Uid, st.Gid, os.Getuid(), os.Getgid())
+		}
+	}
 }

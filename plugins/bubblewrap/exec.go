@@ -112,13 +112,13 @@ func (s *sandbox) attempt(c sandboxkit.Command, command []string, run func(sandb
 		return sdk.ExecResult{}, false, err
 	}
 	defer status.Close()
-	nsArgs, files := s.keeper.joinArgs()
+	nsArgs, files := s.keeper.joinArgs(s.egress != nil)
 	c.ExtraFiles = append(files, statusW)
 	c.Argv = append(append([]string{s.bwrap}, nsArgs...), "--json-status-fd", strconv.Itoa(2+len(c.ExtraFiles)))
 	tail := append(s.mountArgs(), command...)
 	if s.egress != nil {
 		var done func()
-		if tail, c.ExtraFiles, done, err = s.egress.wrapped(tail, c.ExtraFiles); err != nil {
+		if tail, c.ExtraFiles, done, err = s.egress.wrapped(tail, c.ExtraFiles, s.keeper.ownerNS != nil); err != nil {
 			statusW.Close()
 			return sdk.ExecResult{}, true, fmt.Errorf("egress: %w", err)
 		}

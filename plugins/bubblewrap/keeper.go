@@ -189,8 +189,10 @@ func sameFile(f *os.File, path string) bool {
 }
 
 // joinArgs are the bwrap arguments (and files, from fd 3 on) that put an
-// Exec in the keeper's PID namespace.
-func (k *keeper) joinArgs() ([]string, []*os.File) {
+// Exec in the keeper's PID namespace; in the keeper's command's user
+// namespace too unless ownerOnly (the command's enforcer makes its own: see
+// egressGuard).
+func (k *keeper) joinArgs(ownerOnly bool) ([]string, []*os.File) {
 	var args []string
 	var files []*os.File
 	add := func(flag string, f *os.File) {
@@ -199,7 +201,7 @@ func (k *keeper) joinArgs() ([]string, []*os.File) {
 	}
 	if k.ownerNS != nil {
 		add("--userns", k.ownerNS)
-		if !sameFile(k.userNS, "/proc/self/fd/"+strconv.Itoa(int(k.ownerNS.Fd()))) {
+		if !ownerOnly && !sameFile(k.userNS, "/proc/self/fd/"+strconv.Itoa(int(k.ownerNS.Fd()))) {
 			add("--userns2", k.userNS)
 		}
 	}

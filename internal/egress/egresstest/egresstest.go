@@ -30,6 +30,10 @@ func WithEnforcer(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil { // tests may run providers as another user
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, egress.BinaryName), "github.com/missingstudio/sanddune/cmd/"+egress.BinaryName)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
