@@ -14,10 +14,20 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/plugins/kubernetes"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
+
+// TestMain builds the egress enforcer for the real cluster's tests (the
+// plugin streams it into the pod's sidecar).
+func TestMain(m *testing.M) {
+	if os.Getenv("SANDDUNE_K8S_E2E") == "1" {
+		os.Exit(egresstest.WithEnforcer(m))
+	}
+	os.Exit(m.Run())
+}
 
 // TestConformanceRealCluster runs the conformance kit against a real
 // cluster: SANDDUNE_K8S_E2E=1 with KUBECONFIG pointing at it (make

@@ -194,7 +194,7 @@ func (*Provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
 		Version:     Version,
 		Description: "one pod per sandbox on a Kubernetes cluster",
-		Sandbox:     &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true},
+		Sandbox:     &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, Egress: true},
 	}, nil
 }
 
