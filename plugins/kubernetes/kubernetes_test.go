@@ -32,7 +32,8 @@ func TestConformanceFakeCluster(t *testing.T) {
 	t.Parallel()
 	f := newFakeCluster(t)
 	sandboxtest.Run(t, f.provider(), sandboxtest.Options{Config: fakeConfig(t, nil),
-		SkipNetworkNone: "the fake cluster runs commands on this machine: no CNI enforces the NetworkPolicy (make e2e-k8s checks a real one)"})
+		SkipNetworkNone: "the fake cluster runs commands on this machine: no CNI enforces the NetworkPolicy (make e2e-k8s checks a real one)",
+		SkipEgress:      "the fake cluster runs commands on this machine: no pod network namespace for the sidecar to enforce in (make e2e-k8s checks a real one)"})
 }
 
 func createReq(cfg cty.Value, run string) sdk.CreateRequest {
