@@ -223,12 +223,32 @@ var fatalWaiting = map[string]string{
 // podStarted reports whether every container of the pod (the sandbox, and
 // the egress sidecar when there is one) runs, or why one never will.
 func podStarted(p *corev1.Pod) (bool, error) {
+	return containersRunning(p, func(string) bool { return true })
+}
+
+// sandboxStarted is podStarted for the sandbox container alone (what gc
+// needs of a pod whose sidecar may have ended).
+func sandboxStarted(p *corev1.Pod) (bool, error) {
+	return containersRunning(p, func(name string) bool { return name == containerName })
+}
+
+// containersRunning reports whether the pod's containers that count run,
+// or why one never will.
+func containersRunning(p *corev1.Pod, counts func(name string) bool) (bool, error) {
 	switch p.Status.Phase {
 	case corev1.PodFailed, corev1.PodSucceeded:
 		return false, fmt.Errorf("ended before it was used (phase %s%s)", p.Status.Phase, reasonSuffix(p.Status.Reason, p.Status.Message))
 	}
-	running := 0
+	want, running := 0, 0
+	for _, c := range p.Spec.Containers {
+		if counts(c.Name) {
+			want++
+		}
+	}
 	for _, cs := range p.Status.ContainerStatuses {
+		if !counts(cs.Name) {
+			continue
+		}
 		what := "the sandbox container"
 		if cs.Name == egressContainer {
 			what = "the egress sidecar"
@@ -248,7 +268,7 @@ func podStarted(p *corev1.Pod) (bool, error) {
 			return false, fmt.Errorf("%s exited (%s, code %d)", what, t.Reason, t.ExitCode)
 		}
 	}
-	return running == len(p.Spec.Containers), nil
+	return running == want, nil
 }
 
 // pendingReason explains a pod that is not running yet: unschedulable,
