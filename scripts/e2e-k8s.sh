@@ -2,7 +2,7 @@
 # The kubernetes sandbox's e2e suite against a real single-node cluster
 # (scripts/k8s-up.sh; the kube binaries are built once, ~4 min on 2 idle
 # cores, then cached in ~/.cache/sanddune/k8s): the conformance kit and
-# `sanddune run` (strategies, SIGINT, gc of a killed run), twice: as
+# `sanddune run` (strategies, SIGINT, gc of a killed run, egress), twice: as
 # cluster admin, and as a user bound only to plugins/kubernetes/rbac.yaml's
 # Role (so the Role is known to be enough). Needs root.
 # A cluster already started with k8s-up.sh is reused and left running;

@@ -18,9 +18,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 R="${SANDDUNE_K8S_DIR:-/tmp/sanddune-k8s}"
 IMAGE="${SANDDUNE_K8S_IMAGE:-sanddune-test-base:bookworm}"
 NODE=node1
+# The pod subnet; its first address is this machine's on the pod bridge
+# (sdk8s0), where pods reach listeners of the e2e suite.
+POD_SUBNET=10.244.77.0/24 HOST_IP=10.244.77.1
 log() { echo "k8s-up: $*" >&2; }
 env_line() {
-  echo "export KUBECONFIG=$R/admin.kubeconfig SANDDUNE_K8S_NODE=$NODE SANDDUNE_K8S_RUNNER_KUBECONFIG=$R/runner.kubeconfig SANDDUNE_K8S_NO_NETWORK_POLICY=1"
+  echo "export KUBECONFIG=$R/admin.kubeconfig SANDDUNE_K8S_NODE=$NODE SANDDUNE_K8S_RUNNER_KUBECONFIG=$R/runner.kubeconfig SANDDUNE_K8S_NO_NETWORK_POLICY=1 SANDDUNE_K8S_HOST_IP=$HOST_IP"
 }
 
 if [ -f "$R/pids" ]; then
@@ -104,10 +107,10 @@ state = "$R/containerd/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$R/cni/net.d"
 TOML
-cat >"$R/cni/net.d/10-sanddune.conflist" <<'JSON'
+cat >"$R/cni/net.d/10-sanddune.conflist" <<JSON
 {"cniVersion": "0.4.0", "name": "sanddune-k8s", "plugins": [
   {"type": "bridge", "bridge": "sdk8s0", "isGateway": true, "ipMasq": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.77.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 JSON
 cat >"$R/cni/net.d/99-loopback.conf" <<'JSON'

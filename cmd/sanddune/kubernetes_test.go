@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,14 @@ import (
 // (make e2e-k8s), or skips without one.
 func kubernetesBlock(t *testing.T, extra string) string {
 	t.Helper()
+	return `sandbox "kubernetes" "default" {
+` + kubernetesBody(t) + extra + `}
+`
+}
+
+// kubernetesBody is the body of such a block.
+func kubernetesBody(t *testing.T) string {
+	t.Helper()
 	if os.Getenv("SANDDUNE_K8S_E2E") != "1" {
 		t.Skip("SKIPPED: no real cluster (set SANDDUNE_K8S_E2E=1 and KUBECONFIG, or run make e2e-k8s)")
 	}
@@ -37,15 +46,23 @@ func kubernetesBlock(t *testing.T, extra string) string {
 	if image == "" {
 		image = testImage()
 	}
-	node := ""
+	body := fmt.Sprintf("  image             = %q\n  image_pull_policy = \"IfNotPresent\"\n", image)
 	if n := os.Getenv("SANDDUNE_K8S_NODE"); n != "" {
-		node = "\n  node_name = \"" + n + "\""
+		body += fmt.Sprintf("  node_name         = %q\n", n)
 	}
-	return `sandbox "kubernetes" "default" {
-  image             = "` + image + `"
-  image_pull_policy = "IfNotPresent"` + node + extra + `
+	return body
 }
-`
+
+// TestKubernetesEgressEndToEnd: egressEndToEnd on the real cluster, whose
+// pods see this machine at SANDDUNE_K8S_HOST_IP (k8s-up.sh: the address
+// of its pod bridge).
+func TestKubernetesEgressEndToEnd(t *testing.T) {
+	body := kubernetesBody(t)
+	gw := os.Getenv("SANDDUNE_K8S_HOST_IP")
+	if gw == "" {
+		t.Fatal("SANDDUNE_K8S_HOST_IP is not set: the address of this machine the cluster's pods reach (scripts/k8s-up.sh exports it)")
+	}
+	egressEndToEnd(t, "kubernetes", body, gw, podsOf)
 }
 
 // podsOf lists the sandbox pods (namespace/name) of the runs in the repo

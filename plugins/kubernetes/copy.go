@@ -115,7 +115,7 @@ func (s *sandbox) isRoot(p string) bool {
 // carrying its stderr (exit 2: sdk.ErrNotFound).
 func (s *sandbox) run(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
 	var stderr bytes.Buffer
-	err := s.stream(ctx, argv, stdin, stdout, &stderr)
+	err := s.stream(ctx, containerName, argv, stdin, stdout, &stderr)
 	var exit utilexec.ExitError
 	switch {
 	case err == nil:

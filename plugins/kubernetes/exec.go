@@ -105,7 +105,7 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	streamCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- s.stream(streamCtx, cmd, stdin, stdout, stderr) }()
+	go func() { done <- s.stream(streamCtx, containerName, cmd, stdin, stdout, stderr) }()
 
 	var timeout <-chan time.Time
 	if req.Timeout > 0 {
@@ -148,11 +148,11 @@ func (s *sandbox) Exec(ctx context.Context, req sdk.ExecRequest, out sdk.OutputF
 	return sdk.ExecResult{ExitCode: -1}, fmt.Errorf("kubernetes sandbox: exec in pod %s: %w", s.info.ID, err)
 }
 
-// stream runs argv in the sandbox container over pods/exec: WebSocket
+// stream runs argv in a container of the pod over pods/exec: WebSocket
 // (v5 channel protocol), falling back to SPDY when the apiserver cannot
 // upgrade. A non-zero exit is a utilexec.ExitError.
-func (s *sandbox) stream(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	u, err := s.execURL(argv, stdin != nil)
+func (s *sandbox) stream(ctx context.Context, container string, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	u, err := s.execURL(container, argv, stdin != nil)
 	if err != nil {
 		return err
 	}
@@ -173,8 +173,8 @@ func (s *sandbox) stream(ctx context.Context, argv []string, stdin io.Reader, st
 	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 }
 
-// execURL is the pods/exec URL of argv in the sandbox container.
-func (s *sandbox) execURL(argv []string, stdin bool) (*url.URL, error) {
+// execURL is the pods/exec URL of argv in a container of the pod.
+func (s *sandbox) execURL(container string, argv []string, stdin bool) (*url.URL, error) {
 	cfg := *s.cl.rest
 	cfg.APIPath = "/api"
 	cfg.GroupVersion = &corev1.SchemeGroupVersion
@@ -183,7 +183,7 @@ func (s *sandbox) execURL(argv []string, stdin bool) (*url.URL, error) {
 		return nil, err
 	}
 	u.Path = path.Join(u.Path, "/api/v1/namespaces", s.ns, "pods", s.name, "exec")
-	q := url.Values{"container": {containerName}, "stdout": {"true"}, "stderr": {"true"}, "command": argv}
+	q := url.Values{"container": {container}, "stdout": {"true"}, "stderr": {"true"}, "command": argv}
 	if stdin {
 		q.Set("stdin", "true")
 	}
@@ -196,7 +196,7 @@ func (s *sandbox) execURL(argv []string, stdin bool) (*url.URL, error) {
 func (s *sandbox) kill(ctx context.Context, pidFile string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_ = s.stream(ctx, []string{"sh", "-c", killScript, "sanddune-kill", pidFile}, nil, io.Discard, io.Discard)
+	_ = s.stream(ctx, containerName, []string{"sh", "-c", killScript, "sanddune-kill", pidFile}, nil, io.Discard, io.Discard)
 }
 
 // confine makes p absolute (relative to RepoPath) and checks that it stays

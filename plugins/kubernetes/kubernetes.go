@@ -8,7 +8,8 @@
 // environment of CreateRequest (the host puts the block's `env`, described
 // by Describe, in it) lives in a Secret the pod reads with envFrom, never
 // in the pod spec or an exec URL. With
-// `network = "none"` a NetworkPolicy denies all egress of the pod.
+// `network = "none"` a NetworkPolicy denies all egress of the pod; with an
+// egress policy an enforcer sidecar joins the pod (egress.go).
 //
 // Commands run through pods/exec over WebSocket (SPDY when the apiserver
 // cannot upgrade), each in its own session inside the pod: a small wrapper
@@ -194,7 +195,7 @@ func (*Provider) Info(context.Context) (sdk.Info, error) {
 	return sdk.Info{
 		Version:     Version,
 		Description: "one pod per sandbox on a Kubernetes cluster",
-		Sandbox:     &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true},
+		Sandbox:     &sdk.SandboxCapabilities{Contract: sdk.ContractIsolated, NetworkNone: true, Egress: true},
 	}, nil
 }
 

@@ -32,7 +32,8 @@ func TestConformanceFakeCluster(t *testing.T) {
 	t.Parallel()
 	f := newFakeCluster(t)
 	sandboxtest.Run(t, f.provider(), sandboxtest.Options{Config: fakeConfig(t, nil),
-		SkipNetworkNone: "the fake cluster runs commands on this machine: no CNI enforces the NetworkPolicy (make e2e-k8s checks a real one)"})
+		SkipNetworkNone: "the fake cluster runs commands on this machine: no CNI enforces the NetworkPolicy (make e2e-k8s checks a real one)",
+		SkipEgress:      "the fake cluster runs commands on this machine: no pod network namespace for the sidecar to enforce in (make e2e-k8s checks a real one)"})
 }
 
 func createReq(cfg cty.Value, run string) sdk.CreateRequest {
@@ -418,5 +419,38 @@ func TestResourcesInTheBlocksNamespaceFakeCluster(t *testing.T) {
 	}
 	if _, err := f.client.CoreV1().Pods("team").Get(ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the pod is still there after RemoveResource: %v", err)
+	}
+}
+
+// A pod with the egress sidecar is started once both containers run, and
+// fails naming the sidecar when it cannot start; gc (Recover) needs only
+// the sandbox container running, whatever became of the sidecar.
+func TestPodStartedWithEgressSidecar(t *testing.T) {
+	t.Parallel()
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	for _, tc := range []struct {
+		name    string
+		sidecar corev1.ContainerState
+		started bool
+		err     string
+	}{
+		{"both running", running, true, ""},
+		{"sidecar creating", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}, false, ""},
+		{"sidecar exited", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}, false, "the egress sidecar exited (Error, code 1)"},
+		{"sidecar image", corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}, false, "the egress sidecar: the image cannot be pulled: ErrImagePull"},
+	} {
+		pod := &corev1.Pod{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName}, {Name: egressContainer}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: containerName, State: running}, {Name: egressContainer, State: tc.sidecar},
+			}},
+		}
+		started, err := podStarted(pod)
+		if started != tc.started || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
+			t.Errorf("%s: podStarted = %v, %v; want %v, %q", tc.name, started, err, tc.started, tc.err)
+		}
+		if started, err := sandboxStarted(pod); !started || err != nil {
+			t.Errorf("%s: sandboxStarted = %v, %v; want true", tc.name, started, err)
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Labels and annotations on every object the provider creates.
@@ -89,8 +91,8 @@ func objectMeta(name, ns string, labels map[string]string, c config) metav1.Obje
 }
 
 // podSpec renders the sandbox pod. The secret, when named, holds the
-// environment.
-func podSpec(meta metav1.ObjectMeta, c config, secret string) *corev1.Pod {
+// environment; with a policy the pod gets the egress sidecar.
+func podSpec(meta metav1.ObjectMeta, c config, secret string, policy *sdk.EgressPolicy) *corev1.Pod {
 	volume := func(name string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	}
@@ -149,6 +151,10 @@ func podSpec(meta metav1.ObjectMeta, c config, secret string) *corev1.Pod {
 				FSGroup:      ptr.To(c.GID),
 			},
 		},
+	}
+	if policy != nil {
+		pod.Spec.Containers = append(pod.Spec.Containers, egressSidecar(c, *policy))
+		pod.Spec.Volumes = append(pod.Spec.Volumes, volume(egressVolume))
 	}
 	if c.RuntimeClass != "" {
 		pod.Spec.RuntimeClassName = ptr.To(c.RuntimeClass)

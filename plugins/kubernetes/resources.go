@@ -156,7 +156,7 @@ func (p *Provider) Recover(ctx context.Context, cfg sdk.Config, id string) (sdk.
 	if err != nil {
 		return nil, err
 	}
-	if done, err := podStarted(pod); !done {
+	if done, err := sandboxStarted(pod); !done {
 		if err == nil {
 			err = fmt.Errorf("phase %s", pod.Status.Phase)
 		}

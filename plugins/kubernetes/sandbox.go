@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
+	"github.com/missingstudio/sanddune/internal/egress"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -30,6 +31,7 @@ type sandbox struct {
 	roots     []string // workdir, home: where paths may point
 	release   func()   // frees the max_concurrent slot; nil for none
 	recovered bool     // Close leaves the pod
+	egress    *egressGuard
 
 	mu     sync.Mutex
 	closed bool
@@ -96,6 +98,13 @@ func (p *Provider) create(ctx context.Context, cl *cluster, c config, req sdk.Cr
 	name := podName(req.RunID)
 	meta := objectMeta(name, ns, req.Labels, c)
 	sb := newSandbox(cl, ns, name, c.Workdir, c.Home)
+	enforcer := ""
+	if req.Egress != nil {
+		var err error
+		if enforcer, err = egress.Binary(); err != nil {
+			return nil, fmt.Errorf("kubernetes sandbox: %w", err)
+		}
+	}
 
 	secretName := ""
 	if env := envSecret(meta, req.Env); env != nil {
@@ -110,15 +119,26 @@ func (p *Provider) create(ctx context.Context, cl *cluster, c config, req sdk.Cr
 			return nil, fmt.Errorf("kubernetes sandbox: create network policy %s/%s: %w", ns, name, err)
 		}
 	}
-	pod, err := cl.client.CoreV1().Pods(ns).Create(ctx, podSpec(meta, c, secretName), metav1.CreateOptions{})
+	pod, err := cl.client.CoreV1().Pods(ns).Create(ctx, podSpec(meta, c, secretName, req.Egress), metav1.CreateOptions{})
 	if err != nil {
 		sb.remove(ctx)
+		if req.Egress != nil {
+			err = podSecurityHint(err, ns)
+		}
 		return nil, fmt.Errorf("kubernetes sandbox: create pod %s/%s: %w", ns, name, err)
 	}
 	p.log.Debug("pod created", "pod", ns+"/"+name, "run", req.RunName)
 	if err := waitRunning(ctx, cl, pod, c.StartTimeout); err != nil {
 		sb.remove(ctx)
 		return nil, fmt.Errorf("kubernetes sandbox: pod %s/%s: %w", ns, name, err)
+	}
+	if enforcer != "" {
+		startCtx, cancel := context.WithTimeout(ctx, c.StartTimeout)
+		defer cancel()
+		if err := sb.startEgress(startCtx, enforcer); err != nil {
+			sb.remove(ctx)
+			return nil, fmt.Errorf("kubernetes sandbox: pod %s/%s: %w", ns, name, err)
+		}
 	}
 	return sb, nil
 }
@@ -200,29 +220,55 @@ var fatalWaiting = map[string]string{
 	"CreateContainerError":       "the container cannot be created",
 }
 
-// podStarted reports whether the sandbox container runs, or why it never will.
+// podStarted reports whether every container of the pod (the sandbox, and
+// the egress sidecar when there is one) runs, or why one never will.
 func podStarted(p *corev1.Pod) (bool, error) {
+	return containersRunning(p, func(string) bool { return true })
+}
+
+// sandboxStarted is podStarted for the sandbox container alone (what gc
+// needs of a pod whose sidecar may have ended).
+func sandboxStarted(p *corev1.Pod) (bool, error) {
+	return containersRunning(p, func(name string) bool { return name == containerName })
+}
+
+// containersRunning reports whether the pod's containers that count run,
+// or why one never will.
+func containersRunning(p *corev1.Pod, counts func(name string) bool) (bool, error) {
 	switch p.Status.Phase {
 	case corev1.PodFailed, corev1.PodSucceeded:
 		return false, fmt.Errorf("ended before it was used (phase %s%s)", p.Status.Phase, reasonSuffix(p.Status.Reason, p.Status.Message))
 	}
+	want, running := 0, 0
+	for _, c := range p.Spec.Containers {
+		if counts(c.Name) {
+			want++
+		}
+	}
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name != containerName {
+		if !counts(cs.Name) {
 			continue
 		}
+		what := "the sandbox container"
+		if cs.Name == egressContainer {
+			what = "the egress sidecar"
+		}
 		if cs.State.Running != nil {
-			return true, nil
+			running++
 		}
 		if w := cs.State.Waiting; w != nil {
-			if what, ok := fatalWaiting[w.Reason]; ok {
-				return false, fmt.Errorf("%s: %s%s", what, w.Reason, reasonSuffix("", w.Message))
+			if why, ok := fatalWaiting[w.Reason]; ok {
+				if cs.Name != containerName {
+					why = what + ": " + why
+				}
+				return false, fmt.Errorf("%s: %s%s", why, w.Reason, reasonSuffix("", w.Message))
 			}
 		}
 		if t := cs.State.Terminated; t != nil {
-			return false, fmt.Errorf("the sandbox container exited (%s, code %d)", t.Reason, t.ExitCode)
+			return false, fmt.Errorf("%s exited (%s, code %d)", what, t.Reason, t.ExitCode)
 		}
 	}
-	return false, nil
+	return running == want, nil
 }
 
 // pendingReason explains a pod that is not running yet: unschedulable,
@@ -299,11 +345,16 @@ func (s *sandbox) Close(ctx context.Context) error {
 }
 
 // remove deletes the pod and what belongs to it, with foreground
-// propagation. Missing objects are fine.
+// propagation, then lets the egress sidecar report its last refusals.
+// Missing objects are fine.
 func (s *sandbox) remove(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	return removeObjects(ctx, s.cl, s.ns, s.name)
+	err := removeObjects(ctx, s.cl, s.ns, s.name)
+	if s.egress != nil {
+		s.egress.end(ctx)
+	}
+	return err
 }
 
 func removeObjects(ctx context.Context, cl *cluster, ns, name string) error {

@@ -58,7 +58,7 @@ func CheckEgress(block, plugin string, e *run.Egress, caps sdk.SandboxCapabiliti
 	if !caps.Egress {
 		diag("egress", "The sandbox cannot enforce egress",
 			"%s's provider (%s) does not declare the egress capability: it cannot confine the sandbox's network, so it would reach everything. "+
-				"Use a sandbox provider that declares the egress capability (the EGRESS column of `sanddune plugins list`), or remove the egress block.", block, plugin)
+				"Use a sandbox provider that declares the egress capability (`egress` among the CAPABILITIES of `sanddune plugins list`), or remove the egress block.", block, plugin)
 	}
 	if caps.NetworkNone && networkNone(cfg) {
 		diag("network", "egress with network = \"none\"",
