@@ -342,7 +342,6 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	if e := r.teardown(ctx, runErr); runErr == nil {
 		runErr = e
 	}
-	r.checkRefs(ctx)
 	r.res.Elapsed = time.Since(r.start)
 	var budgets []string
 	for _, b := range r.Budgets {

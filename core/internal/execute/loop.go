@@ -193,7 +193,8 @@ func (r *runner) observe(n int, e sdk.Event) {
 // Once an isolated sandbox's commits are synced out, the sandbox is
 // removed while the merge and the worktree cleanup run; a bind-mounted
 // worktree is cleaned up only once its sandbox is gone, so nothing still
-// running there writes into it unseen.
+// running there writes into it unseen; the host's refs are checked then
+// too, while the worktree is cleaned up.
 func (r *runner) teardown(ctx context.Context, runErr *run.Error) *run.Error {
 	if r.ws == nil {
 		return nil
@@ -212,8 +213,15 @@ func (r *runner) teardown(ctx context.Context, runErr *run.Error) *run.Error {
 		}
 		remove()
 	}()
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		<-removed
+		r.checkRefs(tctx) // while the worktree is cleaned up
+	}()
 	e := r.closeWorktree(tctx, runErr, removed)
 	<-removed
+	<-checked
 	if r.captures != nil {
 		r.captures.wait(r.res.Iterations)
 	}
