@@ -234,9 +234,8 @@ func (r *Repo) adminGit(ctx context.Context, args ...string) (string, error) {
 	return r.Git(ctx, args...)
 }
 
-// addWorktree adds the worktree dir (`git worktree add args`): the
-// administration under the admin lock, the checkout of its files after it,
-// so that parallel runs check out at once.
+// addWorktree adds the worktree dir (`git worktree add args`), checking
+// its files out once the admin lock is released.
 func (r *Repo) addWorktree(ctx context.Context, dir string, args ...string) error {
 	if _, err := r.adminGit(ctx, append(append(noConfigWrites, "worktree", "add", "--quiet", "--no-checkout"), args...)...); err != nil {
 		return err
