@@ -177,9 +177,9 @@ type sandbox struct {
 }
 
 // Close force-removes the container (SIGKILL, no stop grace period) and
-// its egress sidecar at once: the sandbox's network namespace keeps the
-// sidecar's rules, so without it the sandbox reaches nothing. It is
-// idempotent and still works when ctx is already cancelled.
+// its egress sidecar at once: the rules stay in the network namespace the
+// sandbox joined, so without the sidecar the sandbox reaches nothing. It
+// is idempotent and still works when ctx is already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
 	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
 		if s.egress == nil {
