@@ -3,19 +3,19 @@
 # strace, it counts the git processes started, the Docker Engine API
 # requests (request lines written to the daemon's socket), the other
 # processes and the connections made to the daemon, for scenario one
-# (run a: 1 iteration, head), five (run b: 5 iterations, merge-to-head)
-# and p4 (runs c1..c4 of one sandbox block at once, branch), on the
-# workload of bench/lib.sh. Counts, not times: strace slows everything,
+# (run a: 1 iteration, head), five (run b: 5 iterations, merge-to-head),
+# p4 (runs c1..c4 of one sandbox block at once, branch) and egress (run a
+# with an egress policy), on the workload of bench/lib.sh. Counts, not times: strace slows everything,
 # so no time is reported.
 #
-#   bench/calls.sh [-s "one five p4"] [-v]   # -v lists each git call and request
+#   bench/calls.sh [-s "one five p4 egress"] [-v]   # -v lists each git call and request
 #
 # Needs docker access and strace; sanddune from $SANDDUNE_BIN, PATH, or built.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 shared="${SANDDUNE_SHARED:-$root/../shared}"
-scenarios="one five p4" verbose=0
+scenarios="one five p4 egress" verbose=0
 while getopts "s:v" opt; do
   case "$opt" in
     s) scenarios="$OPTARG" ;;
@@ -31,17 +31,19 @@ sanddune="$(find_sanddune)"
 ensure_image "$sanddune"
 mkdir -p "$work/home"
 { bench_providers; bench_run_b; bench_run_c 4; } >"$work/bench.hcl"
+bench_egress <"$work/bench.hcl" >"$work/egress.hcl"
 
 echo "| scenario | git calls | Docker API requests | daemon connections | other processes |"
 echo "|---|---|---|---|---|"
 for sc in $scenarios; do
+  cfg=bench.hcl
   case "$sc" in
-    one) runs=(a) ;; five) runs=(b) ;; p4) runs=(-p 4 c1 c2 c3 c4) ;;
+    one) runs=(a) ;; five) runs=(b) ;; p4) runs=(-p 4 c1 c2 c3 c4) ;; egress) runs=(a) cfg=egress.hcl ;;
     *) log "unknown scenario $sc"; exit 2 ;;
   esac
   rm -rf "$work/r" && make_repo "$work/r"
   HOME="$work/home" strace -f -qq -s 256 -e trace=execve,connect,write -e signal=none -o "$work/trace" \
-    "$sanddune" run -c "$work/bench.hcl" --repo "$work/r" "${runs[@]}" >"$work/out" 2>&1 ||
+    "$sanddune" run -c "$work/$cfg" --repo "$work/r" "${runs[@]}" >"$work/out" 2>&1 ||
     { cat "$work/out" >&2; log "sanddune run ${runs[*]} failed"; exit 1; }
   execs="$(grep -E 'execve\("[^"]*", \[' "$work/trace" | grep -v ' = -1 ' | sed -E 's/.*execve\("[^"]*", \[([^]]*)\].*/\1/')"
   git="$(grep -c '^"git"' <<<"$execs" || true)"

@@ -59,9 +59,8 @@ bench_providers >"$work/small.hcl"
 { bench_providers; bench_run_b; } >"$work/five.hcl"
 { bench_providers; bench_run_c 20; } >"$work/par.hcl"
 { bench_providers; bench_run_b; bench_run_c 48; } >"$work/big.hcl"
-# egress.hcl: small.hcl's sandbox with an egress policy (the fake agent
-# needs no network; the policy's cost is the enforcer's start).
-bench_providers | awk '{ print } /^sandbox "docker" "bench1"/ { print "  egress {\n    allow = [\"example.test\"]\n    agent = false\n  }" }' >"$work/egress.hcl"
+# egress.hcl: small.hcl with an egress policy.
+bench_providers | bench_egress >"$work/egress.hcl"
 
 # ---- the two sides ----
 # floor_seq REPO ITERS: one container, ITERS agent execs, removal.

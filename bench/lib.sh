@@ -97,6 +97,11 @@ run "c$i" {
 HCL
   done
 }
+# bench_egress: copies a config, giving sandbox bench1 an egress policy (the
+# fake agent needs no network; the policy's cost is the enforcer's start).
+bench_egress() {
+  awk '{ print } /^sandbox "docker" "bench1"/ { print "  egress {\n    allow = [\"example.test\"]\n    agent = false\n  }" }'
+}
 # stats: reads numbers, one a line; prints "median min max".
 stats() {
   sort -g | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2

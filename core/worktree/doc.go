@@ -104,7 +104,9 @@
 // Worktree and branch administration commands (worktree add/list/remove/
 // prune, branch create/delete) run one at a time per repo under a flock:
 // parallel `git worktree add` calls otherwise read each other's
-// half-written metadata and fail.
+// half-written metadata and fail. A new worktree's files are checked out
+// after the flock is released (`worktree add --no-checkout`, then
+// `checkout --force` in it), so parallel runs check out at once.
 //
 // # Cleanup after dead runs
 //

@@ -234,6 +234,16 @@ func (r *Repo) adminGit(ctx context.Context, args ...string) (string, error) {
 	return r.Git(ctx, args...)
 }
 
+// addWorktree adds the worktree dir (`git worktree add args`), checking
+// its files out once the admin lock is released.
+func (r *Repo) addWorktree(ctx context.Context, dir string, args ...string) error {
+	if _, err := r.adminGit(ctx, append(append(noConfigWrites, "worktree", "add", "--quiet", "--no-checkout"), args...)...); err != nil {
+		return err
+	}
+	_, err := Git(ctx, dir, "checkout", "--force", "--quiet")
+	return err
+}
+
 // lockFileName maps a key to a readable, bounded, collision-free file name.
 func lockFileName(key string) string {
 	sum := sha256.Sum256([]byte(key))

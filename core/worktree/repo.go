@@ -178,6 +178,15 @@ func (r *Repo) Identity(ctx context.Context) (name, email string) {
 	return r.ident.name, r.ident.email
 }
 
+// PrefetchIdentity starts asking git for Identity's answer in the
+// background, when an opened repo keeps it: a later Identity waits for
+// it rather than asking again.
+func (r *Repo) PrefetchIdentity(ctx context.Context) {
+	if r.ident != nil {
+		go r.Identity(ctx)
+	}
+}
+
 func identityOf(ctx context.Context, root string) (name, email string) {
 	out, err := Git(ctx, root, "var", "GIT_AUTHOR_IDENT")
 	if m := identRE.FindStringSubmatch(out); err == nil && m != nil {

@@ -185,7 +185,7 @@ func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {
 		return err
 	}
 	w.createdDir = dir
-	if _, err := r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", "-b", w.Branch, dir, base)...); err != nil {
+	if err := r.addWorktree(ctx, dir, "-b", w.Branch, dir, base); err != nil {
 		return err
 	}
 	w.Dir = dir
@@ -256,14 +256,14 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	w.createdDir = dir
 	w.ExistingBranch = exists
 	if exists {
-		_, err = r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", dir, b)...)
+		err = r.addWorktree(ctx, dir, dir, b)
 	} else {
 		var base string
 		if base, err = r.resolve(ctx, orHEAD(w.Plan.BaseBranch)); err != nil {
 			return fmt.Errorf("base branch %s: %w", orHEAD(w.Plan.BaseBranch), err)
 		}
 		w.createdBranch, w.createdAt = b, base
-		_, err = r.adminGit(ctx, append(noConfigWrites, "worktree", "add", "--quiet", "-b", b, dir, base)...)
+		err = r.addWorktree(ctx, dir, "-b", b, dir, base)
 		w.Base = base
 	}
 	if err != nil {

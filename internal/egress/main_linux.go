@@ -45,7 +45,7 @@ func Main(args []string, stdout io.Writer) int {
 	defer stop()
 	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
-		if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_MARK, mark) }); err != nil {
+		if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_MARK, Mark) }); err != nil {
 			return err
 		}
 		return serr

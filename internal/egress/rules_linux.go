@@ -10,11 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mark is the firewall mark of the enforcer's own sockets: the only
-// traffic the rules let out untouched. Setting it needs CAP_NET_ADMIN,
-// which the sandbox's programs do not have.
-const mark = 0x5dd0e
-
 // ipsDstNAT is conntrack status IPS_DST_NAT.
 const ipsDstNAT = 1 << 5
 
@@ -88,7 +83,7 @@ func verdict(kind expr.VerdictKind) []expr.Any { return []expr.Any{&expr.Verdict
 func eq(data []byte) *expr.Cmp { return &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: data} }
 
 func markIs() []expr.Any {
-	return []expr.Any{&expr.Meta{Key: expr.MetaKeyMARK, Register: 1}, eq(binaryutil.NativeEndian.PutUint32(mark))}
+	return []expr.Any{&expr.Meta{Key: expr.MetaKeyMARK, Register: 1}, eq(binaryutil.NativeEndian.PutUint32(Mark))}
 }
 
 // local matches a destination that is an address of the namespace.

@@ -16,9 +16,15 @@ import (
 // BinaryName is the enforcer's executable, installed beside the plugins.
 const BinaryName = "sanddune-egress"
 
-// MountPath is where a sidecar container finds the enforcer (bind-mounted
+// MountPath is where a sandbox container finds the enforcer (bind-mounted
 // read-only from the host).
 const MountPath = "/.sanddune-egress"
+
+// Mark is the firewall mark of the enforcer's own sockets: the only
+// traffic the rules let out untouched. Setting it (SO_MARK) needs
+// CAP_NET_ADMIN or, since Linux 5.17, CAP_NET_RAW: a sandbox with an
+// enforcer must hold neither.
+const Mark = 0x5dd0e
 
 // Binary finds the enforcer beside the running executable, else on PATH,
 // and checks that it is a static Linux binary (it runs in the sandbox's

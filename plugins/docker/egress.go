@@ -16,51 +16,71 @@ import (
 )
 
 // egressGuard is a sandbox's egress sidecar: a container of the sandbox's
-// own image (no pull) in the sandbox's network namespace, with
-// CAP_NET_ADMIN there, running the enforcer bind-mounted from the host. It
+// own image (no pull) running the enforcer bind-mounted from the host,
+// with CAP_NET_ADMIN in its network namespace, which the sandbox joins
+// (network mode container:). It is created and started while the sandbox
+// is created, and the sandbox starts once its rules are in place. It
 // carries the run's labels, so gc removes it with the sandbox.
 type egressGuard struct {
 	cli     *client.Client
-	id      string
-	created chan error // the sidecar's create, done beside the sandbox's start
+	name    string
+	id      string        // set before done is closed
+	done    chan struct{} // closed once the sidecar is up, or failed (err)
+	err     error
 	stop    context.CancelFunc
 	monitor *egress.Monitor
 }
 
-// prepareEgress creates the sidecar of the created sandbox s while s
-// starts; start starts it.
-func (s *sandbox) prepareEgress(ctx context.Context, policy sdk.EgressPolicy, enforcer, image string, labels map[string]string) *egressGuard {
-	g := &egressGuard{cli: s.cli, created: make(chan error, 1)}
-	s.egress = g
+// startEgress creates and starts, in the background, the sidecar whose
+// network namespace the sandbox named name will join, on networks (the
+// first its network mode, the others connected).
+func startEgress(ctx context.Context, cli *client.Client, name string, policy sdk.EgressPolicy, enforcer, image string, labels map[string]string, networks []string) *egressGuard {
+	g := &egressGuard{cli: cli, name: name + "-egress", done: make(chan struct{})}
+	hostCfg := &container.HostConfig{
+		CapDrop:     []string{"ALL"},
+		CapAdd:      []string{"NET_ADMIN"},
+		SecurityOpt: []string{"no-new-privileges", "label=disable"},
+		LogConfig:   container.LogConfig{Type: "json-file"},
+		Mounts:      []mount.Mount{{Type: mount.TypeBind, Source: enforcer, Target: egress.MountPath, ReadOnly: true}},
+	}
+	if len(networks) > 0 {
+		hostCfg.NetworkMode = container.NetworkMode(networks[0])
+	}
 	go func() {
-		created, err := s.cli.ContainerCreate(ctx, &container.Config{
+		defer close(g.done)
+		// As the sandbox's: the create is not cancelled with ctx.
+		createCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		created, err := cli.ContainerCreate(createCtx, &container.Config{
 			Image:      image,
 			User:       "0:0",
 			Entrypoint: []string{egress.MountPath},
 			Cmd:        []string{egress.PolicyArg(policy.Allow, policy.Hosts)},
 			Labels:     maps.Clone(labels),
-		}, &container.HostConfig{
-			NetworkMode: container.NetworkMode("container:" + s.ID),
-			CapDrop:     []string{"ALL"},
-			CapAdd:      []string{"NET_ADMIN"},
-			SecurityOpt: []string{"no-new-privileges", "label=disable"},
-			LogConfig:   container.LogConfig{Type: "json-file"},
-			Mounts:      []mount.Mount{{Type: mount.TypeBind, Source: enforcer, Target: egress.MountPath, ReadOnly: true}},
-		}, nil, nil, s.Name+"-egress")
+		}, hostCfg, nil, nil, g.name)
+		if err != nil {
+			g.err = fmt.Errorf("create the egress sidecar: %w", err)
+			return
+		}
 		g.id = created.ID
-		g.created <- err
+		g.err = g.start(ctx, networks)
 	}()
 	return g
 }
 
-// start starts the sidecar once the sandbox runs (sandboxUp) and waits
-// until the enforcer's rules are in place.
-func (g *egressGuard) start(ctx context.Context, sandboxUp bool) error {
-	if err := <-g.created; err != nil {
-		return fmt.Errorf("create the egress sidecar: %w", err)
-	}
-	if !sandboxUp {
-		return nil
+// wait waits until the sidecar is up (its rules in place), or failed.
+func (g *egressGuard) wait() error {
+	<-g.done
+	return g.err
+}
+
+// start connects the created sidecar to the extra networks, starts it and
+// waits until the enforcer's rules are in place.
+func (g *egressGuard) start(ctx context.Context, networks []string) error {
+	for _, n := range networks[min(1, len(networks)):] {
+		if err := g.cli.NetworkConnect(ctx, n, g.id, nil); err != nil {
+			return fmt.Errorf("connect to network %q: %w", n, err)
+		}
 	}
 	if err := g.cli.ContainerStart(ctx, g.id, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start the egress sidecar: %w", err)
@@ -84,8 +104,9 @@ func (g *egressGuard) start(ctx context.Context, sandboxUp bool) error {
 	return nil
 }
 
-// remove force-removes the sidecar.
+// remove force-removes the sidecar, once its start ended.
 func (g *egressGuard) remove(ctx context.Context) error {
+	<-g.done
 	if g.stop != nil {
 		defer g.stop()
 	}

@@ -73,7 +73,17 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 			PathOnHost: d.HostPath, PathInContainer: d.ContainerPath, CgroupPermissions: d.Permissions,
 		})
 	}
-	if len(cfg.Networks) > 0 {
+	var guard *egressGuard
+	switch {
+	case req.Egress != nil:
+		// The sandbox joins its sidecar's network namespace, which is
+		// made and fenced while the sandbox is created. Without
+		// CAP_NET_RAW nothing in the sandbox can put the enforcer's
+		// firewall mark on a socket of its own (SO_MARK).
+		guard = startEgress(ctx, cli, spec.Name, *req.Egress, enforcer, spec.Image, req.Labels, cfg.Networks)
+		hostCfg.NetworkMode = container.NetworkMode("container:" + guard.name)
+		hostCfg.CapDrop = []string{"NET_RAW"}
+	case len(cfg.Networks) > 0:
 		hostCfg.NetworkMode = container.NetworkMode(cfg.Networks[0])
 	}
 	// The create request is not cancelled with ctx: the daemon would go on
@@ -92,22 +102,17 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		Labels:     maps.Clone(req.Labels),
 	}, hostCfg, nil, nil, spec.Name)
 	if err != nil {
+		if guard != nil {
+			_ = guard.remove(context.WithoutCancel(ctx))
+		}
 		if cerrdefs.IsNotFound(err) {
 			return nil, engine.ImageNotFound(spec.Image, err)
 		}
 		return nil, fmt.Errorf("create container: %w", err)
 	}
-	s := &sandbox{cli: cli}
+	s := &sandbox{cli: cli, egress: guard}
 	s.Container = containerkit.Container{ID: created.ID, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
-	var guard *egressGuard
-	if req.Egress != nil {
-		guard = s.prepareEgress(createCtx, *req.Egress, enforcer, spec.Image, req.Labels)
-	}
-	err = s.start(ctx, spec, cfg.Networks)
-	if guard != nil {
-		err = errors.Join(err, guard.start(ctx, err == nil))
-	}
-	if err != nil {
+	if err = s.start(ctx, spec, cfg.Networks); err != nil {
 		_ = s.Close(ctx)
 		return nil, err
 	}
@@ -118,10 +123,18 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	return s, nil
 }
 
-// start prepares the agent home, joins extra networks and starts the container.
+// start prepares the agent home, joins extra networks (its egress
+// sidecar's network namespace instead, once the sidecar is up) and starts
+// the container.
 func (s *sandbox) start(ctx context.Context, spec containerkit.Spec, networks []string) error {
 	if err := spec.PrepareHome(ctx, s); err != nil {
 		return err
+	}
+	if s.egress != nil {
+		if err := s.egress.wait(); err != nil {
+			return err
+		}
+		networks = nil
 	}
 	for _, n := range networks[min(1, len(networks)):] {
 		if err := s.cli.NetworkConnect(ctx, n, s.ID, nil); err != nil {
@@ -163,17 +176,19 @@ type sandbox struct {
 	egress *egressGuard // nil without an egress policy
 }
 
-// Close force-removes the container (SIGKILL, no stop grace period), and
-// its egress sidecar first. It is idempotent and still works when ctx is
-// already cancelled.
+// Close force-removes the container (SIGKILL, no stop grace period) and
+// its egress sidecar at once: the rules stay in the network namespace the
+// sandbox joined, so without the sidecar the sandbox reaches nothing. It
+// is idempotent and still works when ctx is already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
 	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
-		if s.egress != nil {
-			if err := s.egress.remove(ctx); err != nil {
-				return err
-			}
+		if s.egress == nil {
+			return removeContainer(ctx, s.cli, s.ID)
 		}
-		return removeContainer(ctx, s.cli, s.ID)
+		sidecar := make(chan error, 1)
+		go func() { sidecar <- s.egress.remove(ctx) }()
+		err := removeContainer(ctx, s.cli, s.ID)
+		return errors.Join(err, <-sidecar)
 	})
 }
 

@@ -67,9 +67,28 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, err
 	}
 	args = append(args, mountFlags...)
-	args = append(args, containerArgs(cfg, rootless, spec.UID, spec.GID)...)
+	var guard *egressGuard
+	if req.Egress != nil {
+		// The sandbox joins its sidecar's network namespace, fenced while
+		// the sandbox is created. Without CAP_NET_RAW nothing in the
+		// sandbox can put the enforcer's firewall mark on a socket of its
+		// own (SO_MARK).
+		if guard, err = createEgress(ctx, c, spec.Name, *req.Egress, enforcer, spec.Image, req.Labels, cfg.Networks, ulimitArgs(cfg)); err != nil {
+			return nil, err
+		}
+		guard.start(ctx, c)
+		onHost := cfg
+		onHost.Networks = []string{"container:" + guard.name}
+		args = append(args, "--cap-drop", "NET_RAW")
+		args = append(args, containerArgs(onHost, rootless, spec.UID, spec.GID)...)
+	} else {
+		args = append(args, containerArgs(cfg, rootless, spec.UID, spec.GID)...)
+	}
 	args = append(args, "--workdir", containerkit.WorkspaceDir, "--entrypoint", "sleep", spec.Image, "infinity")
 	out, err := c.runEnv(ctx, envValues, nil, args...)
+	if err != nil && guard != nil {
+		_ = guard.remove(context.WithoutCancel(ctx), c) // the sandbox with it, if made
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// The container may exist: remove it by name.
@@ -86,7 +105,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if i := strings.LastIndexByte(id, '\n'); i >= 0 { // warnings come first
 		id = id[i+1:]
 	}
-	s := &sandbox{cli: c}
+	s := &sandbox{cli: c, egress: guard}
 	s.Container = containerkit.Container{ID: id, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
 	if err := s.start(ctx, spec); err != nil {
 		if ctx.Err() == nil {
@@ -94,12 +113,6 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		}
 		_ = s.Close(ctx)
 		return nil, err
-	}
-	if req.Egress != nil {
-		if err := s.startEgress(ctx, *req.Egress, enforcer, spec.Image, req.Labels, ulimitArgs(cfg)); err != nil {
-			_ = s.Close(ctx)
-			return nil, err
-		}
 	}
 	return s, nil
 }
@@ -164,10 +177,16 @@ func mountArgs(binds []containerkit.Bind, label string) ([]string, error) {
 }
 
 // start creates the agent home owned by the container user (one archive
-// extracted before start, ownership kept) and starts the container.
+// extracted before start, ownership kept) and starts the container, once
+// its egress sidecar's rules are in place.
 func (s *sandbox) start(ctx context.Context, spec containerkit.Spec) error {
 	if err := spec.PrepareHome(ctx, s); err != nil {
 		return err
+	}
+	if s.egress != nil {
+		if err := s.egress.wait(); err != nil {
+			return err
+		}
 	}
 	if _, err := s.cli.run(ctx, nil, "start", s.ID); err != nil {
 		return fmt.Errorf("start container: %w", err)
@@ -184,17 +203,17 @@ type sandbox struct {
 	egress *egressGuard // nil without an egress policy
 }
 
-// Close force-removes the container (SIGKILL, no stop grace period), and
-// its egress sidecar first, and ends the podman processes still attached
-// to it. It is idempotent and still works when ctx is already cancelled.
+// Close force-removes the container (SIGKILL, no stop grace period), with
+// its egress sidecar (removing which removes the sandbox, joined to its
+// network namespace), and ends the podman processes still attached to it.
+// It is idempotent and still works when ctx is already cancelled.
 func (s *sandbox) Close(ctx context.Context) error {
 	return s.CloseWith(ctx, cleanupTimeout, func(ctx context.Context) error {
 		if s.egress != nil {
 			if err := s.egress.remove(ctx, s.cli); err != nil {
 				return err
 			}
-		}
-		if err := removeContainer(ctx, s.cli, s.ID); err != nil {
+		} else if err := removeContainer(ctx, s.cli, s.ID); err != nil {
 			return err
 		}
 		s.runner.Close()
@@ -202,8 +221,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 	})
 }
 
-// removeContainer force-removes a container and those depending on it (an
-// egress sidecar in its network namespace); a missing one is not an error.
+// removeContainer force-removes a container and those depending on it (a
+// sandbox in an egress sidecar's network namespace); a missing one is not
+// an error.
 // A `podman rm` cut short (a timeout under load) can leave the container
 // half-removed, in state "Removing": removal is checked and retried.
 func removeContainer(ctx context.Context, c cli, id string) error {

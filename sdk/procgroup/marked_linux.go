@@ -16,16 +16,19 @@ import (
 // does. It finds what left the tree's process group (setsid, double
 // fork), and never kills a process for where it works or whose it is.
 // This process and its ancestors are spared. It rescans until none is
-// left, twice, so that a process forking or exec'ing meanwhile is caught too.
+// left, twice when a process's environment could not be read (one amid an
+// exec shows none), so that a process forking or exec'ing meanwhile is
+// caught too.
 func KillMarked(entry string) error {
 	marker := []byte(entry)
+	since := startTime(os.Getpid())
 	empty := 0
 	for round := 0; ; round++ {
-		pids := marked(readProcs(), marker)
+		procs, doubt := readProcs(since)
+		pids := marked(procs, marker)
 		if len(pids) == 0 {
-			// A second look: a process amid an exec may not show its
-			// environment.
-			if empty++; empty == 2 {
+			// A second look at what was amid an exec.
+			if empty++; empty == 2 || !doubt {
 				return nil
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -45,26 +48,43 @@ func KillMarked(entry string) error {
 // proc is one live process of the /proc scan.
 type proc struct {
 	ppid int
-	env  []byte // NUL-separated; empty when unreadable
+	env  []byte // NUL-separated; empty when unreadable or not read
 }
 
-// readProcs scans /proc for the live (not zombie) processes.
-func readProcs() map[int]proc {
+// readProcs scans /proc for the live (not zombie) processes, reading the
+// environment of those started since the clock tick since: a process
+// older than this one cannot carry a marker it gave out, nor descend from
+// one that does. doubt says that one of those had an environment it could
+// not read, or an empty one (as amid an exec).
+func readProcs(since uint64) (procs map[int]proc, doubt bool) {
 	entries, _ := os.ReadDir("/proc")
-	procs := make(map[int]proc, len(entries))
+	procs = make(map[int]proc, len(entries))
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		ppid, ok := parent(pid)
+		ppid, start, ok := stat(pid)
 		if !ok {
 			continue
 		}
-		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-		procs[pid] = proc{ppid: ppid, env: env}
+		p := proc{ppid: ppid}
+		if start >= since {
+			p.env, err = os.ReadFile("/proc/" + e.Name() + "/environ")
+			if len(p.env) == 0 && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, os.ErrNotExist) {
+				doubt = true
+			}
+		}
+		procs[pid] = p
 	}
-	return procs
+	return procs, doubt
+}
+
+// startTime is when process pid started, in clock ticks since boot; 0
+// when unknown.
+func startTime(pid int) uint64 {
+	_, start, _ := stat(pid)
+	return start
 }
 
 // marked picks from procs those whose environment has the entry marker,
@@ -107,24 +127,26 @@ func hasEntry(env, entry []byte) bool {
 	return false
 }
 
-// parent returns the parent of process pid; ok is false when it is gone
-// or a zombie waiting to be reaped.
-func parent(pid int) (ppid int, ok bool) {
+// stat returns the parent of process pid and when it started (clock
+// ticks since boot); ok is false when it is gone or a zombie.
+func stat(pid int) (ppid int, start uint64, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	// The fields after the parenthesised command: state, ppid, ...
+	// The fields after the parenthesised command: state, ppid, ...,
+	// starttime (the 22nd field of the line, the 20th of these).
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
-		return 0, false
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, 0, false
 	}
 	ppid, err = strconv.Atoi(f[1])
-	return ppid, err == nil
+	start, serr := strconv.ParseUint(f[19], 10, 64)
+	return ppid, start, err == nil && serr == nil
 }
 
 func joinPIDs(pids []int) string {

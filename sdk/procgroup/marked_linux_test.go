@@ -34,12 +34,12 @@ func TestKillMarkedKillsTheTreeAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree.Wait()
-	if _, ok := parent(child); ok {
+	if _, _, ok := stat(child); ok {
 		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
 		t.Errorf("the marked process's unmarked child %d survived: %s", child, stat)
 	}
 	for _, b := range bystanders {
-		if _, ok := parent(b.Process.Pid); !ok {
+		if _, _, ok := stat(b.Process.Pid); !ok {
 			t.Errorf("bystander with env %q was killed", b.Env[0])
 		}
 	}
@@ -47,7 +47,8 @@ func TestKillMarkedKillsTheTreeAndNothingElse(t *testing.T) {
 
 func children(pid int) []int {
 	var out []int
-	for p, pr := range readProcs() {
+	procs, _ := readProcs(0)
+	for p, pr := range procs {
 		if pr.ppid == pid {
 			out = append(out, p)
 		}

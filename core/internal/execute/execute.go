@@ -107,10 +107,14 @@ func redacted(rd *redact.Redactor, res *run.Result, err error) (*run.Result, err
 }
 
 func runSpec(ctx context.Context, s *Spec) (*run.Result, error) {
+	if s.Sandbox.Provider != nil {
+		s.Repo.PrefetchIdentity(ctx) // while the preflight runs: the sandbox's git needs it
+	}
 	r, err := start(ctx, s)
 	if err != nil {
 		return nil, err
 	}
+	r.lateCaptures = true
 	return r.run(ctx, r.body)
 }
 
@@ -166,6 +170,10 @@ type runner struct {
 	// refsBefore are the host's branches and tags when the sandbox started.
 	refsBefore map[string]string
 	refsAt     time.Time
+	// lateCaptures lets the teardown wait for the session captures
+	// (captures, set by iterate) before it removes the sandbox.
+	lateCaptures bool
+	captures     *sessionCaptures
 	// statePath is the run's state file, host this host's name (phase.go).
 	statePath, host string
 	phaseMu         sync.Mutex // setup steps overlap: enter may be called at once
@@ -297,6 +305,9 @@ func (r *runner) setup(ctx context.Context) *run.Error {
 	created := make(chan *run.Error, 1)
 	go func() { created <- r.createSandbox(ctx) }()
 	readyErr := r.readyWorktree(ctx)
+	if readyErr == nil {
+		r.snapshotRefs(ctx) // nothing runs in the sandbox before readySandbox
+	}
 	if err := <-created; readyErr == nil && err != nil {
 		return err
 	}
@@ -331,7 +342,6 @@ func (r *runner) finish(ctx context.Context, runErr *run.Error) error {
 	if e := r.teardown(ctx, runErr); runErr == nil {
 		runErr = e
 	}
-	r.checkRefs(ctx)
 	r.res.Elapsed = time.Since(r.start)
 	var budgets []string
 	for _, b := range r.Budgets {
@@ -455,12 +465,13 @@ func (r *runner) readyWorktree(ctx context.Context) *run.Error {
 	return nil
 }
 
-// setupSandbox creates the sandbox in the prepared workspace and readies
-// it.
+// setupSandbox creates the sandbox in the prepared workspace, notes the
+// host's refs and readies the sandbox.
 func (r *runner) setupSandbox(ctx context.Context) *run.Error {
 	if err := r.createSandbox(ctx); err != nil {
 		return err
 	}
+	r.snapshotRefs(ctx)
 	return r.readySandbox(ctx)
 }
 
@@ -502,12 +513,11 @@ func (r *runner) createSandbox(ctx context.Context) *run.Error {
 	return nil
 }
 
-// readySandbox notes the host's refs (before anything runs in the
-// sandbox), syncs the code into an isolated sandbox and runs the
-// on_sandbox_ready hooks.
+// readySandbox syncs the code into an isolated sandbox and runs the
+// on_sandbox_ready hooks: the first commands in the sandbox, so the host's
+// refs are noted before it (snapshotRefs).
 func (r *runner) readySandbox(ctx context.Context) *run.Error {
 	hostDir := r.hostDir()
-	r.snapshotRefs(ctx)
 	if r.sb == nil {
 		if err := r.hookPhase("Running host on_sandbox_ready hooks", len(r.Hooks.HostOnSandboxReady), func() error {
 			return hooks.RunHost(ctx, hostDir, r.Hooks.HostOnSandboxReady, r.hookOutput)

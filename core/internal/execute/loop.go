@@ -33,9 +33,15 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 	final := "" // the last iteration's output
 	// Each iteration's session is captured while the next one runs; all
 	// captures end before the output is read and before iterate returns,
-	// so before the sandbox closes.
-	var captures sessionCaptures
-	defer func() { captures.wait(r.res.Iterations) }()
+	// or, in a run of its own (lateCaptures), before its sandbox is
+	// removed: the last one then overlaps the teardown's sync and merge.
+	captures := &sessionCaptures{}
+	wait := func() { captures.wait(r.res.Iterations) }
+	if r.lateCaptures {
+		r.captures = captures
+	} else {
+		defer wait()
+	}
 	for n := 1; n <= r.MaxIterations; n++ {
 		if ctx.Err() != nil {
 			return r.fail(ctx, run.PhaseAgent, "", n, context.Cause(ctx), "")
@@ -60,7 +66,8 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		for _, b := range r.Budgets {
 			b.Spend(out.Usage)
 		}
-		captures.start(len(r.res.Iterations)-1, func() string { return r.captureSession(ctx, out.SessionID) })
+		sb := r.sb // the teardown clears r.sb while the last capture may still run
+		captures.start(len(r.res.Iterations)-1, func() string { return r.captureSession(ctx, sb, out.SessionID) })
 		if n > 1 && out.Output != "" && stdout.Len() > 0 {
 			stdout.WriteString("\n")
 		}
@@ -77,13 +84,11 @@ func (r *runner) iterate(ctx context.Context) *run.Error {
 		if out.Signal != "" {
 			r.res.CompletionSignal = out.Signal
 			r.progress.Info("agent signalled completion (%s) after %d iteration(s)", out.Signal, n)
-			captures.wait(r.res.Iterations)
-			return r.output(ctx, final)
+			return r.output(ctx, final, wait)
 		}
 	}
 	r.progress.Info("reached max iterations (%d) without a completion signal", r.MaxIterations)
-	captures.wait(r.res.Iterations)
-	return r.output(ctx, final)
+	return r.output(ctx, final, wait)
 }
 
 // spent is the error that stops the run, after iteration n, when one of
@@ -107,11 +112,13 @@ func (r *runner) spent(n int) *run.Error {
 }
 
 // output reads the run's structured output, when it asks for one, from
-// the agent's final text (secret values redacted first).
-func (r *runner) output(ctx context.Context, final string) *run.Error {
+// the agent's final text (secret values redacted first), once the session
+// captures ended (wait), whose paths its error names.
+func (r *runner) output(ctx context.Context, final string, wait func()) *run.Error {
 	if r.Output == nil {
 		return nil
 	}
+	wait()
 	v, err := r.Output.Extract(r.Redact.String(final))
 	var oe *output.Error
 	if !errors.As(err, &oe) {
@@ -186,7 +193,8 @@ func (r *runner) observe(n int, e sdk.Event) {
 // Once an isolated sandbox's commits are synced out, the sandbox is
 // removed while the merge and the worktree cleanup run; a bind-mounted
 // worktree is cleaned up only once its sandbox is gone, so nothing still
-// running there writes into it unseen.
+// running there writes into it unseen; the host's refs are checked then
+// too, while the worktree is cleaned up.
 func (r *runner) teardown(ctx context.Context, runErr *run.Error) *run.Error {
 	if r.ws == nil {
 		return nil
@@ -200,10 +208,23 @@ func (r *runner) teardown(ctx context.Context, runErr *run.Error) *run.Error {
 	removed := make(chan struct{})
 	go func() {
 		defer close(removed)
+		if r.captures != nil {
+			r.captures.ended() // in the sandbox still
+		}
 		remove()
+	}()
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		<-removed
+		r.checkRefs(tctx) // while the worktree is cleaned up
 	}()
 	e := r.closeWorktree(tctx, runErr, removed)
 	<-removed
+	<-checked
+	if r.captures != nil {
+		r.captures.wait(r.res.Iterations)
+	}
 	r.removed(tctx)
 	if failed == nil {
 		failed = e

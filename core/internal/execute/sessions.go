@@ -6,15 +6,16 @@ import (
 
 	"github.com/missingstudio/sanddune/core/internal/session"
 	"github.com/missingstudio/sanddune/core/run"
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Agent sessions: a run resumes resume_session on iteration 1 and captures
 // each iteration's session to where the agent CLI's own resume finds it on
 // the host (under the host repo root, whatever worktree the run used).
 
-func (r *runner) sessionTransfer(id string) session.Transfer {
+func (r *runner) sessionTransfer(sb sdk.Sandbox, id string) session.Transfer {
 	return session.Transfer{
-		Sandbox: r.sb, Agent: r.Agent.Provider, Config: r.Agent.Config, Storage: *r.Desc.Sessions,
+		Sandbox: sb, Agent: r.Agent.Provider, Config: r.Agent.Config, Storage: *r.Desc.Sessions,
 		SessionID: id, HostRepo: r.Repo.Root, Logger: r.log,
 	}
 }
@@ -24,7 +25,7 @@ func (r *runner) prepareResume(ctx context.Context) error {
 	if r.ResumeSession == "" {
 		return nil
 	}
-	_, err := session.PrepareResume(ctx, r.sessionTransfer(r.ResumeSession))
+	_, err := session.PrepareResume(ctx, r.sessionTransfer(r.sb, r.ResumeSession))
 	return err
 }
 
@@ -32,17 +33,18 @@ func (r *runner) prepareResume(ctx context.Context) error {
 // does not cut short.
 const captureTimeout = 2 * time.Minute
 
-// captureSession copies an iteration's session to the host and returns
-// its path; a failure is a warning and gives "". It runs while the next
-// iteration does (sessionCaptures), so a Ctrl-C then does not cancel it:
-// the session of an iteration that has ended is kept.
-func (r *runner) captureSession(ctx context.Context, id string) string {
+// captureSession copies an iteration's session out of sandbox sb to the
+// host and returns its path; a failure is a warning and gives "". It runs
+// while the next iteration, or the teardown, does (sessionCaptures), so a
+// Ctrl-C then does not cancel it: the session of an iteration that has
+// ended is kept.
+func (r *runner) captureSession(ctx context.Context, sb sdk.Sandbox, id string) string {
 	if id == "" || r.Desc.Sessions == nil || !r.CaptureSessions {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), captureTimeout)
 	defer cancel()
-	path, err := session.Capture(ctx, r.sessionTransfer(id))
+	path, err := session.Capture(ctx, r.sessionTransfer(sb, id))
 	if err != nil {
 		r.progress.Warn("could not capture agent session %s: %v", id, err)
 		return ""
@@ -77,12 +79,16 @@ func (c *sessionCaptures) start(i int, capture func() string) {
 	}()
 }
 
+// ended waits for the captures started.
+func (c *sessionCaptures) ended() {
+	if c.last != nil {
+		<-c.last
+	}
+}
+
 // wait waits for the captures started and records their paths in its.
 func (c *sessionCaptures) wait(its []run.Iteration) {
-	if c.last == nil {
-		return
-	}
-	<-c.last
+	c.ended()
 	for i, p := range c.paths {
 		its[i].SessionFilePath = p
 	}

@@ -7,19 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/missingstudio/sanddune/internal/egress"
 	"github.com/missingstudio/sanddune/internal/egress/egresstest"
 	"github.com/missingstudio/sanddune/internal/kittest"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Egress checks what the conformance kit's egress test leaves to the
-// engines, against listeners on this host: root
-// in the container cannot reach an unlisted address either; an HTTP
-// request is decided by its Host, so a listed name's address does not
-// carry a request for another; UDP out is refused; WatchEgress reports
-// each refusal; and Close, or gc removing what ListResources lists, leaves
-// no container of the run (the sidecar) behind. Run it under
-// egresstest.WithEnforcer.
+// engines, against listeners on this host: root in the container cannot
+// reach an unlisted address either, not even with the enforcer's firewall
+// mark on its socket; an HTTP request is decided by its Host, so a listed
+// name's address does not carry a request for another; UDP out is
+// refused; WatchEgress reports each refusal; and Close, or gc removing
+// what ListResources lists, leaves no container of the run (the sidecar)
+// behind. Run it under egresstest.WithEnforcer.
 func Egress(t *testing.T, e Engine) {
 	e.start(t)
 	port, namedPort := kittest.HelloListener(t, "0.0.0.0"), kittest.HelloListener(t, "0.0.0.0")
@@ -46,6 +47,12 @@ func Egress(t *testing.T, e Engine) {
 	asRoot.Sudo = true // root in the container, but without CAP_NET_ADMIN
 	if reaches(sb, asRoot) {
 		t.Errorf("root in the sandbox reaches the unlisted %s:%d", unlisted, port)
+	}
+	marked := sdk.ExecRequest{Sudo: true, Timeout: 30 * time.Second, Argv: []string{"perl", "-MSocket", "-e", fmt.Sprintf(
+		`socket(S, PF_INET, SOCK_STREAM, 0) or die; setsockopt(S, SOL_SOCKET, 36, pack("i", %d)) or die "SO_MARK: $!\n"; `+
+			`connect(S, pack_sockaddr_in(%d, inet_aton("%s"))) or die "connect: $!\n"; print scalar <S>`, egress.Mark, port, unlisted)}}
+	if reaches(sb, marked) {
+		t.Errorf("root in the sandbox reaches the unlisted %s:%d with the enforcer's firewall mark (SO_MARK) on its socket", unlisted, port)
 	}
 	if !reaches(sb, connect("ok.test", namedPort, `GET / HTTP/1.1\r\nHost: ok.test\r\n\r\n`)) {
 		t.Errorf("an HTTP request for the listed ok.test:%d does not get through", namedPort)
