@@ -75,7 +75,7 @@ func ReadLines(t plugintest.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	s := strings.TrimSuffix(string(b), "\n")
 	if s == "" {
@@ -135,7 +135,8 @@ func Run(t plugintest.T, p sdk.AgentProvider, cfg cty.Value) {
 // starts it.
 func RunBinary(t plugintest.T, path, name string, cfg cty.Value) {
 	t.Helper()
-	c, ok := plugintest.Binary(t, path).Agents[name]
+	_, agents := plugintest.Binary(t, path)
+	c, ok := agents[name]
 	if !ok {
 		t.Fatalf("%s serves no agent component %q", path, name)
 	}
@@ -167,12 +168,12 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 		}
 		if s := desc.Sessions; s != nil {
 			if s.PathPattern == "" {
-				t.Error("Sessions.PathPattern is empty")
+				t.Errorf("Sessions.PathPattern is empty")
 			}
 			if strings.Contains(s.PathPattern, "{cwd_encoded}") {
 				enc, ok := c.(sdk.CwdEncoder)
 				if !ok {
-					t.Fatal("Sessions.PathPattern uses {cwd_encoded}: the provider must implement sdk.CwdEncoder")
+					t.Fatalf("Sessions.PathPattern uses {cwd_encoded}: the provider must implement sdk.CwdEncoder")
 				}
 				const cwd = "/home/agenttest/my repo.v1"
 				if got, err := enc.EncodeCwd(context.Background(), cwd); err != nil || got == "" || strings.Contains(got, "/") {
@@ -180,7 +181,7 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 				}
 			}
 		} else if desc.Resume || desc.Fork {
-			t.Error("Resume or Fork without Sessions")
+			t.Errorf("Resume or Fork without Sessions")
 		}
 	})
 
@@ -238,7 +239,7 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 	})
 	plugintest.Run(t, "BuildCommandResume", func(t plugintest.T) {
 		if !desc.Resume {
-			t.Skip("agent does not resume sessions")
+			t.Skipf("agent does not resume sessions")
 		}
 		const id = "0b7e4c1e-agenttest-session"
 		if cmd, _ := build(t, sdk.CommandRequest{Mode: sdk.ModePrint, ResumeSessionID: id}); !carries(cmd, id) {
@@ -287,7 +288,7 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 	})
 	plugintest.Run(t, "RewriteSession", func(t plugintest.T) {
 		if desc.Sessions != nil {
-			t.Skip("agent has sessions; test RewriteSession with fixtures")
+			t.Skipf("agent has sessions; test RewriteSession with fixtures")
 		}
 		data := []byte(`{"cwd":"/from/path"}` + "\n")
 		got, err := c.RewriteSession(ctx, sdk.RewriteSessionRequest{Config: config, Data: data, FromCwd: "/from/path", ToCwd: "/to"})
