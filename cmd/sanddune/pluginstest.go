@@ -120,7 +120,6 @@ func (r *kitRun) Skipf(format string, args ...any) {
 	r.skipped.Store(true)
 	runtime.Goexit()
 }
-func (r *kitRun) Failed() bool { return r.failed.Load() }
 
 // fail marks r and the checks it belongs to failed.
 func (r *kitRun) fail() {

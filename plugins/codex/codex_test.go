@@ -91,7 +91,6 @@ func TestResumePrelude(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
@@ -152,7 +151,7 @@ func TestRewriteRealRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := agentkittest.RewriteRoundTrip(t, New(), data, sandbox, host)
+	got := agentkittest.Rewrite(t, New(), data, sandbox, host)
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
 		var v any

@@ -33,7 +33,6 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 	// The CLI has no fork flag; Describe says so, and a fork is refused.
 	cfg := agentkittest.Config(t, New(), nil)
 	if _, err := New().BuildCommand(t.Context(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true}); err == nil || !strings.Contains(err.Error(), "fork") {
@@ -92,7 +91,7 @@ func TestRewriteRealSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := string(agentkittest.RewriteRoundTrip(t, New(), data, "/home/agent/workspace", "/home/me/my repo_v1.2"))
+	got := string(agentkittest.Rewrite(t, New(), data, "/home/agent/workspace", "/home/me/my repo_v1.2"))
 	if n := strings.Count(got, `"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"/home/agent/workspace"`) {
 		t.Errorf("%d cwd fields rewritten, want cwd and gitRoot of the start and the resume:\n%s", n, got)
 	}

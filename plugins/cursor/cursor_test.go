@@ -26,7 +26,6 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 	// Describe says no resume: a request to resume is refused, not ignored.
 	cfg := agentkittest.Config(t, New(), nil)
 	_, err := New().BuildCommand(t.Context(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "c6b62c6f-7ead-4fd6-9922-e952131177ff"})

@@ -35,7 +35,6 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {

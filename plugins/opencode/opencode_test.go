@@ -47,7 +47,6 @@ func TestBuildCommandRejectsResume(t *testing.T) {
 			t.Errorf("err = %v, want ErrNoResume", err)
 		}
 	}
-	agentkittest.CheckBadRequests(t, New(), model)
 }
 
 func TestConfigure(t *testing.T) {

@@ -41,7 +41,6 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), map[string]cty.Value{"model": cty.StringVal("m")})
 }
 
 func TestConfigure(t *testing.T) {

@@ -252,6 +252,30 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 		}
 	})
 
+	// An agent rejects what the host must not get a command for: a mode it
+	// does not know (a newer host's), and where it resumes sessions, an id
+	// that reads as a flag or a path, and a fork of no session.
+	plugintest.Run(t, "BuildCommandRejects", func(t plugintest.T) {
+		type bad struct {
+			name string
+			req  sdk.CommandRequest
+		}
+		bads := []bad{{"an unknown mode", sdk.CommandRequest{Mode: "agenttest-unknown"}}}
+		if desc.Resume {
+			for _, id := range []string{"--help", "-a", "../../x.jsonl"} {
+				bads = append(bads, bad{"session id " + id, sdk.CommandRequest{Mode: sdk.ModePrint, ResumeSessionID: id}})
+			}
+		}
+		if desc.Fork {
+			bads = append(bads, bad{"a fork without a session", sdk.CommandRequest{Mode: sdk.ModePrint, ForkSession: true}})
+		}
+		for _, b := range bads {
+			b.req.Config, b.req.Prompt, b.req.Iteration = config, prompt, 1
+			if _, err := c.BuildCommand(ctx, b.req); err == nil {
+				t.Errorf("BuildCommand with %s: no error", b.name)
+			}
+		}
+	})
 	plugintest.Run(t, "ParseEmpty", func(t plugintest.T) {
 		if _, err := parse(c, config, nil); err != nil {
 			t.Errorf("ParseStream of no lines: %v", err)

@@ -32,7 +32,6 @@ type T interface {
 	Fatalf(format string, args ...any)
 	Skipf(format string, args ...any)
 	Logf(format string, args ...any)
-	Failed() bool
 	Cleanup(func())
 	TempDir() string
 }
@@ -110,8 +109,8 @@ func connect(t T, opts sdk.ServeOpts) plugin.ClientProtocol {
 
 // Binary starts the plugin binary at path as sanddune does (go-plugin
 // handshake, AutoMTLS) and returns what it serves: its components by name,
-// connected. The plugin is stopped when the test ends; its stderr is logged
-// if the test failed.
+// connected. The plugin is stopped when the test ends; its stderr goes to
+// the test's log (which go test shows for a failed test, or with -v).
 func Binary(t T, path string) (sandboxes map[string]sdk.SandboxProvider, agents map[string]sdk.AgentProvider) {
 	t.Helper()
 	logger := testLogger()
@@ -122,7 +121,7 @@ func Binary(t T, path string) (sandboxes map[string]sdk.SandboxProvider, agents 
 	started := false
 	t.Cleanup(func() {
 		client.Kill()
-		if started && t.Failed() && stderr.String() != "" {
+		if started && stderr.String() != "" {
 			t.Logf("%s stderr:\n%s", path, stderr)
 		}
 	})

@@ -50,10 +50,6 @@ type Options struct {
 	// Config is the provider block's decoded config (an object value).
 	// cty.NilVal means an empty block: attributes at their defaults.
 	Config cty.Value
-	// HostPathsVisible says the sandbox deliberately sees host paths outside
-	// its worktree (e.g. a read-only bind of /); it skips the checks that
-	// host files outside the sandbox are out of reach.
-	HostPathsVisible bool
 	// NetworkNoneConfig is the config that cuts the sandbox off the
 	// network, for providers that declare NetworkNone. cty.NilVal means
 	// Config with network = "none" (the convention of the built-ins).
@@ -494,9 +490,6 @@ func (s *suite) traversal(p string) string {
 }
 
 func (s *suite) testCwdConfined(t plugintest.T) {
-	if s.opts.HostPathsVisible {
-		t.Skipf("Options.HostPathsVisible")
-	}
 	dir, secret := hostSecret(t)
 	link := "sandboxtest-cwdlink-" + randomID()
 	s.mustExec(t, sdk.ExecRequest{Argv: []string{"ln", "-s", dir, link}})
@@ -796,9 +789,6 @@ func leaked(t plugintest.T, p, secret string) {
 }
 
 func (s *suite) testPathTraversal(t plugintest.T) {
-	if s.opts.HostPathsVisible {
-		t.Skipf("Options.HostPathsVisible")
-	}
 	dir, secret := hostSecret(t)
 	src := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, src, "escaped\n", 0o644)
@@ -815,9 +805,6 @@ func (s *suite) testPathTraversal(t plugintest.T) {
 }
 
 func (s *suite) testSymlinkEscape(t plugintest.T) {
-	if s.opts.HostPathsVisible {
-		t.Skipf("Options.HostPathsVisible")
-	}
 	dir, secret := hostSecret(t)
 	id := randomID()
 	dirLink, fileLink := "sandboxtest-dirlink-"+id, "sandboxtest-filelink-"+id

@@ -156,25 +156,6 @@ func CheckCommands(t testing.TB, p sdk.AgentProvider, path string, cases []Comma
 	CheckGolden(t, path, b.Bytes())
 }
 
-// CheckBadRequests checks that p's BuildCommand, under the agent block
-// attrs, rejects an unknown mode, a fork without a session and session ids
-// that read as flags or paths.
-func CheckBadRequests(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) {
-	t.Helper()
-	cfg := Config(t, p, attrs)
-	for name, req := range map[string]sdk.CommandRequest{
-		"unknown mode":          {Config: cfg, Mode: "batch"},
-		"fork without session":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ForkSession: true},
-		"flag-like session id":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "--help"},
-		"short-flag session id": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "-a"},
-		"path-like session id":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "../../x.jsonl"},
-	} {
-		if _, err := p.BuildCommand(context.Background(), req); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
-}
-
 // ConfigureCase is one Configure call: the agent block and the attributes
 // of the error diagnostics it must produce, in order.
 type ConfigureCase struct {
@@ -215,25 +196,24 @@ func Describe(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) sdk
 	return d
 }
 
-// Rewrite returns p's rewrite of a session file from one cwd to another.
+// Rewrite rewrites a session file from one cwd to another, checks that
+// rewriting it back gives data again, and returns the rewritten file.
 func Rewrite(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
+	t.Helper()
+	got := rewrite(t, p, data, from, to)
+	if back := rewrite(t, p, got, to, from); !bytes.Equal(back, data) {
+		t.Error("rewriting back does not give the original session")
+	}
+	return got
+}
+
+func rewrite(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
 	t.Helper()
 	out, err := p.RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: data, FromCwd: from, ToCwd: to})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// RewriteRoundTrip rewrites a session file from one cwd to another, checks that
-// rewriting it back gives data again, and returns the rewritten file.
-func RewriteRoundTrip(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
-	t.Helper()
-	got := Rewrite(t, p, data, from, to)
-	if back := Rewrite(t, p, got, to, from); !bytes.Equal(back, data) {
-		t.Error("rewriting back does not give the original session")
-	}
-	return got
 }
 
 // FuzzParser fuzzes an agent's stream parser (newParser returns a fresh
