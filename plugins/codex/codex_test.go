@@ -13,6 +13,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/configtest"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -95,7 +96,7 @@ func TestBuildCommandErrors(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	configtest.Check(t, New(), []configtest.Case{
 		{Name: "defaults"},
 		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
 		{Name: "ftp base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("ftp://127.0.0.1/")}, Want: []string{"base_url"}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/configtest"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -42,7 +43,7 @@ func TestBuildCommandErrors(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	configtest.Check(t, New(), []configtest.Case{
 		{Name: "defaults"},
 		{Name: "base_url and model", Attrs: map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "base_url": cty.StringVal("http://127.0.0.1:8080/v1")}},
 		{Name: "base_url without model", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/v1")}, Want: []string{"base_url"}},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/configtest"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -39,7 +40,7 @@ func TestBuildCommandErrors(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	configtest.Check(t, New(), []configtest.Case{
 		{Name: "defaults"},
 		{Name: "model and base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("gemini-2.5-pro"), "base_url": cty.StringVal("https://gateway.example")}},
 		{Name: "relative base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("gateway.example")}, Want: []string{"base_url"}},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/configtest"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
@@ -45,7 +46,7 @@ func TestBuildCommandErrors(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	configtest.Check(t, New(), []configtest.Case{
 		{Name: "model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}},
 		{Name: "base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
 		{Name: "base_url without provider", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Want: []string{"base_url"}},

@@ -156,36 +156,6 @@ func CheckCommands(t testing.TB, p sdk.AgentProvider, path string, cases []Comma
 	CheckGolden(t, path, b.Bytes())
 }
 
-// ConfigureCase is one Configure call: the agent block and the attributes
-// of the error diagnostics it must produce, in order.
-type ConfigureCase struct {
-	Name  string
-	Attrs map[string]cty.Value
-	Want  []string
-}
-
-// CheckConfigure runs each case as a subtest.
-func CheckConfigure(t *testing.T, p sdk.AgentProvider, cases []ConfigureCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			ds, err := p.Configure(context.Background(), Config(t, p, c.Attrs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, d := range ds {
-				if d.Severity == sdk.SeverityError {
-					got = append(got, d.Attribute)
-				}
-			}
-			if !reflect.DeepEqual(got, c.Want) {
-				t.Errorf("error attributes = %v, want %v (%v)", got, c.Want, ds)
-			}
-		})
-	}
-}
-
 // Describe returns p's description of the agent block attrs.
 func Describe(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) sdk.AgentDescription {
 	t.Helper()

@@ -139,10 +139,6 @@ func TestCheckCommands(t *testing.T) {
 func TestCheckers(t *testing.T) {
 	t.Parallel()
 	p := newEcho()
-	CheckConfigure(t, p, []ConfigureCase{
-		{Name: "defaults"},
-		{Name: "empty binary and bad env", Attrs: map[string]cty.Value{"binary": cty.StringVal(""), "env": cty.MapVal(map[string]cty.Value{"A B": cty.StringVal("")})}, Want: []string{"binary", "env"}},
-	})
 	if d := Describe(t, p, nil); !reflect.DeepEqual(d, sdk.AgentDescription{Resume: true}) {
 		t.Errorf("Describe = %+v", d)
 	}
