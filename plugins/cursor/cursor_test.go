@@ -7,7 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/missingstudio/sanddune/internal/configtest"
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -37,7 +37,7 @@ func TestBuildCommandErrors(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	configtest.Check(t, New(), []configtest.Case{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "defaults"},
 		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("https://cursor-proxy.example")}},
 		{Name: "relative base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("cursor-proxy.example")}, Want: []string{"base_url"}},
@@ -47,7 +47,7 @@ func TestConfigure(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
+	d := agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
 		RequiredEnv:         [][]string{{"CURSOR_API_KEY"}},
 		Env:                 map[string]string{"FOO": "bar"},
@@ -56,7 +56,7 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
-	d = agentkittest.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("https://cursor-proxy.internal")})
+	d = agentcheck.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("https://cursor-proxy.internal")})
 	if want := []string{"cursor-proxy.internal:443"}; !reflect.DeepEqual(d.Endpoints, want) {
 		t.Errorf("with base_url: endpoints %v, want %v", d.Endpoints, want)
 	}

@@ -1,7 +1,7 @@
 // Package agentkittest holds test helpers for agent provider plugins:
 // configs decoded the way the host decodes them, golden files, a golden
-// matrix of built commands, Configure and BuildCommand error tables and
-// session rewrites. It complements sdk/agenttest, which checks parsing
+// matrix of built commands, session rewrites checked both ways and a
+// parser fuzzer. It complements sdk/agenttest, which checks parsing
 // through a real gRPC connection.
 //
 //	func TestBuildCommandGolden(t *testing.T) {
@@ -154,16 +154,6 @@ func CheckCommands(t testing.TB, p sdk.AgentProvider, path string, cases []Comma
 		}
 	}
 	CheckGolden(t, path, b.Bytes())
-}
-
-// Describe returns p's description of the agent block attrs.
-func Describe(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) sdk.AgentDescription {
-	t.Helper()
-	d, err := p.Describe(context.Background(), Config(t, p, attrs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // Rewrite rewrites a session file from one cwd to another, checks that

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -139,9 +138,6 @@ func TestCheckCommands(t *testing.T) {
 func TestCheckers(t *testing.T) {
 	t.Parallel()
 	p := newEcho()
-	if d := Describe(t, p, nil); !reflect.DeepEqual(d, sdk.AgentDescription{Resume: true}) {
-		t.Errorf("Describe = %+v", d)
-	}
 	data := []byte(`{"cwd":"/a/b"}` + "\n")
 	if got := Rewrite(t, p, data, "/a", "/c"); string(got) != `{"cwd":"/c/b"}`+"\n" {
 		t.Errorf("rewrite: %s", got)

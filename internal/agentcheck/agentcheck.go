@@ -1,6 +1,6 @@
-// Package configtest checks the diagnostics of the in-tree agent
-// providers' Configure, case by case.
-package configtest
+// Package agentcheck holds the in-tree agent providers' own test helpers:
+// Configure's diagnostics case by case, and the description of a block.
+package agentcheck
 
 import (
 	"reflect"
@@ -20,8 +20,8 @@ type Case struct {
 	Want  []string
 }
 
-// Check runs each case as a subtest.
-func Check(t *testing.T, p sdk.AgentProvider, cases []Case) {
+// Configure runs each case as a subtest.
+func Configure(t *testing.T, p sdk.AgentProvider, cases []Case) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
@@ -40,4 +40,14 @@ func Check(t *testing.T, p sdk.AgentProvider, cases []Case) {
 			}
 		})
 	}
+}
+
+// Describe returns p's description of the agent block attrs.
+func Describe(t *testing.T, p sdk.AgentProvider, attrs map[string]cty.Value) sdk.AgentDescription {
+	t.Helper()
+	d, err := p.Describe(t.Context(), agentkittest.Config(t, p, attrs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

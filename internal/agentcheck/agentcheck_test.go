@@ -1,7 +1,8 @@
-package configtest
+package agentcheck
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -16,17 +17,25 @@ type agent struct{ agentkit.Base }
 func (agent) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	return agentkit.CheckCommon(cfg), nil
 }
-func (agent) Describe(context.Context, sdk.Config) (sdk.AgentDescription, error) {
-	return sdk.AgentDescription{}, nil
+func (a agent) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescription, error) {
+	return sdk.AgentDescription{Env: a.Common(cfg).Env}, nil
 }
 func (agent) BuildCommand(context.Context, sdk.CommandRequest) (sdk.Command, error) {
 	return sdk.Command{}, sdk.ErrNotSupported
 }
 
-func TestCheck(t *testing.T) {
+func TestConfigure(t *testing.T) {
 	t.Parallel()
-	Check(t, agent{agentkit.Base{Name: "echo"}}, []Case{
+	Configure(t, agent{agentkit.Base{Name: "echo"}}, []Case{
 		{Name: "defaults"},
 		{Name: "empty binary and bad env", Attrs: map[string]cty.Value{"binary": cty.StringVal(""), "env": cty.MapVal(map[string]cty.Value{"A B": cty.StringVal("")})}, Want: []string{"binary", "env"}},
 	})
+}
+
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	env := map[string]cty.Value{"K": cty.StringVal("v")}
+	if d := Describe(t, agent{agentkit.Base{Name: "echo"}}, map[string]cty.Value{"env": cty.MapVal(env)}); !reflect.DeepEqual(d.Env, map[string]string{"K": "v"}) {
+		t.Errorf("Describe = %+v", d)
+	}
 }
