@@ -31,10 +31,6 @@ func decodeConfig(v cty.Value, target any) error {
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// EnvName reports whether k is a variable name: letters, digits and _,
-// not starting with a digit.
-func EnvName(k string) bool { return envKey.MatchString(k) }
-
 // CheckEnv reports env keys that are not valid variable names, on
 // attribute attrName: every provider's `env` attribute is checked alike.
 func CheckEnv(env map[string]string, attrName string) Diagnostics {
@@ -45,10 +41,10 @@ func CheckEnv(env map[string]string, attrName string) Diagnostics {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !EnvName(k) {
+		if !envKey.MatchString(k) {
 			ds = append(ds, Diagnostic{
 				Summary:   "Invalid environment variable name",
-				Detail:    fmt.Sprintf("%q is not a valid variable name (letters, digits and _, not starting with a digit)", k),
+				Detail:    fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", k),
 				Attribute: attrName,
 			})
 		}

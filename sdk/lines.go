@@ -2,27 +2,28 @@ package sdk
 
 import (
 	"bytes"
+	"io"
 	"sync"
 )
 
-// LineWriter turns a byte stream (a process's stdout or stderr) into
-// OutputLines: one per '\n'-terminated line, without the newline. A line
-// longer than MaxLineBytes goes out in pieces with Partial set, so memory
-// stays bounded. Close flushes a last unterminated line. A LineWriter is
-// not safe for concurrent use; wrap out with SyncOutput when two writers
-// (stdout and stderr) share it.
-type LineWriter struct {
+// NewLineWriter returns a writer that turns a byte stream (a process's
+// stdout or stderr) into OutputLines of stream sent to out: one per
+// '\n'-terminated line, without the newline. A line longer than
+// MaxLineBytes goes out in pieces with Partial set, so memory stays
+// bounded. Close flushes a last unterminated line. The writer is not safe
+// for concurrent use; wrap out with SyncOutput when two writers (stdout and
+// stderr) share it.
+func NewLineWriter(stream Stream, out OutputFunc) io.WriteCloser {
+	return &lineWriter{stream: stream, out: out}
+}
+
+type lineWriter struct {
 	stream Stream
 	out    OutputFunc
 	buf    []byte
 }
 
-// NewLineWriter returns a LineWriter that emits lines of stream to out.
-func NewLineWriter(stream Stream, out OutputFunc) *LineWriter {
-	return &LineWriter{stream: stream, out: out}
-}
-
-func (w *LineWriter) Write(p []byte) (int, error) {
+func (w *lineWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -45,7 +46,7 @@ func (w *LineWriter) Write(p []byte) (int, error) {
 }
 
 // emit sends a complete line, in pieces when it is long.
-func (w *LineWriter) emit(line []byte) {
+func (w *lineWriter) emit(line []byte) {
 	for len(line) > MaxLineBytes {
 		w.out(OutputLine{Stream: w.stream, Text: line[:MaxLineBytes], Partial: true})
 		line = line[MaxLineBytes:]
@@ -54,7 +55,7 @@ func (w *LineWriter) emit(line []byte) {
 }
 
 // flushFull sends full pieces of the buffered unterminated line.
-func (w *LineWriter) flushFull() {
+func (w *lineWriter) flushFull() {
 	if len(w.buf) <= MaxLineBytes {
 		return
 	}
@@ -67,7 +68,7 @@ func (w *LineWriter) flushFull() {
 }
 
 // Close emits the unterminated last line, if any.
-func (w *LineWriter) Close() error {
+func (w *lineWriter) Close() error {
 	if len(w.buf) > 0 {
 		w.emit(w.buf)
 		w.buf = w.buf[:0]
@@ -76,7 +77,7 @@ func (w *LineWriter) Close() error {
 }
 
 // SyncOutput makes out safe for concurrent use, e.g. by a stdout and a
-// stderr LineWriter.
+// stderr writer of NewLineWriter.
 func SyncOutput(out OutputFunc) OutputFunc {
 	var mu sync.Mutex
 	return func(l OutputLine) {
@@ -84,56 +85,4 @@ func SyncOutput(out OutputFunc) OutputFunc {
 		defer mu.Unlock()
 		out(l)
 	}
-}
-
-// LineJoiner reassembles OutputLines split by MaxLineBytes into complete
-// lines, per stream. Add returns the complete line once its last piece
-// arrives (ok true); the returned slice is valid until the next Add. With
-// Max set, a line keeps its first Max bytes, the rest is dropped and
-// Truncated says so: memory stays bounded whatever the process prints.
-type LineJoiner struct {
-	Max int // bytes kept of a line; 0 keeps all
-
-	partial   map[Stream]*joined
-	truncated bool
-}
-
-type joined struct {
-	text []byte
-	cut  bool
-}
-
-// Add takes one OutputLine.
-func (j *LineJoiner) Add(l OutputLine) (line []byte, ok bool) {
-	p := j.partial[l.Stream]
-	if p == nil && !l.Partial {
-		line, j.truncated = j.fit(l.Text, 0)
-		return line, true
-	}
-	if p == nil {
-		if j.partial == nil {
-			j.partial = map[Stream]*joined{}
-		}
-		p = &joined{}
-		j.partial[l.Stream] = p
-	}
-	text, cut := j.fit(l.Text, len(p.text))
-	p.text, p.cut = append(p.text, text...), p.cut || cut
-	if l.Partial {
-		return nil, false
-	}
-	delete(j.partial, l.Stream)
-	j.truncated = p.cut
-	return p.text, true
-}
-
-// Truncated reports whether the line Add last returned was cut at Max.
-func (j *LineJoiner) Truncated() bool { return j.truncated }
-
-// fit cuts text to what Max leaves after have bytes of the line.
-func (j *LineJoiner) fit(text []byte, have int) ([]byte, bool) {
-	if j.Max <= 0 || have+len(text) <= j.Max {
-		return text, false
-	}
-	return text[:max(j.Max-have, 0)], true
 }

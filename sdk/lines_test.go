@@ -71,60 +71,6 @@ func short(ps []piece) []string {
 	return out
 }
 
-func TestLineJoiner(t *testing.T) {
-	t.Parallel()
-	var j sdk.LineJoiner
-	var got []string
-	for _, l := range []sdk.OutputLine{
-		{Stream: sdk.Stdout, Text: []byte("ab"), Partial: true},
-		{Stream: sdk.Stderr, Text: []byte("err")},
-		{Stream: sdk.Stdout, Text: []byte("cd"), Partial: true},
-		{Stream: sdk.Stderr, Text: []byte("x"), Partial: true},
-		{Stream: sdk.Stdout, Text: []byte("e")},
-		{Stream: sdk.Stderr, Text: []byte("y")},
-		{Stream: sdk.Stdout, Text: []byte("")},
-	} {
-		if line, ok := j.Add(l); ok {
-			got = append(got, fmt.Sprintf("%d:%s", l.Stream, line))
-		}
-	}
-	if want := []string{"2:err", "1:abcde", "2:xy", "1:"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-// TestLineJoinerMax: a capped joiner keeps a line's first Max bytes and
-// says it cut the line, whether the line came whole or in pieces.
-func TestLineJoinerMax(t *testing.T) {
-	t.Parallel()
-	j := sdk.LineJoiner{Max: 5}
-	for _, c := range []struct {
-		pieces []string // all but the last Partial
-		want   string
-		cut    bool
-	}{
-		{[]string{"abc"}, "abc", false},
-		{[]string{"ab", "cdefg"}, "abcde", true},
-		{[]string{""}, "", false},
-		{[]string{"", ""}, "", false},
-		{[]string{"1234567"}, "12345", true},
-		{[]string{"123456", "7", "8"}, "12345", true},
-		{[]string{"12345"}, "12345", false},
-	} {
-		var line []byte
-		for i, p := range c.pieces {
-			l, ok := j.Add(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(p), Partial: i < len(c.pieces)-1})
-			if ok != (i == len(c.pieces)-1) {
-				t.Fatalf("%q: piece %d: ok %v", c.pieces, i, ok)
-			}
-			line = l
-		}
-		if string(line) != c.want || j.Truncated() != c.cut {
-			t.Errorf("%q: got %q (truncated %v), want %q (%v)", c.pieces, line, j.Truncated(), c.want, c.cut)
-		}
-	}
-}
-
 func BenchmarkLineWriter(b *testing.B) {
 	chunk := bytes.Repeat([]byte("0123456789 some output of a build tool\n"), 1000)
 	w := sdk.NewLineWriter(sdk.Stdout, func(sdk.OutputLine) {})

@@ -350,7 +350,7 @@ func TestFakeExecVolumeAndSplitting(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := [3]int{0, 0, 1}
-	var j sdk.LineJoiner
+	partial := map[sdk.Stream][]byte{}
 	var last []byte
 	bad := 0
 	res, err := sb.Exec(context.Background(), sdk.ExecRequest{Shell: "go", Env: map[string]string{"K": "\xff"}, Timeout: time.Second},
@@ -358,10 +358,12 @@ func TestFakeExecVolumeAndSplitting(t *testing.T) {
 			if len(l.Text) > sdk.MaxLineBytes {
 				bad++
 			}
-			line, ok := j.Add(l)
-			if !ok {
+			line := append(partial[l.Stream], l.Text...)
+			if l.Partial {
+				partial[l.Stream] = line
 				return
 			}
+			delete(partial, l.Stream)
 			if next[l.Stream] < n {
 				if string(line) != strconv.Itoa(next[l.Stream]) {
 					bad++

@@ -25,9 +25,9 @@ func builtinsPath() string { return filepath.Join(filepath.Dir(sanddune), builti
 // through real gRPC, exactly the built-ins builtins.go maps to it.
 func TestBuiltinsBinaryServesTheBuiltins(t *testing.T) {
 	t.Parallel()
-	p := plugintest.Binary(t, builtinsPath())
-	got := slices.Sorted(maps.Keys(p.Sandboxes))
-	got = slices.Sorted(slices.Values(append(got, slices.Collect(maps.Keys(p.Agents))...)))
+	sandboxes, agents := plugintest.Binary(t, builtinsPath())
+	got := slices.Sorted(maps.Keys(sandboxes))
+	got = slices.Sorted(slices.Values(append(got, slices.Collect(maps.Keys(agents))...)))
 	var want []string
 	for name, bin := range builtins {
 		if bin == builtinsBinary {
@@ -50,7 +50,7 @@ func TestBuiltinsBinaryServesTheBuiltins(t *testing.T) {
 func TestBuiltinsBinaryConformance(t *testing.T) {
 	t.Parallel()
 	bin := builtinsPath()
-	p := plugintest.Binary(t, bin)
+	served, agents := plugintest.Binary(t, bin)
 	sandboxes := map[string]func(*testing.T) sandboxtest.Options{
 		"local": func(*testing.T) sandboxtest.Options { return sandboxtest.Options{} },
 		"bubblewrap": func(t *testing.T) sandboxtest.Options {
@@ -78,7 +78,7 @@ func TestBuiltinsBinaryConformance(t *testing.T) {
 		"opencode": cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}),
 		"pi":       cty.ObjectVal(map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}),
 	}
-	for name := range p.Sandboxes {
+	for name := range served {
 		opts, ok := sandboxes[name]
 		if !ok {
 			t.Errorf("sandbox %q: say how its kit runs here", name)
@@ -92,7 +92,7 @@ func TestBuiltinsBinaryConformance(t *testing.T) {
 			sandboxtest.RunBinary(t, bin, name, opts(t))
 		})
 	}
-	for name := range p.Agents {
+	for name := range agents {
 		cfg, ok := agentConfigs[name]
 		if !ok {
 			cfg = cty.NilVal

@@ -64,14 +64,14 @@ func runKits(out io.Writer, bin string, verbose bool, run string) int {
 		r.pattern = nil
 	}
 	r.Run("", func(t *kitRun) {
-		p := plugintest.Binary(t, bin)
-		if len(p.Sandboxes)+len(p.Agents) == 0 {
-			t.Fatal("the plugin serves no components")
+		sandboxes, agents := plugintest.Binary(t, bin)
+		if len(sandboxes)+len(agents) == 0 {
+			t.Fatalf("the plugin serves no components")
 		}
-		for _, name := range slices.Sorted(maps.Keys(p.Sandboxes)) {
+		for _, name := range slices.Sorted(maps.Keys(sandboxes)) {
 			plugintest.Run(t, "sandbox/"+name, func(t plugintest.T) { sandboxtest.RunBinary(t, bin, name, sandboxtest.Options{}) })
 		}
-		for _, name := range slices.Sorted(maps.Keys(p.Agents)) {
+		for _, name := range slices.Sorted(maps.Keys(agents)) {
 			plugintest.Run(t, "agent/"+name, func(t plugintest.T) { agenttest.RunBinary(t, bin, name, cty.NilVal) })
 		}
 	})
@@ -113,17 +113,13 @@ func (r *kitRun) Logf(format string, args ...any) {
 	}
 }
 
-func (r *kitRun) Error(args ...any)                 { r.Errorf("%s", fmt.Sprintln(args...)) }
 func (r *kitRun) Errorf(format string, args ...any) { r.Logf(format, args...); r.fail() }
-func (r *kitRun) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
 func (r *kitRun) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
-func (r *kitRun) Skip(args ...any)                  { r.Skipf("%s", fmt.Sprintln(args...)) }
 func (r *kitRun) Skipf(format string, args ...any) {
 	r.Logf(format, args...)
 	r.skipped.Store(true)
 	runtime.Goexit()
 }
-func (r *kitRun) Failed() bool { return r.failed.Load() }
 
 // fail marks r and the checks it belongs to failed.
 func (r *kitRun) fail() {

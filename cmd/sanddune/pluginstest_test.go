@@ -27,12 +27,12 @@ func TestKitRunnerReportsAsGoTest(t *testing.T) {
 			})
 			plugintest.Run(t, "Fail", func(t plugintest.T) {
 				t.Fatalf("broken: %d", 42)
-				t.Error("not reached")
+				t.Errorf("not reached")
 			})
-			plugintest.Run(t, "Skip", func(t plugintest.T) { t.Skip("no engine") })
-			plugintest.Run(t, "Other", func(t plugintest.T) { t.Error("filtered out, not run") })
+			plugintest.Run(t, "Skip", func(t plugintest.T) { t.Skipf("no engine") })
+			plugintest.Run(t, "Other", func(t plugintest.T) { t.Errorf("filtered out, not run") })
 		})
-		plugintest.Run(c, "agent/y", func(t plugintest.T) { t.Error("filtered out, not run") })
+		plugintest.Run(c, "agent/y", func(t plugintest.T) { t.Errorf("filtered out, not run") })
 	})
 	got := out.String()
 	for _, want := range []string{

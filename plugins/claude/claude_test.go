@@ -8,6 +8,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -38,12 +39,11 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "defaults"},
 		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
 		{Name: "relative base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("127.0.0.1:8080")}, Want: []string{"base_url"}},
@@ -57,7 +57,7 @@ func TestConfigure(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
+	d := agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}},
 		Env:             map[string]string{"FOO": "bar"},
@@ -72,11 +72,11 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
-	d = agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"ANTHROPIC_BASE_URL": cty.StringVal("http://gw.internal:8080/v1")})})
+	d = agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"ANTHROPIC_BASE_URL": cty.StringVal("http://gw.internal:8080/v1")})})
 	if want := []string{"gw.internal:8080"}; !reflect.DeepEqual(d.Endpoints, want) {
 		t.Errorf("with ANTHROPIC_BASE_URL in env: endpoints %v, want %v", d.Endpoints, want)
 	}
-	d = agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"CLAUDE_CODE_USE_BEDROCK": cty.StringVal("1")})})
+	d = agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"CLAUDE_CODE_USE_BEDROCK": cty.StringVal("1")})})
 	if d.RequiredEnv != nil {
 		t.Errorf("Bedrock still requires %v", d.RequiredEnv)
 	}
@@ -105,7 +105,7 @@ func TestRewriteRealSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := string(agentkittest.RewriteRoundTrip(t, New(), data, "/tmp", "/home/me/my repo_v1.2"))
+	got := string(agentkittest.Rewrite(t, New(), data, "/tmp", "/home/me/my repo_v1.2"))
 	if n := strings.Count(got, `"cwd":"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"cwd":"/tmp"`) {
 		t.Errorf("%d cwd fields rewritten, want 4:\n%s", n, got)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -91,12 +92,11 @@ func TestResumePrelude(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "defaults"},
 		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
 		{Name: "ftp base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("ftp://127.0.0.1/")}, Want: []string{"base_url"}},
@@ -109,7 +109,7 @@ func TestConfigure(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	d := agentkittest.Describe(t, New(), nil)
+	d := agentcheck.Describe(t, New(), nil)
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN"}},
 		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.codex/sessions/*/*/*/rollout-*-{session_id}.jsonl"},
@@ -152,7 +152,7 @@ func TestRewriteRealRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := agentkittest.RewriteRoundTrip(t, New(), data, sandbox, host)
+	got := agentkittest.Rewrite(t, New(), data, sandbox, host)
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(got)), "\n") {
 		var v any

@@ -162,6 +162,13 @@ func (p *Parser) item(event string, it *item) []sdk.Event {
 	return nil
 }
 
+// shortArg is one string argument in ToolArg's display form (its first
+// line, cut to a display line).
+func shortArg(s string) string {
+	input, _ := json.Marshal(map[string]string{"command": s})
+	return agentkit.ToolArg("", input)
+}
+
 func toolCall(it *item) (name, arg string) {
 	switch it.Type {
 	case "command_execution":
@@ -171,7 +178,7 @@ func toolCall(it *item) (name, arg string) {
 		if json.Unmarshal(it.Command, &argv) == nil {
 			cmd = strings.Join(argv, " ")
 		}
-		return "Bash", agentkit.Short(unwrapShell(cmd))
+		return "Bash", shortArg(unwrapShell(cmd))
 	case "file_change":
 		var paths []string
 		var changes []json.RawMessage
@@ -184,9 +191,9 @@ func toolCall(it *item) (name, arg string) {
 				paths = append(paths, c.Path)
 			}
 		}
-		return "Edit", agentkit.Short(strings.Join(paths, ", "))
+		return "Edit", shortArg(strings.Join(paths, ", "))
 	case "web_search":
-		return "WebSearch", agentkit.Short(it.Query)
+		return "WebSearch", shortArg(it.Query)
 	}
 	name = it.Tool
 	if it.Server != "" {

@@ -13,6 +13,7 @@ package command
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -88,11 +89,13 @@ func (*Provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Co
 	if len(argv) == 0 || argv[0] == "" {
 		return sdk.Command{}, errors.New("command agent: command is empty")
 	}
-	c := sdk.Command{Argv: argv}
-	if req.Mode != sdk.ModeInteractive {
-		c.Stdin = []byte(req.Prompt)
+	switch req.Mode {
+	case sdk.ModePrint:
+		return sdk.Command{Argv: argv, Stdin: []byte(req.Prompt)}, nil
+	case sdk.ModeInteractive:
+		return sdk.Command{Argv: argv}, nil
 	}
-	return c, nil
+	return sdk.Command{}, fmt.Errorf("command agent: unknown mode %q", req.Mode)
 }
 
 // commandArgv reads the command attribute.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -33,7 +34,6 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 	// The CLI has no fork flag; Describe says so, and a fork is refused.
 	cfg := agentkittest.Config(t, New(), nil)
 	if _, err := New().BuildCommand(t.Context(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: session, ForkSession: true}); err == nil || !strings.Contains(err.Error(), "fork") {
@@ -43,7 +43,7 @@ func TestBuildCommandErrors(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "defaults"},
 		{Name: "base_url and model", Attrs: map[string]cty.Value{"model": cty.StringVal("gpt-5.4"), "base_url": cty.StringVal("http://127.0.0.1:8080/v1")}},
 		{Name: "base_url without model", Attrs: map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/v1")}, Want: []string{"base_url"}},
@@ -56,7 +56,7 @@ func TestConfigure(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
+	d := agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"}},
 		Env:             map[string]string{"FOO": "bar"},
@@ -74,7 +74,7 @@ func TestDescribe(t *testing.T) {
 		{"model": cty.StringVal("m"), "base_url": cty.StringVal("http://127.0.0.1:8080/v1")},
 		{"env": cty.MapVal(map[string]cty.Value{"COPILOT_PROVIDER_BASE_URL": cty.StringVal("http://127.0.0.1:11434/v1")})},
 	} {
-		d := agentkittest.Describe(t, New(), attrs)
+		d := agentcheck.Describe(t, New(), attrs)
 		if d.RequiredEnv != nil {
 			t.Errorf("%v still requires %v", attrs, d.RequiredEnv)
 		}
@@ -92,7 +92,7 @@ func TestRewriteRealSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := string(agentkittest.RewriteRoundTrip(t, New(), data, "/home/agent/workspace", "/home/me/my repo_v1.2"))
+	got := string(agentkittest.Rewrite(t, New(), data, "/home/agent/workspace", "/home/me/my repo_v1.2"))
 	if n := strings.Count(got, `"/home/me/my repo_v1.2"`); n != 4 || strings.Contains(got, `"/home/agent/workspace"`) {
 		t.Errorf("%d cwd fields rewritten, want cwd and gitRoot of the start and the resume:\n%s", n, got)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -26,7 +27,6 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 	// Describe says no resume: a request to resume is refused, not ignored.
 	cfg := agentkittest.Config(t, New(), nil)
 	_, err := New().BuildCommand(t.Context(), sdk.CommandRequest{Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "c6b62c6f-7ead-4fd6-9922-e952131177ff"})
@@ -37,7 +37,7 @@ func TestBuildCommandErrors(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "defaults"},
 		{Name: "base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("https://cursor-proxy.example")}},
 		{Name: "relative base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("cursor-proxy.example")}, Want: []string{"base_url"}},
@@ -47,7 +47,7 @@ func TestConfigure(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
+	d := agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
 		RequiredEnv:         [][]string{{"CURSOR_API_KEY"}},
 		Env:                 map[string]string{"FOO": "bar"},
@@ -56,7 +56,7 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
-	d = agentkittest.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("https://cursor-proxy.internal")})
+	d = agentcheck.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("https://cursor-proxy.internal")})
 	if want := []string{"cursor-proxy.internal:443"}; !reflect.DeepEqual(d.Endpoints, want) {
 		t.Errorf("with base_url: endpoints %v, want %v", d.Endpoints, want)
 	}

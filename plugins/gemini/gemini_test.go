@@ -7,6 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 )
@@ -35,12 +36,11 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), nil)
 }
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "defaults"},
 		{Name: "model and base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("gemini-2.5-pro"), "base_url": cty.StringVal("https://gateway.example")}},
 		{Name: "relative base_url", Attrs: map[string]cty.Value{"base_url": cty.StringVal("gateway.example")}, Want: []string{"base_url"}},
@@ -50,7 +50,7 @@ func TestConfigure(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	d := agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
+	d := agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{"FOO": cty.StringVal("bar")})})
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"GEMINI_API_KEY"}},
 		Env:             map[string]string{"FOO": "bar"},
@@ -65,12 +65,12 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
-	d = agentkittest.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8089")})
+	d = agentcheck.Describe(t, New(), map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8089")})
 	if want := []string{"127.0.0.1:8089"}; !reflect.DeepEqual(d.Endpoints, want) {
 		t.Errorf("with base_url: endpoints %v, want %v", d.Endpoints, want)
 	}
 	for _, k := range ownAuth {
-		d = agentkittest.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{k: cty.StringVal("true")})})
+		d = agentcheck.Describe(t, New(), map[string]cty.Value{"env": cty.MapVal(map[string]cty.Value{k: cty.StringVal("true")})})
 		if d.RequiredEnv != nil {
 			t.Errorf("%s=true still requires %v", k, d.RequiredEnv)
 		}

@@ -46,9 +46,6 @@ func (p provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics,
 			Attribute: "model",
 		})
 	}
-	for _, a := range []string{"variant", "agent"} {
-		ds = append(ds, agentkit.CheckNotEmpty(cfg, a)...)
-	}
 	return ds, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
@@ -47,12 +48,11 @@ func TestBuildCommandRejectsResume(t *testing.T) {
 			t.Errorf("err = %v, want ErrNoResume", err)
 		}
 	}
-	agentkittest.CheckBadRequests(t, New(), model)
 }
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "provider/model", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")}},
 		{Name: "base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
 		{Name: "base_url without host", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http:///v1")}, Want: []string{"base_url"}},
@@ -70,7 +70,7 @@ func TestDescribe(t *testing.T) {
 		"opencode/big-pickle":         nil, // free models need no key
 		"my-proxy/some-model":         nil,
 	} {
-		d := agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal(model)})
+		d := agentcheck.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal(model)})
 		if !reflect.DeepEqual(d.RequiredEnv, want) {
 			t.Errorf("%s: RequiredEnv = %v, want %v", model, d.RequiredEnv, want)
 		}

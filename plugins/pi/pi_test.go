@@ -12,6 +12,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/missingstudio/sanddune/internal/agentcheck"
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit/agentkittest"
 	"github.com/missingstudio/sanddune/sdk/agenttest"
@@ -41,12 +42,11 @@ func TestBuildCommandGolden(t *testing.T) {
 
 func TestBuildCommandErrors(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckBadRequests(t, New(), map[string]cty.Value{"model": cty.StringVal("m")})
 }
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
-	agentkittest.CheckConfigure(t, New(), []agentkittest.ConfigureCase{
+	agentcheck.Configure(t, New(), []agentcheck.Case{
 		{Name: "model", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")}},
 		{Name: "base_url", Attrs: map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}},
 		{Name: "base_url without provider", Attrs: map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6"), "base_url": cty.StringVal("http://127.0.0.1:8080/gateway")}, Want: []string{"base_url"}},
@@ -59,7 +59,7 @@ func TestConfigure(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	d := agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
+	d := agentcheck.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("anthropic/claude-sonnet-4-6")})
 	want := sdk.AgentDescription{
 		RequiredEnv:     [][]string{{"ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"}},
 		Sessions:        &sdk.SessionStorage{PathPattern: "{home}/.pi/agent/sessions/{cwd_encoded}/*_{session_id}.jsonl"},
@@ -73,11 +73,11 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Describe = %+v, want %+v", d, want)
 	}
-	d = agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")})
+	d = agentcheck.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("claude-sonnet-4-6")})
 	if len(d.RequiredEnv) != 1 || !strings.Contains(strings.Join(d.RequiredEnv[0], " "), "ANTHROPIC_API_KEY") || !strings.Contains(strings.Join(d.RequiredEnv[0], " "), "OPENROUTER_API_KEY") {
 		t.Errorf("bare model: RequiredEnv = %v, want any known key", d.RequiredEnv)
 	}
-	d = agentkittest.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("my-local/llama")})
+	d = agentcheck.Describe(t, New(), map[string]cty.Value{"model": cty.StringVal("my-local/llama")})
 	if d.RequiredEnv != nil {
 		t.Errorf("unknown provider: RequiredEnv = %v", d.RequiredEnv)
 	}

@@ -92,9 +92,9 @@ func CheckSessionID(id string) error {
 	return nil
 }
 
-// CheckNotEmpty reports a string attribute that is set to "" (a null or
+// checkNotEmpty reports a string attribute that is set to "" (a null or
 // absent attribute is fine: it takes its default).
-func CheckNotEmpty(cfg sdk.Config, name string) sdk.Diagnostics {
+func checkNotEmpty(cfg sdk.Config, name string) sdk.Diagnostics {
 	v := attr(cfg, name)
 	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.Type() != cty.String || v.AsString() != "" {
 		return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -108,11 +110,19 @@ func (b Base) Common(cfg sdk.Config) Common {
 	return c
 }
 
-// CheckCommon reports model or binary set to "", a base_url that is not an
-// absolute http(s) URL and invalid env names.
+// CheckCommon reports a string attribute set to "" (model, binary and the
+// agent's own: unset, an attribute takes its default), a base_url that is
+// not an absolute http(s) URL and invalid env names.
 func CheckCommon(cfg sdk.Config) sdk.Diagnostics {
-	ds := CheckNotEmpty(cfg, "model")
-	ds = append(ds, CheckNotEmpty(cfg, "binary")...)
+	ds := checkNotEmpty(cfg, "model")
+	ds = append(ds, checkNotEmpty(cfg, "binary")...)
+	if v := cfg.Value; v != cty.NilVal && v.IsKnown() && !v.IsNull() && v.Type().IsObjectType() {
+		for _, name := range slices.Sorted(maps.Keys(v.Type().AttributeTypes())) {
+			if name != "model" && name != "binary" {
+				ds = append(ds, checkNotEmpty(cfg, name)...)
+			}
+		}
+	}
 	ds = append(ds, checkBaseURL(cfg)...)
 	return append(ds, sdk.CheckEnv(stringMap(cfg, "env"), "env")...)
 }
@@ -121,8 +131,8 @@ func CheckCommon(cfg sdk.Config) sdk.Diagnostics {
 // https URL with a host (and no credentials: they would reach logs).
 func checkBaseURL(cfg sdk.Config) sdk.Diagnostics {
 	v := attr(cfg, "base_url")
-	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
-		return nil
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || v.Type() != cty.String || v.AsString() == "" {
+		return nil // "" is reported as empty
 	}
 	u, err := url.Parse(v.AsString())
 	problem := ""

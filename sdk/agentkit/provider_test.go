@@ -124,11 +124,16 @@ func TestCommon(t *testing.T) {
 	if ds := CheckCommon(cfg(map[string]cty.Value{"model": cty.NullVal(cty.String)})); len(ds) != 0 {
 		t.Errorf("null model: %v", ds)
 	}
+	if ds := CheckCommon(cfg(map[string]cty.Value{"effort": cty.StringVal(""), "n": cty.NumberIntVal(0)})); len(ds) != 1 || ds[0].Attribute != "effort" {
+		t.Errorf("an agent's own attribute set to \"\": %v", ds)
+	}
 	if c := b.Common(cfg(map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080/v1")})); c.BaseURL != "http://127.0.0.1:8080/v1" {
 		t.Errorf("base_url %q", c.BaseURL)
 	}
 }
 
+// TestCheckBaseURL: a base_url that is not an absolute http(s) URL is
+// reported once, at base_url ("" as empty), never with its credentials.
 func TestCheckBaseURL(t *testing.T) {
 	for _, c := range []struct {
 		url string
@@ -145,7 +150,7 @@ func TestCheckBaseURL(t *testing.T) {
 		{"https://user:sk-secret@gateway.example", false},
 		{"http://bad host", false},
 	} {
-		ds := checkBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(c.url)})})
+		ds := CheckCommon(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(c.url)})})
 		if c.ok != (len(ds) == 0) {
 			t.Errorf("%q: diagnostics %v", c.url, ds)
 			continue
@@ -154,7 +159,7 @@ func TestCheckBaseURL(t *testing.T) {
 			t.Errorf("%q: %+v", c.url, ds)
 		}
 	}
-	if ds := checkBaseURL(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.NullVal(cty.String)})}); len(ds) != 0 {
+	if ds := CheckCommon(sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"base_url": cty.NullVal(cty.String)})}); len(ds) != 0 {
 		t.Errorf("null: %v", ds)
 	}
 }

@@ -75,7 +75,7 @@ func ReadLines(t plugintest.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	s := strings.TrimSuffix(string(b), "\n")
 	if s == "" {
@@ -135,7 +135,8 @@ func Run(t plugintest.T, p sdk.AgentProvider, cfg cty.Value) {
 // starts it.
 func RunBinary(t plugintest.T, path, name string, cfg cty.Value) {
 	t.Helper()
-	c, ok := plugintest.Binary(t, path).Agents[name]
+	_, agents := plugintest.Binary(t, path)
+	c, ok := agents[name]
 	if !ok {
 		t.Fatalf("%s serves no agent component %q", path, name)
 	}
@@ -167,12 +168,12 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 		}
 		if s := desc.Sessions; s != nil {
 			if s.PathPattern == "" {
-				t.Error("Sessions.PathPattern is empty")
+				t.Errorf("Sessions.PathPattern is empty")
 			}
 			if strings.Contains(s.PathPattern, "{cwd_encoded}") {
 				enc, ok := c.(sdk.CwdEncoder)
 				if !ok {
-					t.Fatal("Sessions.PathPattern uses {cwd_encoded}: the provider must implement sdk.CwdEncoder")
+					t.Fatalf("Sessions.PathPattern uses {cwd_encoded}: the provider must implement sdk.CwdEncoder")
 				}
 				const cwd = "/home/agenttest/my repo.v1"
 				if got, err := enc.EncodeCwd(context.Background(), cwd); err != nil || got == "" || strings.Contains(got, "/") {
@@ -180,7 +181,7 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 				}
 			}
 		} else if desc.Resume || desc.Fork {
-			t.Error("Resume or Fork without Sessions")
+			t.Errorf("Resume or Fork without Sessions")
 		}
 	})
 
@@ -238,7 +239,7 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 	})
 	plugintest.Run(t, "BuildCommandResume", func(t plugintest.T) {
 		if !desc.Resume {
-			t.Skip("agent does not resume sessions")
+			t.Skipf("agent does not resume sessions")
 		}
 		const id = "0b7e4c1e-agenttest-session"
 		if cmd, _ := build(t, sdk.CommandRequest{Mode: sdk.ModePrint, ResumeSessionID: id}); !carries(cmd, id) {
@@ -251,6 +252,30 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 		}
 	})
 
+	// An agent rejects what the host must not get a command for: a mode it
+	// does not know (a newer host's), and where it resumes sessions, an id
+	// that reads as a flag or a path, and a fork of no session.
+	plugintest.Run(t, "BuildCommandRejects", func(t plugintest.T) {
+		type bad struct {
+			name string
+			req  sdk.CommandRequest
+		}
+		bads := []bad{{"an unknown mode", sdk.CommandRequest{Mode: "agenttest-unknown"}}}
+		if desc.Resume {
+			for _, id := range []string{"--help", "-a", "../../x.jsonl"} {
+				bads = append(bads, bad{"session id " + id, sdk.CommandRequest{Mode: sdk.ModePrint, ResumeSessionID: id}})
+			}
+		}
+		if desc.Fork {
+			bads = append(bads, bad{"a fork without a session", sdk.CommandRequest{Mode: sdk.ModePrint, ForkSession: true}})
+		}
+		for _, b := range bads {
+			b.req.Config, b.req.Prompt, b.req.Iteration = config, prompt, 1
+			if _, err := c.BuildCommand(ctx, b.req); err == nil {
+				t.Errorf("BuildCommand with %s: no error", b.name)
+			}
+		}
+	})
 	plugintest.Run(t, "ParseEmpty", func(t plugintest.T) {
 		if _, err := parse(c, config, nil); err != nil {
 			t.Errorf("ParseStream of no lines: %v", err)
@@ -287,7 +312,7 @@ func run(t plugintest.T, c sdk.AgentProvider, cfg cty.Value) {
 	})
 	plugintest.Run(t, "RewriteSession", func(t plugintest.T) {
 		if desc.Sessions != nil {
-			t.Skip("agent has sessions; test RewriteSession with fixtures")
+			t.Skipf("agent has sessions; test RewriteSession with fixtures")
 		}
 		data := []byte(`{"cwd":"/from/path"}` + "\n")
 		got, err := c.RewriteSession(ctx, sdk.RewriteSessionRequest{Config: config, Data: data, FromCwd: "/from/path", ToCwd: "/to"})

@@ -1,9 +1,13 @@
 package agenttest_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -16,6 +20,50 @@ import (
 func TestFakeAgentRun(t *testing.T) {
 	t.Parallel()
 	agenttest.Run(t, fake.AgentProvider{}, cty.NilVal)
+}
+
+// laxAgent runs any mode as print mode.
+type laxAgent struct{ fake.AgentProvider }
+
+func (a laxAgent) BuildCommand(ctx context.Context, req sdk.CommandRequest) (sdk.Command, error) {
+	req.Mode = sdk.ModePrint
+	return a.AgentProvider.BuildCommand(ctx, req)
+}
+
+// recorder is a plugintest.T that keeps the kit's errors instead of failing.
+type recorder struct {
+	*testing.T
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
+func (r *recorder) Skipf(string, ...any)              { runtime.Goexit() }
+
+func (r *recorder) Run(_ string, f func(*recorder)) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
+	return true
+}
+
+// TestRunFailsAnAgentAcceptingAnUnknownMode: the kit reports an agent that
+// builds a command for a mode it does not know, and only that.
+func TestRunFailsAnAgentAcceptingAnUnknownMode(t *testing.T) {
+	t.Parallel()
+	r := &recorder{T: t}
+	agenttest.Run(r, laxAgent{}, cty.NilVal)
+	if want := []string{"BuildCommand with an unknown mode: no error"}; !slices.Equal(r.errs, want) {
+		t.Errorf("errors %q, want %q", r.errs, want)
+	}
 }
 
 func TestFakeAgentReplay(t *testing.T) {

@@ -28,14 +28,10 @@ import (
 // Subtests go through Run.
 type T interface {
 	Helper()
-	Error(args ...any)
 	Errorf(format string, args ...any)
-	Fatal(args ...any)
 	Fatalf(format string, args ...any)
-	Skip(args ...any)
 	Skipf(format string, args ...any)
 	Logf(format string, args ...any)
-	Failed() bool
 	Cleanup(func())
 	TempDir() string
 }
@@ -111,16 +107,11 @@ func connect(t T, opts sdk.ServeOpts) plugin.ClientProtocol {
 	return rpc
 }
 
-// Plugin is what a plugin binary serves: its components by name, connected.
-type Plugin struct {
-	Sandboxes map[string]sdk.SandboxProvider
-	Agents    map[string]sdk.AgentProvider
-}
-
 // Binary starts the plugin binary at path as sanddune does (go-plugin
-// handshake, AutoMTLS) and returns its components. The plugin is stopped
-// when the test ends; its stderr is logged if the test failed.
-func Binary(t T, path string) Plugin {
+// handshake, AutoMTLS) and returns what it serves: its components by name,
+// connected. The plugin is stopped when the test ends; its stderr goes to
+// the test's log (which go test shows for a failed test, or with -v).
+func Binary(t T, path string) (sandboxes map[string]sdk.SandboxProvider, agents map[string]sdk.AgentProvider) {
 	t.Helper()
 	logger := testLogger()
 	stderr := &lineLog{}
@@ -130,7 +121,7 @@ func Binary(t T, path string) Plugin {
 	started := false
 	t.Cleanup(func() {
 		client.Kill()
-		if started && t.Failed() && stderr.String() != "" {
+		if started && stderr.String() != "" {
 			t.Logf("%s stderr:\n%s", path, stderr)
 		}
 	})
@@ -144,13 +135,13 @@ func Binary(t T, path string) Plugin {
 	if err != nil {
 		t.Fatalf("plugintest: the catalog of %s: %v", path, err)
 	}
-	p := Plugin{Sandboxes: map[string]sdk.SandboxProvider{}, Agents: map[string]sdk.AgentProvider{}}
+	sandboxes, agents = map[string]sdk.SandboxProvider{}, map[string]sdk.AgentProvider{}
 	for _, c := range comps {
 		switch c.Kind {
 		case sdk.KindSandbox:
-			p.Sandboxes[c.Name], err = host.DispenseSandbox(rpc, c.Name)
+			sandboxes[c.Name], err = host.DispenseSandbox(rpc, c.Name)
 		case sdk.KindAgent:
-			p.Agents[c.Name], err = host.DispenseAgent(rpc, c.Name)
+			agents[c.Name], err = host.DispenseAgent(rpc, c.Name)
 		default:
 			t.Errorf("plugintest: %s serves %q of unknown kind %q", path, c.Name, c.Kind)
 		}
@@ -158,7 +149,7 @@ func Binary(t T, path string) Plugin {
 			t.Fatalf("plugintest: dispensing %s of %s: %v", c.Name, path, err)
 		}
 	}
-	return p
+	return sandboxes, agents
 }
 
 // lineLog keeps what a plugin writes on stderr.

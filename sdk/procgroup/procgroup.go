@@ -18,14 +18,11 @@ func Attr() *syscall.SysProcAttr {
 }
 
 // Kill SIGKILLs every process of group pgid.
-func Kill(pgid int) error { return Signal(pgid, syscall.SIGKILL) }
-
-// Signal sends sig to every process of group pgid.
-func Signal(pgid int, sig syscall.Signal) error {
+func Kill(pgid int) error {
 	if pgid <= 0 {
 		return syscall.EINVAL
 	}
-	return syscall.Kill(-pgid, sig)
+	return syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
 // alive reports whether process pid exists (it may be a zombie).

@@ -258,7 +258,7 @@ func killGroup(pgid int) { _ = procgroup.Kill(pgid) }
 // error.
 func stop(pgid int, grace time.Duration, kill func(int), waited <-chan error) error {
 	if grace > 0 {
-		_ = procgroup.Signal(pgid, syscall.SIGTERM)
+		_ = syscall.Kill(-pgid, syscall.SIGTERM) // pgid > 0: a started command's
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {

@@ -36,7 +36,7 @@ fi`
 func helloListener(t plugintest.T) string {
 	ln, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
@@ -61,10 +61,10 @@ func helloListener(t plugintest.T) string {
 // EgressWatcher reports each refusal.
 func (s *suite) testEgress(t plugintest.T) {
 	if !s.caps.Egress {
-		t.Skip("provider does not declare Egress")
+		t.Skipf("provider does not declare Egress")
 	}
 	if s.opts.SkipEgress != "" {
-		t.Skip(s.opts.SkipEgress)
+		t.Skipf("%s", s.opts.SkipEgress)
 	}
 	port, otherPort, namedPort := helloListener(t), helloListener(t), helloListener(t)
 	reads := func(sb sdk.Sandbox, host, port string) string {
@@ -88,7 +88,7 @@ func (s *suite) testEgress(t plugintest.T) {
 	for _, ip := range hostIPs(t) {
 		got := reads(s.sb, ip, port)
 		if got == "notool" {
-			t.Skip("the sandbox has neither bash nor python3 to open a connection with")
+			t.Skipf("the sandbox has neither bash nor python3 to open a connection with")
 		}
 		if got == "hello" && reads(s.sb, ip, otherPort) == "hello" {
 			reach = append(reach, ip)

@@ -17,7 +17,7 @@ import (
 // the sandbox arrives on the host with the same SHA.
 func (s *suite) testGitBundleRoundTrip(t plugintest.T) {
 	if s.caps.Contract != sdk.ContractIsolated {
-		t.Skip("bind-mount provider: the worktree is mounted, not synced")
+		t.Skipf("bind-mount provider: the worktree is mounted, not synced")
 	}
 	hostGit := func(dir string, args ...string) string {
 		t.Helper()
@@ -60,7 +60,7 @@ func (s *suite) testGitBundleRoundTrip(t plugintest.T) {
 		return strings.TrimSpace(out.String())
 	}
 	if r := s.exec(context.Background(), sh(`command -v git >/dev/null && echo yes`), nil); strings.Join(r.stdout, "") != "yes" {
-		t.Fatal("git is missing in the sandbox: sanddune syncs an isolated sandbox's code in and its commits out as git bundles, so the sandbox needs git")
+		t.Fatalf("git is missing in the sandbox: sanddune syncs an isolated sandbox's code in and its commits out as git bundles, so the sandbox needs git")
 	}
 	git("init", "-q")
 	git("symbolic-ref", "HEAD", "refs/heads/main")

@@ -33,14 +33,14 @@ fi`
 // checks does reach, never arrives.
 func (s *suite) testNetworkNone(t plugintest.T) {
 	if !s.caps.NetworkNone {
-		t.Skip("provider does not declare NetworkNone")
+		t.Skipf("provider does not declare NetworkNone")
 	}
 	if s.opts.SkipNetworkNone != "" {
-		t.Skip(s.opts.SkipNetworkNone)
+		t.Skipf("%s", s.opts.SkipNetworkNone)
 	}
 	ln, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	defer ln.Close()
 	var accepted atomic.Int32
@@ -63,7 +63,7 @@ func (s *suite) testNetworkNone(t plugintest.T) {
 	for _, ip := range ips {
 		r := s.mustExec(t, sh(connectScript, ip, port))
 		if strings.Join(r.stdout, "") == "notool" {
-			t.Skip("the sandbox has none of bash, nc, python3 to open a connection with")
+			t.Skipf("the sandbox has none of bash, nc, python3 to open a connection with")
 		}
 		if strings.Join(r.stdout, "") == "connected" {
 			reach = ip
@@ -118,7 +118,7 @@ func (s *suite) testNetworkNone(t plugintest.T) {
 func hostIPs(t plugintest.T) []string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	var ips []string
 	for _, a := range addrs {
@@ -127,7 +127,7 @@ func hostIPs(t plugintest.T) []string {
 		}
 	}
 	if len(ips) == 0 {
-		t.Skip("the host has no IPv4 address other than loopback to listen on")
+		t.Skipf("the host has no IPv4 address other than loopback to listen on")
 	}
 	return ips
 }

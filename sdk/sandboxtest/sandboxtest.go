@@ -50,12 +50,6 @@ type Options struct {
 	// Config is the provider block's decoded config (an object value).
 	// cty.NilVal means an empty block: attributes at their defaults.
 	Config cty.Value
-	// SkipSudo skips the sudo check even when the provider declares Sudo.
-	SkipSudo bool
-	// HostPathsVisible says the sandbox deliberately sees host paths outside
-	// its worktree (e.g. a read-only bind of /); it skips the checks that
-	// host files outside the sandbox are out of reach.
-	HostPathsVisible bool
 	// NetworkNoneConfig is the config that cuts the sandbox off the
 	// network, for providers that declare NetworkNone. cty.NilVal means
 	// Config with network = "none" (the convention of the built-ins).
@@ -83,7 +77,8 @@ func Run(t plugintest.T, p sdk.SandboxProvider, opts Options) {
 // sanddune starts it.
 func RunBinary(t plugintest.T, path, name string, opts Options) {
 	t.Helper()
-	c, ok := plugintest.Binary(t, path).Sandboxes[name]
+	sandboxes, _ := plugintest.Binary(t, path)
+	c, ok := sandboxes[name]
 	if !ok {
 		t.Fatalf("%s serves no sandbox component %q", path, name)
 	}
@@ -203,7 +198,7 @@ func (s *suite) create(t plugintest.T) (sdk.Sandbox, string, string) {
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
 	if err := os.Mkdir(repo, 0o755); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	runID := "sandboxtest-" + randomID()
 	host, _ := os.Hostname()
@@ -233,7 +228,7 @@ func (s *suite) create(t plugintest.T) (sdk.Sandbox, string, string) {
 	if s.caps.Contract == sdk.ContractBindMount {
 		worktree = filepath.Join(root, "worktree")
 		if err := os.Mkdir(worktree, 0o755); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		req.WorktreePath = worktree
 	}
@@ -281,13 +276,15 @@ func (s *suite) exec(ctx context.Context, req sdk.ExecRequest, onLine func(strin
 	ctx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	var r result
-	var j sdk.LineJoiner
+	partial := map[sdk.Stream][]byte{} // a line's pieces so far
 	r.ExecResult, r.err = s.sb.Exec(ctx, req, func(l sdk.OutputLine) {
 		r.pieces = append(r.pieces, sdk.OutputLine{Stream: l.Stream, Text: bytes.Clone(l.Text), Partial: l.Partial})
-		line, ok := j.Add(l)
-		if !ok {
+		line := append(partial[l.Stream], l.Text...)
+		if l.Partial {
+			partial[l.Stream] = line
 			return
 		}
+		delete(partial, l.Stream)
 		switch l.Stream {
 		case sdk.Stdout:
 			r.stdout = append(r.stdout, string(line))
@@ -318,7 +315,7 @@ func sh(script string, args ...string) sdk.ExecRequest {
 func (s *suite) testSandboxInfo(t plugintest.T) {
 	info := s.sb.Info()
 	if info.ID == "" {
-		t.Error("SandboxInfo.ID is empty")
+		t.Errorf("SandboxInfo.ID is empty")
 	}
 	if !path.IsAbs(info.RepoPath) {
 		t.Errorf("SandboxInfo.RepoPath %q is not absolute", info.RepoPath)
@@ -434,7 +431,7 @@ func (s *suite) testEnv(t plugintest.T) {
 func (s *suite) testHome(t plugintest.T) {
 	home := s.sb.Info().HomePath
 	if home == "" {
-		t.Skip("SandboxInfo.HomePath is empty")
+		t.Skipf("SandboxInfo.HomePath is empty")
 	}
 	r := s.mustExec(t, sh(`printf '%s\n' "$HOME"; test -d "$HOME" && test -w "$HOME" && echo ok`))
 	if want := []string{home, "ok"}; !slices.Equal(r.stdout, want) {
@@ -481,7 +478,7 @@ func hostSecret(t plugintest.T) (dir, secret string) {
 	dir = t.TempDir()
 	secret = "sandboxtest-secret-" + randomID()
 	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte(secret+"\n"), 0o644); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	return dir, secret
 }
@@ -493,9 +490,6 @@ func (s *suite) traversal(p string) string {
 }
 
 func (s *suite) testCwdConfined(t plugintest.T) {
-	if s.opts.HostPathsVisible {
-		t.Skip("Options.HostPathsVisible")
-	}
 	dir, secret := hostSecret(t)
 	link := "sandboxtest-cwdlink-" + randomID()
 	s.mustExec(t, sdk.ExecRequest{Argv: []string{"ln", "-s", dir, link}})
@@ -559,7 +553,7 @@ func (s *suite) checkGone(t plugintest.T, file string) {
 		t.Fatalf("checking the process tree: %v", r)
 	}
 	if r.ExitCode == 0 {
-		t.Error("a background process of the command still runs after the Exec ended (the whole process tree must be killed)")
+		t.Errorf("a background process of the command still runs after the Exec ended (the whole process tree must be killed)")
 	}
 }
 
@@ -642,16 +636,16 @@ func (s *suite) testLongLine(t plugintest.T) {
 		partial = partial || p.Partial
 	}
 	if !partial {
-		t.Error("no piece was marked Partial")
+		t.Errorf("no piece was marked Partial")
 	}
 }
 
 func (s *suite) testBindMount(t plugintest.T) {
 	if s.caps.Contract != sdk.ContractBindMount {
-		t.Skip("isolated provider")
+		t.Skipf("isolated provider")
 	}
 	if err := os.WriteFile(filepath.Join(s.worktree, "sandboxtest-host.txt"), []byte("from host\n"), 0o644); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	r := s.mustExec(t, sh(`cat sandboxtest-host.txt; echo from sandbox > sandboxtest-sandbox.txt`))
 	if !slices.Equal(r.stdout, []string{"from host"}) {
@@ -666,13 +660,13 @@ func (s *suite) testBindMount(t plugintest.T) {
 func writeFile(t plugintest.T, p, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
 
@@ -730,7 +724,7 @@ func (s *suite) testCopyInDir(t plugintest.T) {
 	writeFile(t, filepath.Join(src, "sub", "b.txt"), "b\n", 0o644)
 	writeFile(t, filepath.Join(src, "sub", "run.sh"), "#!/bin/sh\necho ran\n", 0o755)
 	if err := os.MkdirAll(filepath.Join(src, "empty"), 0o755); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	err := s.copyIn(src, "sandboxtest-dir")
 	skipUnsupported(t, "CopyIn of a directory", err)
@@ -795,9 +789,6 @@ func leaked(t plugintest.T, p, secret string) {
 }
 
 func (s *suite) testPathTraversal(t plugintest.T) {
-	if s.opts.HostPathsVisible {
-		t.Skip("Options.HostPathsVisible")
-	}
 	dir, secret := hostSecret(t)
 	src := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, src, "escaped\n", 0o644)
@@ -814,9 +805,6 @@ func (s *suite) testPathTraversal(t plugintest.T) {
 }
 
 func (s *suite) testSymlinkEscape(t plugintest.T) {
-	if s.opts.HostPathsVisible {
-		t.Skip("Options.HostPathsVisible")
-	}
 	dir, secret := hostSecret(t)
 	id := randomID()
 	dirLink, fileLink := "sandboxtest-dirlink-"+id, "sandboxtest-filelink-"+id
@@ -830,7 +818,7 @@ func (s *suite) testSymlinkEscape(t plugintest.T) {
 	}
 	_ = s.copyIn(src, fileLink)
 	if b, _ := os.ReadFile(filepath.Join(dir, "secret")); !bytes.Contains(b, []byte(secret)) {
-		t.Error("CopyIn onto a symlink overwrote a host file outside the sandbox")
+		t.Errorf("CopyIn onto a symlink overwrote a host file outside the sandbox")
 	}
 	out := t.TempDir()
 	_ = s.copyOut(fileLink, filepath.Join(out, "leak"))
@@ -839,8 +827,8 @@ func (s *suite) testSymlinkEscape(t plugintest.T) {
 }
 
 func (s *suite) testSudo(t plugintest.T) {
-	if !s.caps.Sudo || s.opts.SkipSudo {
-		t.Skip("provider does not declare Sudo, or Options.SkipSudo")
+	if !s.caps.Sudo {
+		t.Skipf("provider does not declare Sudo")
 	}
 	r := s.mustExec(t, sdk.ExecRequest{Argv: []string{"id", "-u"}, Sudo: true})
 	if !slices.Equal(r.stdout, []string{"0"}) {
@@ -858,12 +846,12 @@ func (s *suite) testClose(t plugintest.T) {
 		t.Errorf("second Close: %v (must be idempotent)", err)
 	}
 	if _, err := sb.Exec(ctx, sdk.ExecRequest{Argv: []string{"true"}}, func(sdk.OutputLine) {}); err == nil {
-		t.Error("Exec after Close did not fail")
+		t.Errorf("Exec after Close did not fail")
 	}
 	src := filepath.Join(t.TempDir(), "in.txt")
 	writeFile(t, src, "x\n", 0o644)
 	if err := sb.CopyIn(ctx, src, "x.txt"); err == nil {
-		t.Error("CopyIn after Close did not fail")
+		t.Errorf("CopyIn after Close did not fail")
 	}
 }
 
@@ -919,7 +907,7 @@ func (s *suite) testRecover(t plugintest.T) {
 		t.Errorf("after closing the recovered handle the sandbox reads %q: Close must leave the resource", out)
 	}
 	if _, err := rec.Recover(ctx, s.cfg, t.TempDir()); err == nil {
-		t.Error("Recover of a directory that is no sandbox did not fail")
+		t.Errorf("Recover of a directory that is no sandbox did not fail")
 	}
 }
 
@@ -939,11 +927,11 @@ done`
 func (s *suite) ttyExec(t plugintest.T, ctx context.Context, screen *testkit.Screen, stdin *io.PipeReader, resize chan sdk.WindowSize) <-chan result {
 	t.Helper()
 	if !s.caps.TTY {
-		t.Skip("provider does not declare TTY")
+		t.Skipf("provider does not declare TTY")
 	}
 	tsb, ok := s.sb.(sdk.TTYSandbox)
 	if !ok {
-		t.Fatal("the host's sandbox handle does not implement sdk.TTYSandbox")
+		t.Fatalf("the host's sandbox handle does not implement sdk.TTYSandbox")
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -970,7 +958,7 @@ func (s *suite) testTTY(t plugintest.T) {
 	expect := func(text string) {
 		t.Helper()
 		if err := screen.WaitFor(ctx, text); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 	}
 	typeLine := func(line string) {
@@ -989,10 +977,10 @@ func (s *suite) testTTY(t plugintest.T) {
 	for {
 		typeLine("size")
 		if err := screen.WaitFor(ctx, "size="); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		if err := screen.WaitFor(ctx, "\n"); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		out := screen.String()
 		line := out[strings.LastIndex(out, "size="):]
@@ -1023,7 +1011,7 @@ func (s *suite) testTTYCancel(t plugintest.T) {
 	wait, stop := context.WithTimeout(context.Background(), hangGuard)
 	defer stop()
 	if err := screen.WaitFor(wait, "ready"); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	cancel()
 	select {
@@ -1032,7 +1020,7 @@ func (s *suite) testTTYCancel(t plugintest.T) {
 			t.Errorf("ExecTTY after cancel: %v, want context.Canceled", r)
 		}
 	case <-wait.Done():
-		t.Fatal("ExecTTY did not return after its context was cancelled")
+		t.Fatalf("ExecTTY did not return after its context was cancelled")
 	}
 	if r := s.exec(context.Background(), sh(`echo still usable`), nil); r.err != nil || !slices.Equal(r.stdout, []string{"still usable"}) {
 		t.Errorf("Exec after a cancelled ExecTTY: %v", r)

@@ -90,7 +90,7 @@ type stream struct {
 	stop  atomic.Int32
 
 	outMu  sync.Mutex
-	join   sdk.LineJoiner
+	join   joiner
 	stdout *Ring
 	stderr *Ring
 
@@ -126,7 +126,7 @@ func (a *Runner) Invoke(ctx context.Context, n int, prompt, resume string, fork 
 	s := &stream{
 		start:  time.Now(),
 		wake:   make(chan struct{}, 1),
-		join:   sdk.LineJoiner{Max: run.MaxAgentLine},
+		join:   joiner{max: run.MaxAgentLine},
 		stdout: NewRing(tailBytes),
 		stderr: NewRing(tailBytes),
 		match:  newMatcher(a.Signals),
@@ -275,9 +275,8 @@ func (s *stream) output(ctx context.Context, l sdk.OutputLine, queue chan<- []by
 	if !l.Partial {
 		s.stdout.Write([]byte{'\n'})
 	}
-	line, ok := s.join.Add(l)
-	line = append(make([]byte, 0, len(line)), line...) // queued: the joiner reuses its buffer
-	truncated := s.join.Truncated()
+	line, truncated, ok := s.join.add(l)
+	line = append(make([]byte, 0, len(line)), line...) // queued: the caller reuses l.Text
 	s.outMu.Unlock()
 	if !ok {
 		return

@@ -3,6 +3,8 @@ package agentexec
 import (
 	"bytes"
 	"strings"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 // Ring keeps the last bytes written to it, in constant memory.
@@ -122,4 +124,34 @@ func (m *matcher) matched() string {
 		}
 	}
 	return ""
+}
+
+// joiner reassembles the pieces of stdout's lines (sdk.OutputLine.Partial:
+// a line longer than sdk.MaxLineBytes arrives in pieces) and keeps a line's
+// first max bytes, so memory stays bounded whatever the agent prints.
+type joiner struct {
+	max  int
+	line []byte
+	cut  bool
+}
+
+// add takes one piece; once the line's last piece arrives it returns the
+// line and whether it was cut at max. A line that came whole is the
+// piece's own text.
+func (j *joiner) add(l sdk.OutputLine) (line []byte, truncated, ok bool) {
+	text := l.Text
+	if room := max(j.max-len(j.line), 0); len(text) > room {
+		text, j.cut = text[:room], true
+	}
+	if !l.Partial && j.line == nil {
+		truncated, j.cut = j.cut, false
+		return text, truncated, true
+	}
+	j.line = append(j.line, text...)
+	if l.Partial {
+		return nil, false, false
+	}
+	line, truncated = j.line, j.cut
+	j.line, j.cut = nil, false
+	return line, truncated, true
 }

@@ -3,6 +3,8 @@ package agentexec
 import (
 	"strings"
 	"testing"
+
+	"github.com/missingstudio/sanddune/sdk"
 )
 
 func TestRing(t *testing.T) {
@@ -58,5 +60,39 @@ func TestMatcher(t *testing.T) {
 				t.Errorf("window holds %d bytes, more than %d", len(m.window), m.keep)
 			}
 		})
+	}
+}
+
+// TestJoiner: pieces of a line come back as the line, cut at max (and
+// said to be) whether the line came whole or in pieces.
+func TestJoiner(t *testing.T) {
+	t.Parallel()
+	j := joiner{max: 5}
+	for _, c := range []struct {
+		pieces []string // all but the last Partial
+		want   string
+		cut    bool
+	}{
+		{[]string{"abc"}, "abc", false},
+		{[]string{"ab", "cdefg"}, "abcde", true},
+		{[]string{""}, "", false},
+		{[]string{"", ""}, "", false},
+		{[]string{"1234567"}, "12345", true},
+		{[]string{"123456", "7", "8"}, "12345", true},
+		{[]string{"12345"}, "12345", false},
+		{[]string{"", "abc"}, "abc", false},
+	} {
+		var line []byte
+		var cut bool
+		for i, p := range c.pieces {
+			l, truncated, ok := j.add(sdk.OutputLine{Stream: sdk.Stdout, Text: []byte(p), Partial: i < len(c.pieces)-1})
+			if ok != (i == len(c.pieces)-1) {
+				t.Fatalf("%q: piece %d: ok %v", c.pieces, i, ok)
+			}
+			line, cut = l, truncated
+		}
+		if string(line) != c.want || cut != c.cut {
+			t.Errorf("%q: got %q (truncated %v), want %q (%v)", c.pieces, line, cut, c.want, c.cut)
+		}
 	}
 }

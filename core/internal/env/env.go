@@ -178,13 +178,14 @@ func (e *InvalidError) Error() string {
 // otherwise fail on.
 func Check(vars map[string]string) error {
 	var problems []string
+	for _, d := range sdk.CheckEnv(vars, "") {
+		problems = append(problems, d.Detail)
+	}
 	total := 0
 	for _, k := range Keys(vars) {
 		v := vars[k]
 		total += len(k) + 1 + len(v) + 1
 		switch {
-		case !sdk.EnvName(k):
-			problems = append(problems, fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", k))
 		case strings.IndexByte(v, 0) >= 0:
 			problems = append(problems, fmt.Sprintf("the value of %s contains a NUL byte", k))
 		case len(k)+1+len(v) > MaxVar:

@@ -1,7 +1,7 @@
 // Package agentkittest holds test helpers for agent provider plugins:
 // configs decoded the way the host decodes them, golden files, a golden
-// matrix of built commands, Configure and BuildCommand error tables and
-// session rewrites. It complements sdk/agenttest, which checks parsing
+// matrix of built commands, session rewrites checked both ways and a
+// parser fuzzer. It complements sdk/agenttest, which checks parsing
 // through a real gRPC connection.
 //
 //	func TestBuildCommandGolden(t *testing.T) {
@@ -156,84 +156,24 @@ func CheckCommands(t testing.TB, p sdk.AgentProvider, path string, cases []Comma
 	CheckGolden(t, path, b.Bytes())
 }
 
-// CheckBadRequests checks that p's BuildCommand, under the agent block
-// attrs, rejects an unknown mode, a fork without a session and session ids
-// that read as flags or paths.
-func CheckBadRequests(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) {
-	t.Helper()
-	cfg := Config(t, p, attrs)
-	for name, req := range map[string]sdk.CommandRequest{
-		"unknown mode":          {Config: cfg, Mode: "batch"},
-		"fork without session":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ForkSession: true},
-		"flag-like session id":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "--help"},
-		"short-flag session id": {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "-a"},
-		"path-like session id":  {Config: cfg, Mode: sdk.ModePrint, Iteration: 1, ResumeSessionID: "../../x.jsonl"},
-	} {
-		if _, err := p.BuildCommand(context.Background(), req); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
-}
-
-// ConfigureCase is one Configure call: the agent block and the attributes
-// of the error diagnostics it must produce, in order.
-type ConfigureCase struct {
-	Name  string
-	Attrs map[string]cty.Value
-	Want  []string
-}
-
-// CheckConfigure runs each case as a subtest.
-func CheckConfigure(t *testing.T, p sdk.AgentProvider, cases []ConfigureCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			ds, err := p.Configure(context.Background(), Config(t, p, c.Attrs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, d := range ds {
-				if d.Severity == sdk.SeverityError {
-					got = append(got, d.Attribute)
-				}
-			}
-			if !reflect.DeepEqual(got, c.Want) {
-				t.Errorf("error attributes = %v, want %v (%v)", got, c.Want, ds)
-			}
-		})
-	}
-}
-
-// Describe returns p's description of the agent block attrs.
-func Describe(t testing.TB, p sdk.AgentProvider, attrs map[string]cty.Value) sdk.AgentDescription {
-	t.Helper()
-	d, err := p.Describe(context.Background(), Config(t, p, attrs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// Rewrite returns p's rewrite of a session file from one cwd to another.
+// Rewrite rewrites a session file from one cwd to another, checks that
+// rewriting it back gives data again, and returns the rewritten file.
 func Rewrite(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
+	t.Helper()
+	got := rewrite(t, p, data, from, to)
+	if back := rewrite(t, p, got, to, from); !bytes.Equal(back, data) {
+		t.Error("rewriting back does not give the original session")
+	}
+	return got
+}
+
+func rewrite(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
 	t.Helper()
 	out, err := p.RewriteSession(context.Background(), sdk.RewriteSessionRequest{Data: data, FromCwd: from, ToCwd: to})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// RewriteRoundTrip rewrites a session file from one cwd to another, checks that
-// rewriting it back gives data again, and returns the rewritten file.
-func RewriteRoundTrip(t testing.TB, p sdk.AgentProvider, data []byte, from, to string) []byte {
-	t.Helper()
-	got := Rewrite(t, p, data, from, to)
-	if back := Rewrite(t, p, got, to, from); !bytes.Equal(back, data) {
-		t.Error("rewriting back does not give the original session")
-	}
-	return got
 }
 
 // FuzzParser fuzzes an agent's stream parser (newParser returns a fresh

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -52,6 +53,9 @@ func (AgentProvider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sd
 	}
 	if len(c.Command) == 0 {
 		return sdk.Command{}, errors.New("empty command")
+	}
+	if req.Mode != sdk.ModePrint && req.Mode != sdk.ModeInteractive {
+		return sdk.Command{}, fmt.Errorf("unknown mode %q", req.Mode)
 	}
 	return sdk.Command{Argv: c.Command, Stdin: []byte(req.Prompt)}, nil
 }

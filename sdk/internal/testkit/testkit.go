@@ -103,7 +103,7 @@ func CheckFile(t plugintest.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	fi, err := os.Lstat(path)
 	if err != nil {
-		t.Error(err)
+		t.Errorf("%v", err)
 		return
 	}
 	data, _ := os.ReadFile(path)
@@ -115,7 +115,7 @@ func CheckFile(t plugintest.T, path, content string, mode os.FileMode) {
 func must(t plugintest.T, err error) {
 	t.Helper()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 }
 
