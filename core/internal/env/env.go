@@ -180,15 +180,9 @@ func Check(vars map[string]string) error {
 	var problems []string
 	total := 0
 	for _, k := range Keys(vars) {
-		v := vars[k]
-		total += len(k) + 1 + len(v) + 1
-		switch {
-		case !sdk.EnvName(k):
-			problems = append(problems, fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", k))
-		case strings.IndexByte(v, 0) >= 0:
-			problems = append(problems, fmt.Sprintf("the value of %s contains a NUL byte", k))
-		case len(k)+1+len(v) > MaxVar:
-			problems = append(problems, fmt.Sprintf("the value of %s is %d bytes; a variable holds at most %d (KiB: %d)", k, len(v), MaxVar-len(k)-1, MaxVar>>10))
+		total += len(k) + 1 + len(vars[k]) + 1
+		if p := entryProblem(k, vars[k]); p != "" {
+			problems = append(problems, p)
 		}
 	}
 	if total > MaxTotal && len(problems) == 0 {
@@ -198,6 +192,38 @@ func Check(vars map[string]string) error {
 		return &InvalidError{Problems: problems}
 	}
 	return nil
+}
+
+// Valid checks each entry of vars as Check does, and returns those it
+// accepts with an *InvalidError naming the others; their total size is
+// Resolve's to check, in the merged env.
+func Valid(vars map[string]string) (map[string]string, error) {
+	ok := map[string]string{}
+	var problems []string
+	for _, k := range Keys(vars) {
+		if p := entryProblem(k, vars[k]); p != "" {
+			problems = append(problems, p)
+			continue
+		}
+		ok[k] = vars[k]
+	}
+	if len(problems) > 0 {
+		return ok, &InvalidError{Problems: problems}
+	}
+	return ok, nil
+}
+
+// entryProblem is what no process can be started with in KEY=v, or "".
+func entryProblem(k, v string) string {
+	switch {
+	case !sdk.EnvName(k):
+		return fmt.Sprintf("%q is not a variable name (letters, digits and _, not starting with a digit)", k)
+	case strings.IndexByte(v, 0) >= 0:
+		return fmt.Sprintf("the value of %s contains a NUL byte", k)
+	case len(k)+1+len(v) > MaxVar:
+		return fmt.Sprintf("the value of %s is %d bytes; a variable holds at most %d (KiB: %d)", k, len(v), MaxVar-len(k)-1, MaxVar>>10)
+	}
+	return ""
 }
 
 // CheckRequired fails when a group has no non-empty key in env.
