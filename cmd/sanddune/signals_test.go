@@ -75,6 +75,7 @@ func assertNothingLeft(t *testing.T, dir, tmp string) {
 // exits 130 saying it was cancelled, never a config, repo or preflight
 // error, and leaves nothing behind.
 func TestEarlyInterruptIsCancelled(t *testing.T) {
+	t.Parallel()
 	for _, delay := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
 		t.Run(delay.String(), func(t *testing.T) {
 			t.Parallel() // each its own repository and TMPDIR: the waits overlap
