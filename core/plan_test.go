@@ -263,7 +263,8 @@ func TestFakeRunProblemsInOnePass(t *testing.T) {
 // in a session with 3 steps is one error, at the attribute. What differs
 // between instances (an expression of each) or steps (a step's own
 // attribute) is reported where it is wrong, and what depends on the
-// agent once per agent block.
+// agent once per agent block. An unused prompt argument of a for_each
+// block is one warning too.
 func TestFakeBlockProblemsOnceAcrossInstancesAndSteps(t *testing.T) {
 	t.Parallel()
 	const missing = "SANDDUNE_TEST_NEVER_SET_TOKEN"
@@ -273,7 +274,7 @@ func TestFakeBlockProblemsOnceAcrossInstancesAndSteps(t *testing.T) {
   for_each           = ["x", "y", "z"]
   prompt             = "x"
   idle_timeout       = "soon"
-  env                = { "A=B" = "x" }
+  env                = { "A=B" = "x", T = each.value == "z" ? "a\u0000b" : "ok" }
   completion_timeout = each.value == "z" ? "later" : "5m"
   branch_strategy    = { type = "branch", branch = "r/${each.value}" }
 }
@@ -295,7 +296,15 @@ session "s" {
     idle_timeout = "never"
   }
 }
-`)
+run "w" {
+  sandbox         = sandbox.box.dev
+  agent           = agent.sess.s
+  for_each        = ["x", "y", "z"]
+  prompt_file     = "w.md"
+  prompt_args     = { ITEM = each.value, EXTRA = "x" }
+  branch_strategy = { type = "branch", branch = "w/${each.value}" }
+}
+`, "w.md", "do {{ITEM}}")
 	plugins := newPlugins()
 	plugins.cli.desc.RequiredEnv = [][]string{{missing}}
 	p, err := plan(t, path, plugins, Selection{Strict: true})
@@ -318,6 +327,8 @@ session "s" {
 	}{
 		{"run.r", "idle_timeout", "soon", 10, 24},
 		{"run.r", "env", `"A=B" is not a variable name`, 11, 24},
+		{"run.r", "env.T", "NUL", 11, 43},
+		{"run.w", "prompt_args", `"EXTRA" is set but not used`, 38, 21},
 		{"run.r", "completion_timeout", "later", 12, 24},
 		{"run.r", "env", missing, 11, 24},
 		{"session.s", "env", `"C=D" is not a variable name`, 17, 13},
@@ -332,8 +343,8 @@ session "s" {
 		}
 		at(t, found[0], tc.line, tc.col)
 	}
-	if n := len(ds.Errors()); n != 8 {
-		t.Fatalf("%d errors, want 8:\n%v", n, ds)
+	if n := len(ds.Errors()); n != 9 || len(ds) != 10 {
+		t.Fatalf("%d errors and %d warnings, want 9 and 1:\n%v", n, len(ds)-n, ds)
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -468,11 +469,27 @@ func (r *RunBlock) EachRanges() []hcl.Range {
 		}
 		return false
 	}
+	// add adds e's range, or, for an object whose keys do not reference
+	// each, the ranges of its values that do: in prompt_args = { ID =
+	// each.key, MODE = "x" } a problem of MODE is every instance's.
+	var add func(e hclsyntax.Expression)
+	add = func(e hclsyntax.Expression) {
+		obj, ok := e.(*hclsyntax.ObjectConsExpr)
+		if !ok || slices.ContainsFunc(obj.Items, func(it hclsyntax.ObjectConsItem) bool { return refsEach(it.KeyExpr) }) {
+			out = append(out, e.Range())
+			return
+		}
+		for _, it := range obj.Items {
+			if refsEach(it.ValueExpr) {
+				add(it.ValueExpr)
+			}
+		}
+	}
 	var walk func(b *hclsyntax.Body)
 	walk = func(b *hclsyntax.Body) {
 		for _, a := range b.Attributes {
 			if refsEach(a.Expr) {
-				out = append(out, a.Expr.Range())
+				add(a.Expr)
 			}
 		}
 		for _, nb := range b.Blocks {

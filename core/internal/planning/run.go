@@ -303,10 +303,8 @@ func (c *runCheck) repository() {
 	}
 	// The run's own entries are checked here, the merged env by Resolve:
 	// what an entry of the run cannot be is reported once, whatever agent.
-	runEnv, err := env.Valid(o.Env)
-	if err != nil {
-		c.fail("env", "Invalid env", err)
-	}
+	runEnv, ds := envEntries(c.block, "env", o.Env)
+	c.diags = append(c.diags, ds...)
 	if s.Env, err = env.Resolve(env.Layers{
 		DotEnv: rs.DotEnv, Agent: c.desc.Env, Sandbox: c.sbDesc.Env, Run: runEnv, Required: c.desc.RequiredEnv,
 	}); err != nil {
@@ -316,6 +314,29 @@ func (c *runCheck) repository() {
 	if c.p.redact != nil {
 		c.p.redact(s.Redact)
 	}
+}
+
+// envEntries checks the entries of a run's (or a step's) own env at attr:
+// a name that is no variable name at attr, a value no process can be
+// given at attr.<name>. It returns the entries that pass.
+func envEntries(block, attr string, vars map[string]string) (map[string]string, Diagnostics) {
+	valid, err := env.Valid(vars)
+	if err == nil {
+		return valid, nil
+	}
+	var ds Diagnostics
+	for _, k := range env.Keys(vars) {
+		if _, ok := valid[k]; ok {
+			continue
+		}
+		_, err := env.Valid(map[string]string{k: vars[k]})
+		at := attr
+		if sdk.EnvName(k) {
+			at += "." + k
+		}
+		ds = append(ds, Diagnostic{Severity: Error, Block: block, Attribute: at, Summary: "Invalid env", Detail: err.Error(), Err: err})
+	}
+	return valid, ds
 }
 
 // ask loads an interactive session's prompt again, asking for the

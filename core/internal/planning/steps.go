@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/missingstudio/sanddune/core/config"
-	"github.com/missingstudio/sanddune/core/internal/env"
 	"github.com/missingstudio/sanddune/core/internal/execute"
 	"github.com/missingstudio/sanddune/core/internal/session"
 	"github.com/missingstudio/sanddune/core/run"
@@ -101,10 +100,8 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 		o := shared
 		sv := &Values{Block: block}
 		sv.loop(&o, stb.Prompt, stb.PromptFile, stb.PromptArgs, stb.MaxIterations, stb.CompletionSignal, stb.IdleTimeout, stb.CompletionTimeout, stb.Output)
-		stepEnv, err := env.Valid(stb.Env)
-		if err != nil {
-			sv.Diags = append(sv.Diags, Diagnostic{Severity: Error, Block: block, Attribute: "env", Summary: "Invalid env", Detail: err.Error(), Err: err})
-		}
+		stepEnv, ds := envEntries(block, "env", stb.Env)
+		sv.Diags = append(sv.Diags, ds...)
 		o.Env = maps.Clone(shared.Env)
 		if o.Env == nil {
 			o.Env = map[string]string{}
