@@ -177,26 +177,22 @@ func (e *InvalidError) Error() string {
 // total past what exec accepts: what the sandbox's first command would
 // otherwise fail on.
 func Check(vars map[string]string) error {
-	var problems []string
+	if _, err := Valid(vars); err != nil {
+		return err
+	}
 	total := 0
-	for _, k := range Keys(vars) {
-		total += len(k) + 1 + len(vars[k]) + 1
-		if p := entryProblem(k, vars[k]); p != "" {
-			problems = append(problems, p)
-		}
+	for k, v := range vars {
+		total += len(k) + 1 + len(v) + 1
 	}
-	if total > MaxTotal && len(problems) == 0 {
-		problems = append(problems, fmt.Sprintf("the variables add up to %d bytes; at most %d (1 MiB) can be passed", total, MaxTotal))
-	}
-	if len(problems) > 0 {
-		return &InvalidError{Problems: problems}
+	if total > MaxTotal {
+		return &InvalidError{Problems: []string{fmt.Sprintf("the variables add up to %d bytes; at most %d (1 MiB) can be passed", total, MaxTotal)}}
 	}
 	return nil
 }
 
-// Valid checks each entry of vars as Check does, and returns those it
-// accepts with an *InvalidError naming the others; their total size is
-// Resolve's to check, in the merged env.
+// Valid checks each entry of vars, and returns those it accepts with an
+// *InvalidError naming the others; their total size is Check's, in the
+// merged env (Resolve).
 func Valid(vars map[string]string) (map[string]string, error) {
 	ok := map[string]string{}
 	var problems []string
