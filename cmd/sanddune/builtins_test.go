@@ -44,11 +44,12 @@ func TestBuiltinsBinaryServesTheBuiltins(t *testing.T) {
 // component of sanddune-plugin-builtins, each started as sanddune starts
 // it (handshake, AutoMTLS, real gRPC): the daemonless ones here, the
 // engines' where the engine (and the test image) are here, each in a test
-// of its own (TestBuiltinsBinaryConformancePodman, …: the package's first
-// parallel tests, so that their kits, serial inside, overlap the rest
-// instead of ending the package). An agent's kit runs with an empty block
-// unless agentConfigs says otherwise; vercel's needs its fake API and
-// credentials in the environment (TestBuiltinsBinaryConformanceVercel).
+// of its own (TestBuiltinsBinaryConformancePodman, …: top-level parallel
+// tests start among the package's others, where subtests start after all
+// of them, so their kits, serial inside, no longer end the package alone).
+// An agent's kit runs with an empty block unless agentConfigs says
+// otherwise; vercel's needs its fake API and credentials in the
+// environment (TestBuiltinsBinaryConformanceVercel).
 func TestBuiltinsBinaryConformance(t *testing.T) {
 	t.Parallel()
 	bin := builtinsPath()
