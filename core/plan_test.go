@@ -230,7 +230,7 @@ func TestFakeSudoHookReportedOnce(t *testing.T) {
 
 // TestFakeRunProblemsInOnePass: a value that cannot be read (a duration)
 // does not hide the run's other problems; each is reported once, at its
-// attribute, also in a session step and in a for_each instance.
+// attribute (across instances and steps: TestFakeBlockProblemsOnceAcrossInstancesAndSteps).
 func TestFakeRunProblemsInOnePass(t *testing.T) {
 	t.Parallel()
 	path := repoWith(t, blocks+`run "r" {
@@ -254,6 +254,97 @@ func TestFakeRunProblemsInOnePass(t *testing.T) {
 	at(t, only(t, p.Diagnostics, "Invalid max_iterations"), 12, 23)
 	if n := len(p.Diagnostics.Errors()); n != 5 {
 		t.Fatalf("%d errors, want 5:\n%v", n, p.Diagnostics)
+	}
+}
+
+// TestFakeBlockProblemsOnceAcrossInstancesAndSteps: a for_each block is
+// checked once, not once per instance, and a session's values once, not
+// once per step: a bad attribute in a for_each run with 3 instances and
+// in a session with 3 steps is one error, at the attribute. What differs
+// between instances (an expression of each) or steps (a step's own
+// attribute) is reported where it is wrong, and what depends on the
+// agent once per agent block. An unused prompt argument of a for_each
+// block is one warning too.
+func TestFakeBlockProblemsOnceAcrossInstancesAndSteps(t *testing.T) {
+	t.Parallel()
+	const missing = "SANDDUNE_TEST_NEVER_SET_TOKEN"
+	path := repoWith(t, blocks+`run "r" {
+  sandbox            = sandbox.box.dev
+  agent              = agent.cli.a
+  for_each           = ["x", "y", "z"]
+  prompt             = "x"
+  idle_timeout       = "soon"
+  env                = { "A=B" = "x", T = each.value == "z" ? "a\u0000b" : "ok" }
+  completion_timeout = each.value == "z" ? "later" : "5m"
+  branch_strategy    = { type = "branch", branch = "r/${each.value}" }
+}
+session "s" {
+  sandbox = sandbox.box.dev
+  env     = { "C=D" = "x" }
+  step "one" {
+    agent        = agent.cli.a
+    prompt       = "x"
+    idle_timeout = "never"
+  }
+  step "two" {
+    agent  = agent.cli.a
+    prompt = "x"
+  }
+  step "three" {
+    agent        = agent.sess.s
+    prompt       = "x"
+    idle_timeout = "never"
+  }
+}
+run "w" {
+  sandbox         = sandbox.box.dev
+  agent           = agent.sess.s
+  for_each        = ["x", "y", "z"]
+  prompt_file     = "w.md"
+  prompt_args     = { ITEM = each.value, EXTRA = "x" }
+  branch_strategy = { type = "branch", branch = "w/${each.value}" }
+}
+`, "w.md", "do {{ITEM}}")
+	plugins := newPlugins()
+	plugins.cli.desc.RequiredEnv = [][]string{{missing}}
+	p, err := plan(t, path, plugins, Selection{Strict: true})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	ds := p.Diagnostics
+	find := func(block, attr, detail string) []Diagnostic {
+		var out []Diagnostic
+		for _, d := range ds {
+			if d.Block == block && d.Attribute == attr && strings.Contains(d.Detail, detail) {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		block, attr, detail string
+		line, col           int
+	}{
+		{"run.r", "idle_timeout", "soon", 10, 24},
+		{"run.r", "env", `"A=B" is not a variable name`, 11, 24},
+		{"run.r", "env.T", "NUL", 11, 43},
+		{"run.w", "prompt_args", `"EXTRA" is set but not used`, 38, 21},
+		{"run.r", "completion_timeout", "later", 12, 24},
+		{"run.r", "env", missing, 11, 24},
+		{"session.s", "env", `"C=D" is not a variable name`, 17, 13},
+		{"session.s", "env", missing, 17, 13},
+		{"session.s", "step.one.idle_timeout", "never", 21, 20},
+		{"session.s", "step.three.idle_timeout", "never", 30, 20},
+	} {
+		found := find(tc.block, tc.attr, tc.detail)
+		if len(found) != 1 {
+			t.Errorf("%s %s %q: reported %d times, want once, in:\n%v", tc.block, tc.attr, tc.detail, len(found), ds)
+			continue
+		}
+		at(t, found[0], tc.line, tc.col)
+	}
+	if n := len(ds.Errors()); n != 9 || len(ds) != 10 {
+		t.Fatalf("%d errors and %d warnings, want 9 and 1:\n%v", n, len(ds)-n, ds)
 	}
 }
 

@@ -8,14 +8,13 @@ import (
 	"sort"
 
 	"github.com/missingstudio/sanddune/core/internal/runstate"
+	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/core/worktree"
 )
 
 // RunState is a run in progress as its sanddune process records it in
-// .sanddune/runs (`sanddune status`): the run, its process, its phase and
-// iteration, the tokens of its finished iterations, its branch and its
-// log.
-type RunState = runstate.State
+// .sanddune/runs (`sanddune status`).
+type RunState = run.State
 
 // RunsInProgress lists the runs in progress in the repository holding dir
 // (of every sanddune process working in it), by start time, and that

@@ -70,6 +70,7 @@ run "r" {
 }
 
 func TestAgentStreamErrorsFailTheRun(t *testing.T) {
+	t.Parallel()
 	cases := map[string]agentCase{
 		"claude is_error, exit 0": {plugin: "claude", exit: "0", message: "API Error: 529 overloaded",
 			stream: `{"type":"system","subtype":"init","session_id":"s1"}

@@ -42,34 +42,21 @@ func TestBuiltinsBinaryServesTheBuiltins(t *testing.T) {
 
 // TestBuiltinsBinaryConformance runs the conformance kits against every
 // component of sanddune-plugin-builtins, each started as sanddune starts
-// it (handshake, AutoMTLS, real gRPC): the daemonless ones always, docker
-// and podman where the engine and the test image are here. An agent's kit
-// runs with an empty block unless agentConfigs says otherwise; vercel's
-// needs its fake API and credentials in the environment
-// (TestBuiltinsBinaryConformanceVercel).
+// it (handshake, AutoMTLS, real gRPC): the daemonless ones here, the
+// engines' where the engine (and the test image) are here, each in a test
+// of its own (TestBuiltinsBinaryConformancePodman, …: top-level parallel
+// tests start among the package's others, where subtests start after all
+// of them, so their kits, serial inside, no longer end the package alone).
+// An agent's kit runs with an empty block unless agentConfigs says
+// otherwise; vercel's needs its fake API and credentials in the
+// environment (TestBuiltinsBinaryConformanceVercel).
 func TestBuiltinsBinaryConformance(t *testing.T) {
 	t.Parallel()
 	bin := builtinsPath()
 	served, agents := plugintest.Binary(t, bin)
 	sandboxes := map[string]func(*testing.T) sandboxtest.Options{
-		"local": func(*testing.T) sandboxtest.Options { return sandboxtest.Options{} },
-		"bubblewrap": func(t *testing.T) sandboxtest.Options {
-			_, err := exec.LookPath("bwrap")
-			kittest.RequireEngine(t, "bubblewrap", err)
-			return sandboxtest.Options{}
-		},
-		"docker": func(t *testing.T) sandboxtest.Options {
-			requireDocker(t)
-			return sandboxtest.Options{Config: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(testImage())})}
-		},
-		"podman": func(t *testing.T) sandboxtest.Options {
-			// The kit creates without the preflight that lowers podman's
-			// nofile and nproc limits under this host's hard limits when
-			// they exceed them: set them low.
-			body := requirePodman(t) + `ulimits = { nofile = "1024:1024", nproc = "1024:1024" }` + "\n"
-			return sandboxtest.Options{Config: blockValue(t, body)}
-		},
-		"vercel": nil,
+		"local":  func(*testing.T) sandboxtest.Options { return sandboxtest.Options{} },
+		"podman": nil, "docker": nil, "bubblewrap": nil, "vercel": nil, // tests of their own
 	}
 	agentConfigs := map[string]cty.Value{
 		"command": cty.ObjectVal(map[string]cty.Value{
@@ -102,6 +89,34 @@ func TestBuiltinsBinaryConformance(t *testing.T) {
 			agenttest.RunBinary(t, bin, name, cfg)
 		})
 	}
+}
+
+// TestBuiltinsBinaryConformancePodman: the sandbox kit against the podman
+// component of sanddune-plugin-builtins (TestBuiltinsBinaryConformance).
+func TestBuiltinsBinaryConformancePodman(t *testing.T) {
+	t.Parallel()
+	// The kit creates without the preflight that lowers podman's nofile
+	// and nproc limits under this host's hard limits when they exceed
+	// them: set them low.
+	body := requirePodman(t) + `ulimits = { nofile = "1024:1024", nproc = "1024:1024" }` + "\n"
+	sandboxtest.RunBinary(t, builtinsPath(), "podman", sandboxtest.Options{Config: blockValue(t, body)})
+}
+
+// TestBuiltinsBinaryConformanceDocker: the sandbox kit against the docker
+// component (TestBuiltinsBinaryConformance).
+func TestBuiltinsBinaryConformanceDocker(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	sandboxtest.RunBinary(t, builtinsPath(), "docker", sandboxtest.Options{Config: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(testImage())})})
+}
+
+// TestBuiltinsBinaryConformanceBubblewrap: the sandbox kit against the
+// bubblewrap component (TestBuiltinsBinaryConformance).
+func TestBuiltinsBinaryConformanceBubblewrap(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("bwrap")
+	kittest.RequireEngine(t, "bubblewrap", err)
+	sandboxtest.RunBinary(t, builtinsPath(), "bubblewrap", sandboxtest.Options{})
 }
 
 // TestBuiltinsBinaryConformanceVercel runs the sandbox kit against the

@@ -171,12 +171,14 @@ func testInteractive(t *testing.T, dir string) {
 // TestInteractiveOnTheHost runs the TUI without a sandbox (sandbox =
 // "none"), on a host pseudo-terminal, in the repository.
 func TestInteractiveOnTheHost(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	interactiveConfig(t, dir, `sandbox = "none"`)
 	testInteractive(t, dir)
 }
 
 func TestInteractiveInDocker(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	dir := gitRepo(t)
 	interactiveConfig(t, dir, `sandbox "docker" "d" {
@@ -189,6 +191,7 @@ func TestInteractiveInDocker(t *testing.T) {
 }
 
 func TestInteractiveInBubblewrap(t *testing.T) {
+	t.Parallel()
 	_, err := exec.LookPath("bwrap")
 	kittest.RequireEngine(t, "bubblewrap", err)
 	dir := gitRepo(t)
@@ -228,6 +231,7 @@ func TestInteractiveCtrlCAndCrashRestoreTheTerminal(t *testing.T) {
 // TestNoSandboxOnlyForInteractive: run and validate refuse sandbox =
 // "none" at the attribute.
 func TestNoSandboxOnlyForInteractive(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	interactiveConfig(t, dir, `sandbox = "none"`)
 	for _, cmd := range []string{"run", "validate"} {
@@ -241,6 +245,7 @@ func TestNoSandboxOnlyForInteractive(t *testing.T) {
 // TestUnattendedModelAgentNeedsABoundary: claude in local is refused at
 // validate time (exit 1: the config has errors) unless allow_unconfined = true; the command agent is not.
 func TestUnattendedModelAgentNeedsABoundary(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, agent, extra string
 		code               int
@@ -302,6 +307,7 @@ func TestInteractiveKilledPluginRestoresTheTerminal(t *testing.T) {
 // lacks is asked for at the terminal by interactive (the agent gets the
 // answer in its prompt), and stays an error for run.
 func TestInteractiveAsksForAMissingPromptArgument(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	// A fake claude TUI: it prints the prompt (its last argument).
 	env := agentEnv(t, dir, "claude", "#!/bin/sh\nfor a; do last=$a; done\necho \"prompt: $last\"\n", "/dev/null")
@@ -334,6 +340,7 @@ run "fix" {
 // TestInteractiveWithoutAPrompt: an interactive session needs no prompt:
 // the agent's TUI opens with none (no prompt argument); run still needs one.
 func TestInteractiveWithoutAPrompt(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	// A fake claude TUI: it says how many arguments follow its flags.
 	env := agentEnv(t, dir, "claude", "#!/bin/sh\nfor a; do case $a in --) echo \"prompt given\"; exit 0;; esac; done\necho \"no prompt\"\n", "/dev/null")

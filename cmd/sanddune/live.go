@@ -72,8 +72,7 @@ func newLiveOutput(g *globals, f *runFlags, base *core.RunOptions) *liveOutput {
 func (lo *liveOutput) start(ctx context.Context, p *core.RunPlan) {
 	var runs []live.Run
 	for _, r := range p.Runs {
-		runs = append(runs, live.Run{Name: r.Name, Block: r.Block, Key: r.Key, Pipeline: r.Pipeline,
-			DependsOn: r.DependsOn, MaxIterations: r.MaxIterations, ForEach: r.ForEach != ""})
+		runs = append(runs, *r)
 	}
 	v := live.Start(os.Stdout, runs)
 	lo.out.set(v.Writer(os.Stdout))

@@ -42,15 +42,26 @@ func TestMain(m *testing.M) {
 	sanddune = filepath.Join(dir, "bin", "sanddune")
 	pluginDir = filepath.Join(dir, "plugins")
 	// sanddune and its built-in plugins, as make install lays them out. The
-	// example is a module of its own (examples/go.mod): built from there.
+	// example is a module of its own (examples/go.mod): built from there,
+	// at the same time (the links overlap).
+	var builds []*exec.Cmd
+	var outs []*bytes.Buffer
 	for _, b := range [][3]string{
 		{filepath.Dir(sanddune) + "/", "../..", "./cmd/..."},
 		{filepath.Join(pluginDir, "sanddune-plugin-tmpdir"), "../../examples", "./tmpdir-sandbox"},
 	} {
 		cmd := exec.Command("go", "build", "-C", b[1], "-o", b[0], b[2])
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make install builds them (the egress enforcer runs in any image)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			panic("go build " + b[1] + "/" + b[2] + ": " + err.Error() + "\n" + string(out))
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			panic(err)
+		}
+		builds, outs = append(builds, cmd), append(outs, out)
+	}
+	for i, cmd := range builds {
+		if err := cmd.Wait(); err != nil {
+			panic(strings.Join(cmd.Args, " ") + ": " + err.Error() + "\n" + outs[i].String())
 		}
 	}
 	code := m.Run()

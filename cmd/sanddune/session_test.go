@@ -43,6 +43,7 @@ func commitStep(script, msg string) string {
 // worktree; step 3 finds it there. Each step reports its own commits, the
 // session its branch and all of them, and no container is left.
 func TestSessionInDockerSharesOneSandbox(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "docker" "d" {
@@ -102,6 +103,7 @@ session "build" {
 // previous step's agent session, found in the shared sandbox; a failing
 // step ends the session, which reports the steps so far.
 func TestSessionStepResumesThePreviousStep(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	env := agentEnv(t, dir, "claude", fakeClaude, "../../plugins/claude/testdata/claude-stream.jsonl")
 	env = append(env, "ANTHROPIC_API_KEY=sk-fake")
@@ -144,6 +146,7 @@ session "fix" {
 // TestSessionPlanErrorsAreAtTheStepAttribute: a session is planned like a
 // run, and a step's problems are diagnostics at the step's attribute.
 func TestSessionPlanErrorsAreAtTheStepAttribute(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "a" {
@@ -171,6 +174,7 @@ session "s" {
 // keep their defaults), shown by the plan; a bad one is a diagnostic in
 // the block.
 func TestTimeoutsBlock(t *testing.T) {
+	t.Parallel()
 	dir := gitRepo(t)
 	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
 agent "command" "a" {

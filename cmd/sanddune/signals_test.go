@@ -75,33 +75,37 @@ func assertNothingLeft(t *testing.T, dir, tmp string) {
 // exits 130 saying it was cancelled, never a config, repo or preflight
 // error, and leaves nothing behind.
 func TestEarlyInterruptIsCancelled(t *testing.T) {
+	t.Parallel()
 	for _, delay := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
-		dir := gitRepo(t)
-		tmp := t.TempDir()
-		writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), localRunConfig(""))
-		cmd := sandduneCmd(dir, "run")
-		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for !hasChild(cmd.Process.Pid) { // it handles signals before it starts plugins
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(delay)
-		cmd.Process.Signal(os.Interrupt)
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(out.String(), "cancelled") {
-			t.Fatalf("interrupt after %v: %v, want exit 130 and cancelled\n%s", delay, err, out.String())
-		}
-		for _, bad := range []string{"has errors", "failed", "no commits", "not inside a git"} {
-			if strings.Contains(out.String(), bad) {
-				t.Errorf("interrupt after %v reported %q:\n%s", delay, bad, out.String())
+		t.Run(delay.String(), func(t *testing.T) {
+			t.Parallel() // each its own repository and TMPDIR: the waits overlap
+			dir := gitRepo(t)
+			tmp := t.TempDir()
+			writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), localRunConfig(""))
+			cmd := sandduneCmd(dir, "run")
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-		}
-		assertNothingLeft(t, dir, tmp)
+			for !hasChild(cmd.Process.Pid) { // it handles signals before it starts plugins
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(delay)
+			cmd.Process.Signal(os.Interrupt)
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(out.String(), "cancelled") {
+				t.Fatalf("interrupt after %v: %v, want exit 130 and cancelled\n%s", delay, err, out.String())
+			}
+			for _, bad := range []string{"has errors", "failed", "no commits", "not inside a git"} {
+				if strings.Contains(out.String(), bad) {
+					t.Errorf("interrupt after %v reported %q:\n%s", delay, bad, out.String())
+				}
+			}
+			assertNothingLeft(t, dir, tmp)
+		})
 	}
 }
 

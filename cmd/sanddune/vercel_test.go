@@ -66,12 +66,14 @@ type runDoc struct {
 }
 
 func TestVercelRunAgainstFakeAPILandsAgentCommits(t *testing.T) {
-	srv, env := fakeVercel(t)
+	t.Parallel()
 	for name, strategy := range map[string]string{
 		"Branch":      `{ type = "branch", branch = "agent/vercel" }`,
 		"MergeToHead": `{ type = "merge-to-head" }`,
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each its own fake API: the injected 429's Retry-After second overlaps
+			srv, env := fakeVercel(t)
 			dir := gitRepo(t)
 			writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "vercel" "vm" {
   vcpus   = 2
@@ -123,26 +125,24 @@ run "remote" {
 			if len(srv.Sandboxes()) != 0 || srv.RunningSessions() != 0 {
 				t.Errorf("sandboxes left after the run: %v", srv.Sandboxes())
 			}
+			retried := map[vercelfake.Route]int{}
+			for _, req := range srv.Requests() {
+				if req.Status == 429 || req.Status >= 500 {
+					retried[req.Route]++
+				}
+				if req.TeamID != "team_e2e" {
+					t.Errorf("%s %s without the team id", req.Method, req.Path)
+				}
+				if req.Route == vercelfake.RouteCreate && req.Status == 200 && !strings.Contains(string(req.Body), `"persistent":false`) {
+					t.Errorf("create without persistent:false: %s", req.Body)
+				}
+			}
+			for _, r := range []vercelfake.Route{vercelfake.RouteCreate, vercelfake.RouteWrite, vercelfake.RouteCmdLogs} {
+				if retried[r] != 1 {
+					t.Errorf("%s: %d failed attempts, want the one injected (then retried)", r, retried[r])
+				}
+			}
 		})
-	}
-	retried := map[vercelfake.Route]int{}
-	for _, req := range srv.Requests() {
-		if req.Status == 429 || req.Status >= 500 {
-			retried[req.Route]++
-		}
-		if req.TeamID != "team_e2e" {
-			t.Errorf("%s %s without the team id", req.Method, req.Path)
-		}
-	}
-	for _, r := range []vercelfake.Route{vercelfake.RouteCreate, vercelfake.RouteWrite, vercelfake.RouteCmdLogs} {
-		if retried[r] != 2 {
-			t.Errorf("%s: %d failed attempts, want the 2 injected (then retried)", r, retried[r])
-		}
-	}
-	for _, req := range srv.Requests() {
-		if req.Route == vercelfake.RouteCreate && req.Status == 200 && !strings.Contains(string(req.Body), `"persistent":false`) {
-			t.Errorf("create without persistent:false: %s", req.Body)
-		}
 	}
 }
 

@@ -2,11 +2,13 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/missingstudio/sanddune/core/suggest"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -450,4 +452,61 @@ func (f *File) ExprText(expr hcl.Expression) string {
 		return ""
 	}
 	return strings.TrimSpace(string(rng.SliceBytes(hf.Bytes)))
+}
+
+// EachRanges are the ranges of the block's expressions that reference
+// each: the only parts in which one instance of a for_each differs from
+// another. A problem elsewhere in the block is the same in every
+// instance. In a body that is not native syntax (JSON) every nested
+// block counts as one such range.
+func (r *RunBlock) EachRanges() []hcl.Range {
+	var out []hcl.Range
+	refsEach := func(e hcl.Expression) bool {
+		for _, tr := range e.Variables() {
+			if tr.RootName() == "each" {
+				return true
+			}
+		}
+		return false
+	}
+	// add adds e's range, or, for an object whose keys do not reference
+	// each, the ranges of its values that do: in prompt_args = { ID =
+	// each.key, MODE = "x" } a problem of MODE is every instance's.
+	var add func(e hclsyntax.Expression)
+	add = func(e hclsyntax.Expression) {
+		obj, ok := e.(*hclsyntax.ObjectConsExpr)
+		if !ok || slices.ContainsFunc(obj.Items, func(it hclsyntax.ObjectConsItem) bool { return refsEach(it.KeyExpr) }) {
+			out = append(out, e.Range())
+			return
+		}
+		for _, it := range obj.Items {
+			if refsEach(it.ValueExpr) {
+				add(it.ValueExpr)
+			}
+		}
+	}
+	var walk func(b *hclsyntax.Body)
+	walk = func(b *hclsyntax.Body) {
+		for _, a := range b.Attributes {
+			if refsEach(a.Expr) {
+				add(a.Expr)
+			}
+		}
+		for _, nb := range b.Blocks {
+			walk(nb.Body)
+		}
+	}
+	if b, ok := r.body.(*hclsyntax.Body); ok {
+		walk(b)
+		return out
+	}
+	for _, a := range r.attrs {
+		if refsEach(a.Expr) {
+			out = append(out, a.Expr.Range())
+		}
+	}
+	for _, rng := range r.nested {
+		out = append(out, rng)
+	}
+	return out
 }

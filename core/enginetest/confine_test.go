@@ -38,6 +38,7 @@ func dockerSandbox(t testing.TB) core.SandboxRef {
 // permission prompts inside docker and bubblewrap, never in the local
 // sandbox, where it runs as the user on the host.
 func TestPermissionBypassOnlyWhenConfined(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		sandbox func(testing.TB) core.SandboxRef

@@ -40,6 +40,7 @@ func worktreeOptions(repo string, term *buffer) core.RunOptions {
 // session options. Close (twice: idempotent) removes the container and
 // the clean worktree, and reports every commit.
 func TestCreateSandboxRunsReuseTheSandbox(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ref := dockerSandbox(t)
 	repo := newRepo(t)
@@ -94,6 +95,7 @@ func TestCreateSandboxRunsReuseTheSandbox(t *testing.T) {
 // isolated (local): an isolated sandbox's commits reach the branch, and
 // the worktree's files, as each run ends.
 func TestWorktreeOutlivesItsSandbox(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		sandbox func(testing.TB) core.SandboxRef
@@ -194,6 +196,7 @@ func typed(line string, out *buffer) core.Attachment {
 // docker and on the host (sandbox = "none"). Each result reports its own
 // commit; Close reports both.
 func TestWorktreeInteractiveThenAFK(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		target func(t testing.TB) (core.SandboxRef, bool)

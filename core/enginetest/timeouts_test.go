@@ -27,6 +27,7 @@ func (stuckCreate) Create(ctx context.Context, _ sdk.CreateRequest) (sdk.Sandbox
 // hook without its own timeout, are ended by the run's timeouts, and the
 // error names the timeouts attribute that raises them.
 func TestLifecycleTimeouts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		setup func(*core.RunOptions)

@@ -30,7 +30,7 @@ const rootlessChild = "SANDDUNE_PODMAN_ROOTLESS_CHILD"
 // user; that child (or a test run by a non-root user) checks that the agent's
 // files in the worktree belong to the host user under the default
 // userns = "keep-id", also through its own podman service (and to a
-// subordinate id without keep-id), then runs the
+// subordinate id without keep-id), and beside those checks runs the
 // conformance suite. The containers use network = "none": on this machine
 // kind /dev/net/tun is root-only (0600), so rootless networking
 // (slirp4netns) cannot start.
@@ -80,6 +80,21 @@ func rootlessChecks(t *testing.T) {
 		kittest.RequireEngine(t, "podman rootless", fmt.Errorf("%v", err))
 	}
 	none := map[string]cty.Value{"network": cty.StringVal("none")}
+	// The owner checks and the kit side by side: containers of their own.
+	t.Run("Owner", func(t *testing.T) {
+		t.Parallel()
+		rootlessOwner(t, none)
+	})
+	t.Run("Conformance", func(t *testing.T) {
+		t.Parallel()
+		sandboxtest.Run(t, New(), sandboxtest.Options{Config: cfgOf(t, none).Value})
+	})
+}
+
+// rootlessOwner checks who owns the files the agent writes in the
+// worktree: the host user with keep-id (the default, also through a
+// podman service), a subordinate id without it.
+func rootlessOwner(t *testing.T, none map[string]cty.Value) {
 	wt := t.TempDir()
 	// Writable for a subordinate id too, so that the check without keep-id
 	// shows who owns the file rather than failing to write it.
@@ -115,9 +130,6 @@ func rootlessChecks(t *testing.T) {
 			t.Errorf("preflight with the default network, /dev/net/tun root-only: %v", err)
 		}
 	}
-	t.Run("Conformance", func(t *testing.T) {
-		sandboxtest.Run(t, New(), sandboxtest.Options{Config: cfgOf(t, none).Value})
-	})
 }
 
 func copyFile(src, dst string) error {

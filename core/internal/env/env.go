@@ -177,28 +177,50 @@ func (e *InvalidError) Error() string {
 // total past what exec accepts: what the sandbox's first command would
 // otherwise fail on.
 func Check(vars map[string]string) error {
-	var problems []string
-	for _, d := range sdk.CheckEnv(vars, "") {
-		problems = append(problems, d.Detail)
+	if _, err := Valid(vars); err != nil {
+		return err
 	}
 	total := 0
-	for _, k := range Keys(vars) {
-		v := vars[k]
+	for k, v := range vars {
 		total += len(k) + 1 + len(v) + 1
-		switch {
-		case strings.IndexByte(v, 0) >= 0:
-			problems = append(problems, fmt.Sprintf("the value of %s contains a NUL byte", k))
-		case len(k)+1+len(v) > MaxVar:
-			problems = append(problems, fmt.Sprintf("the value of %s is %d bytes; a variable holds at most %d (KiB: %d)", k, len(v), MaxVar-len(k)-1, MaxVar>>10))
-		}
 	}
-	if total > MaxTotal && len(problems) == 0 {
-		problems = append(problems, fmt.Sprintf("the variables add up to %d bytes; at most %d (1 MiB) can be passed", total, MaxTotal))
-	}
-	if len(problems) > 0 {
-		return &InvalidError{Problems: problems}
+	if total > MaxTotal {
+		return &InvalidError{Problems: []string{fmt.Sprintf("the variables add up to %d bytes; at most %d (1 MiB) can be passed", total, MaxTotal)}}
 	}
 	return nil
+}
+
+// Valid checks each entry of vars, and returns those it accepts with an
+// *InvalidError naming the others; their total size is Check's, in the
+// merged env (Resolve).
+func Valid(vars map[string]string) (map[string]string, error) {
+	ok := map[string]string{}
+	var problems []string
+	for _, k := range Keys(vars) {
+		if p := entryProblem(k, vars[k]); p != "" {
+			problems = append(problems, p)
+			continue
+		}
+		ok[k] = vars[k]
+	}
+	if len(problems) > 0 {
+		return ok, &InvalidError{Problems: problems}
+	}
+	return ok, nil
+}
+
+// entryProblem is what no process can be started with in KEY=v, or "".
+func entryProblem(k, v string) string {
+	if ds := sdk.CheckEnv(map[string]string{k: v}, ""); len(ds) > 0 {
+		return ds[0].Detail
+	}
+	switch {
+	case strings.IndexByte(v, 0) >= 0:
+		return fmt.Sprintf("the value of %s contains a NUL byte", k)
+	case len(k)+1+len(v) > MaxVar:
+		return fmt.Sprintf("the value of %s is %d bytes; a variable holds at most %d (KiB: %d)", k, len(v), MaxVar-len(k)-1, MaxVar>>10)
+	}
+	return ""
 }
 
 // CheckRequired fails when a group has no non-empty key in env.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/missingstudio/sanddune/core/config"
@@ -141,30 +142,52 @@ func (bp *blockPlanner) instances() ([]*Planned, Diagnostics) {
 	if ds.HasErrors() {
 		return nil, ds
 	}
+	// The block is checked whole with the first instance that decodes
+	// (a problem in decoding with the first); every other instance
+	// reports only the problems of what it evaluates differently: the
+	// expressions that reference each, and the name it derives from its
+	// key when the block sets none.
+	varies := r.EachRanges()
+	own := func(d Diagnostic) bool {
+		return within(d.Subject, varies) || d.Attribute == "name" && r.Body.Name == nil
+	}
 	var out []*Planned
-	seen := map[string]bool{}
+	checked := false
 	for i := range eaches {
 		body, hd := bp.f.PlanBody(r, &eaches[i])
-		more := config.FromHCL("run."+r.Label, hd)
-		if !more.HasErrors() {
-			var pr *Planned
-			pr, more = bp.instance(body, &eaches[i])
-			if pr != nil {
-				out = append(out, pr)
+		if hd.HasErrors() {
+			for _, d := range config.FromHCL("run."+r.Label, hd) {
+				if i == 0 || own(d) {
+					ds = append(ds, d)
+				}
 			}
+			continue
 		}
-		for _, d := range more { // each problem once, not once per instance
-			key := d.Attribute + "\x00" + d.Summary + "\x00" + d.Detail
-			if !seen[key] {
-				seen[key] = true
+		pr, more := bp.instance(body, &eaches[i])
+		if pr != nil {
+			out = append(out, pr)
+		}
+		for _, d := range append(config.FromHCL("run."+r.Label, hd), more...) {
+			if !checked || own(d) {
 				ds = append(ds, d)
 			}
 		}
+		checked = true
 	}
 	if ds.HasErrors() {
 		return nil, ds
 	}
 	return out, append(ds, checkInstances(r.Label, out)...)
+}
+
+// within reports whether rng lies inside one of the ranges.
+func within(rng *hcl.Range, in []hcl.Range) bool {
+	for _, r := range in {
+		if rng != nil && rng.Filename == r.Filename && rng.Start.Byte >= r.Start.Byte && rng.End.Byte <= r.End.Byte {
+			return true
+		}
+	}
+	return false
 }
 
 // forEach evaluates for_each into its instances.

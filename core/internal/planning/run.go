@@ -72,7 +72,14 @@ var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // pass: each check of a run lives here, once, and none stops the others,
 // so that every problem of the run is reported together.
 func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription) (*execute.Spec, Diagnostics) {
-	c := &runCheck{p: p, block: block, o: o, caps: caps, sbDesc: sbDesc, desc: desc}
+	c := p.check(block, o, caps, sbDesc, desc)
+	return c.spec(), c.diags
+}
+
+// check is run's pass, for a caller that tells its diagnostics apart
+// (a session's steps).
+func (p *planner) check(block string, o Options, caps sdk.SandboxCapabilities, sbDesc sdk.SandboxDescription, desc sdk.AgentDescription) *runCheck {
+	c := &runCheck{p: p, block: block, o: o, caps: caps, sbDesc: sbDesc, desc: desc, byAgent: map[int]bool{}}
 	c.defaults()
 	c.values()
 	c.prompt()
@@ -80,10 +87,15 @@ func (p *planner) run(block string, o Options, caps sdk.SandboxCapabilities, sbD
 	if !c.diags.HasErrors() {
 		c.ask()
 	}
+	return c
+}
+
+// spec is the planned run, nil when the run has errors.
+func (c *runCheck) spec() *execute.Spec {
 	if c.diags.HasErrors() {
-		return nil, c.diags
+		return nil
 	}
-	return c.s, c.diags
+	return c.s
 }
 
 // runCheck is one run being checked: its options, what its providers
@@ -99,10 +111,23 @@ type runCheck struct {
 	s     *execute.Spec
 	src   prompt.Source
 	diags Diagnostics
+	// byAgent marks the diagnostics (by index) of the checks that read
+	// the agent's description with values that are not the agent's: where
+	// the agent runs, and the env it gets.
+	byAgent map[int]bool
 }
 
 func (c *runCheck) fail(attr, summary string, err error) {
 	c.diags = append(c.diags, Diagnostic{Severity: Error, Block: c.block, Attribute: attr, Summary: summary, Detail: err.Error(), Err: err})
+}
+
+// withAgent adds diagnostics of a check that reads the agent's
+// description (byAgent).
+func (c *runCheck) withAgent(ds ...Diagnostic) {
+	for _, d := range ds {
+		c.byAgent[len(c.diags)] = true
+		c.diags = append(c.diags, d)
+	}
 }
 
 // defaults makes the spec: the options' values, the defaults of those
@@ -159,7 +184,7 @@ func (c *runCheck) values() {
 			c.fail(d.Name, "Invalid duration", fmt.Errorf("%s must be positive", d.Name))
 		}
 	}
-	c.diags = append(c.diags, CheckBoundary(Boundary{
+	c.withAgent(CheckBoundary(Boundary{
 		Block: c.block, SandboxAddr: o.Sandbox.Address, AgentAddr: o.Agent.Address, Caps: c.caps, Desc: c.desc,
 		NoSandbox: o.NoSandbox, Interactive: o.Interactive != nil || o.NoSandbox && o.Unselected, AllowUnconfined: o.AllowUnconfined,
 		SandboxHooks: len(o.Hooks.SandboxOnSandboxReady) > 0, Resume: o.ResumeSession != "",
@@ -276,15 +301,42 @@ func (c *runCheck) repository() {
 			}
 		}
 	}
+	// The run's own entries are checked here, the merged env by Resolve:
+	// what an entry of the run cannot be is reported once, whatever agent.
+	runEnv, ds := envEntries(c.block, "env", o.Env)
+	c.diags = append(c.diags, ds...)
 	if s.Env, err = env.Resolve(env.Layers{
-		DotEnv: rs.DotEnv, Agent: c.desc.Env, Sandbox: c.sbDesc.Env, Run: o.Env, Required: c.desc.RequiredEnv,
+		DotEnv: rs.DotEnv, Agent: c.desc.Env, Sandbox: c.sbDesc.Env, Run: runEnv, Required: c.desc.RequiredEnv,
 	}); err != nil {
-		c.fail("env", "Invalid env", err)
+		c.withAgent(Diagnostic{Severity: Error, Block: c.block, Attribute: "env", Summary: "Invalid env", Detail: err.Error(), Err: err})
 	}
 	s.Redact = redact.New(secretEnv(s.Env, c.desc.RequiredEnv, o.ShowEnv, rs.DotEnv, c.desc.Env, c.sbDesc.Env, o.Env))
 	if c.p.redact != nil {
 		c.p.redact(s.Redact)
 	}
+}
+
+// envEntries checks the entries of a run's (or a step's) own env at attr:
+// a name that is no variable name at attr, a value no process can be
+// given at attr.<name>. It returns the entries that pass.
+func envEntries(block, attr string, vars map[string]string) (map[string]string, Diagnostics) {
+	valid, err := env.Valid(vars)
+	if err == nil {
+		return valid, nil
+	}
+	var ds Diagnostics
+	for _, k := range env.Keys(vars) {
+		if _, ok := valid[k]; ok {
+			continue
+		}
+		_, err := env.Valid(map[string]string{k: vars[k]})
+		at := attr
+		if len(sdk.CheckEnv(map[string]string{k: ""}, "")) == 0 { // a value's problem
+			at += "." + k
+		}
+		ds = append(ds, Diagnostic{Severity: Error, Block: block, Attribute: at, Summary: "Invalid env", Detail: err.Error(), Err: err})
+	}
+	return valid, ds
 }
 
 // ask loads an interactive session's prompt again, asking for the

@@ -83,9 +83,12 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 	shared.TokenBudget = v.TokenBudget(b.TokenBudget)
 	shared.useSandbox(ss.Sandbox.Address, sb)
 	diags = append(diags, v.Diags...)
-	// Each step's check pass checks the session's values too: a problem
-	// of the session is kept once, not once per step.
-	seen := map[string]bool{}
+	// Each step is checked as a run, the session's values with it: the
+	// first step checked reports them, a later one its own values (those
+	// of stepAttrs and its own env entries) and, when its agent block is
+	// not an earlier step's, what depends on the agent (runCheck.byAgent).
+	sessionChecked := false
+	agentChecked := map[*config.ProviderBlock]bool{}
 	var steps []execute.Step
 	previous := "" // the previous step's agent plugin
 	for i, st := range ss.Steps {
@@ -97,28 +100,33 @@ func (p *planner) session(f *config.File, ss *config.SessionBlock, sandboxes map
 		o := shared
 		sv := &Values{Block: block}
 		sv.loop(&o, stb.Prompt, stb.PromptFile, stb.PromptArgs, stb.MaxIterations, stb.CompletionSignal, stb.IdleTimeout, stb.CompletionTimeout, stb.Output)
+		stepEnv, ds := envEntries(block, "env", stb.Env)
+		sv.Diags = append(sv.Diags, ds...)
 		o.Env = maps.Clone(shared.Env)
 		if o.Env == nil {
 			o.Env = map[string]string{}
 		}
-		maps.Copy(o.Env, stb.Env)
+		maps.Copy(o.Env, stepEnv)
 		o.useAgent(st.Agent, ag)
-		ds := append(sv.Diags, CheckStepResume(StepResume{Block: block, Resume: stb.Resume, First: i == 0,
+		own := append(sv.Diags, CheckStepResume(StepResume{Block: block, Resume: stb.Resume, First: i == 0,
 			MaxIterations: o.MaxIterations, Desc: ag.Desc, AgentAddr: st.Agent.Address, Plugin: st.Agent.Plugin, PreviousPlugin: previous})...)
 		previous = st.Agent.Plugin
-		spec, more := p.run(block, o, sb.Caps, sb.Desc, ag.Desc)
-		ds = append(ds, more...)
-		for _, d := range ds {
-			if stepAttrs[firstName(d.Attribute)] {
-				d.Attribute = "step." + st.Label + "." + d.Attribute
-			}
-			key := d.Attribute + "\x00" + d.Summary + "\x00" + d.Detail
-			if !seen[key] {
-				seen[key] = true
+		c := p.check(block, o, sb.Caps, sb.Desc, ag.Desc)
+		newAgent := !agentChecked[st.Agent]
+		for j, d := range c.diags {
+			switch {
+			case stepAttrs[firstName(d.Attribute)]:
+				own = append(own, d)
+			case !sessionChecked || newAgent && c.byAgent[j]:
 				diags = append(diags, d)
 			}
 		}
-		if spec != nil {
+		sessionChecked, agentChecked[st.Agent] = true, true
+		for _, d := range own {
+			d.Attribute = "step." + st.Label + "." + d.Attribute
+			diags = append(diags, d)
+		}
+		if spec := c.spec(); spec != nil {
 			steps = append(steps, execute.Step{Label: st.Label, Spec: spec, ResumePrevious: stb.Resume != nil})
 		}
 	}

@@ -13,29 +13,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/missingstudio/sanddune/core/internal/proc"
+	"github.com/missingstudio/sanddune/core/run"
 )
 
 // DirName is the state directory's subdirectory of the run state files.
 const DirName = "runs"
 
-// State is a run in progress.
-type State struct {
-	Run           string    `json:"run"`
-	PID           int       `json:"pid"`
-	Host          string    `json:"host"`
-	Started       time.Time `json:"started"`
-	Phase         string    `json:"phase"`
-	Iteration     int       `json:"iteration"`
-	MaxIterations int       `json:"max_iterations"`
-	// Tokens is what the finished iterations used (input, output, cache
-	// reads and writes), 0 when the agent reported nothing.
-	Tokens int64  `json:"tokens"`
-	Branch string `json:"branch"`
-	Log    string `json:"log"`
-}
+// State is a run in progress (run.State, which package core names too).
+type State = run.State
 
 // Write replaces the state file path with s: a temporary file renamed
 // over it, so a reader sees the old state or the new one, whole.

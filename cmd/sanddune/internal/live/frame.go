@@ -72,7 +72,7 @@ func fold(lines []string, m *model, n int) []string {
 func (m *model) visible() []*row {
 	var out []*row
 	for _, rw := range m.rows {
-		if rw.ForEach && m.hasInstances(rw.Block) {
+		if rw.ForEach != "" && m.hasInstances(rw.Block) {
 			continue
 		}
 		out = append(out, rw)
@@ -82,7 +82,7 @@ func (m *model) visible() []*row {
 
 func (m *model) hasInstances(block string) bool {
 	for _, rw := range m.rows {
-		if rw.Block == block && !rw.ForEach {
+		if rw.Block == block && rw.ForEach == "" {
 			return true
 		}
 	}
@@ -146,12 +146,12 @@ func (m *model) state(rw *row) (icon, phase, note string) {
 			if failed {
 				return "-", "skipped", need + " did not succeed"
 			}
-			if rw.ForEach {
+			if rw.ForEach != "" {
 				return "·", "waiting", "planned once " + need + " is done"
 			}
 			return "·", "waiting", "after " + need
 		}
-		if rw.ForEach {
+		if rw.ForEach != "" {
 			return spin, "planning", ""
 		}
 		return "·", "waiting for a slot", ""

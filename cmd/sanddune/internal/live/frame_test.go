@@ -26,7 +26,7 @@ func pipelineModel() *model {
 	m := newModel([]Run{
 		{Name: "docs", Block: "docs", MaxIterations: 1},
 		{Name: "plan", Block: "plan", Pipeline: "ship", MaxIterations: 1},
-		{Name: "implement", Block: "implement", Pipeline: "ship", DependsOn: []string{"run.plan"}, MaxIterations: 5, ForEach: true},
+		{Name: "implement", Block: "implement", Pipeline: "ship", DependsOn: []string{"run.plan"}, MaxIterations: 5, ForEach: "run.plan.commits"},
 		{Name: "merge", Block: "merge", Pipeline: "ship", DependsOn: []string{"run.implement"}, MaxIterations: 1},
 	})
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -103,7 +103,7 @@ func TestLiveFrameFitsTheHeight(t *testing.T) {
 // its place (in its pipeline, before the runs after it) with their keys.
 func TestLiveForEachInstancesReplaceTheirBlock(t *testing.T) {
 	m := newModel([]Run{
-		{Name: "fan", Block: "fan", Pipeline: "p", ForEach: true, MaxIterations: 2},
+		{Name: "fan", Block: "fan", Pipeline: "p", ForEach: "run.plan.items", MaxIterations: 2},
 		{Name: "after", Block: "after", Pipeline: "p", DependsOn: []string{"run.fan"}, MaxIterations: 1},
 	})
 	if got := m.Frame(t0, 100, 20); len(got) != 3 || !strings.Contains(got[1], "fan") || !strings.Contains(got[1], "planning") {

@@ -16,15 +16,10 @@ import (
 	"github.com/missingstudio/sanddune/sdk"
 )
 
-// Run is a planned run as the view lists it before it starts.
-type Run struct {
-	Name, Block, Key, Pipeline string
-	DependsOn                  []string
-	MaxIterations              int
-	// ForEach: a run block whose instances are known at run time only
-	// (Name is the block's): its line stands for them until they start.
-	ForEach bool
-}
+// Run is a planned run as the view lists it before it starts. A run
+// with ForEach is a block whose instances are known at run time only
+// (Name is the block's): its line stands for them until they start.
+type Run = core.PlannedRun
 
 // row is one line of the view.
 type row struct {
@@ -81,9 +76,9 @@ func (m *model) get(name string) *row {
 	}
 	r := Run{Name: name}
 	for _, o := range m.rows {
-		if o.ForEach && strings.HasPrefix(name, o.Block+"-") {
-			r.Block, r.Pipeline, r.DependsOn, r.MaxIterations = o.Block, o.Pipeline, o.DependsOn, o.MaxIterations
-			r.Key = strings.TrimPrefix(name, o.Block+"-")
+		if o.ForEach != "" && strings.HasPrefix(name, o.Block+"-") {
+			r = o.Run // an instance of the block: its line but for its name
+			r.Name, r.Key, r.ForEach = name, strings.TrimPrefix(name, o.Block+"-"), ""
 		}
 	}
 	return m.add(r)
