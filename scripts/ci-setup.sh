@@ -11,7 +11,8 @@ log() { echo "ci-setup: $*"; }
 # 1. Debian packages. runc: where crun cannot run (cgroup v1/hybrid hosts),
 # podman's preflight and the podman tests switch to it.
 declare -A bin_of=([docker.io]=dockerd [bubblewrap]=bwrap [debootstrap]=debootstrap [protobuf-compiler]=protoc [git]=git
-  [podman]=podman [catatonit]=catatonit [uidmap]=newuidmap [slirp4netns]=slirp4netns [runc]=runc)
+  [podman]=podman [catatonit]=catatonit [uidmap]=newuidmap [slirp4netns]=slirp4netns [runc]=runc
+  [containerd]=containerd [openssl]=openssl [containernetworking-plugins]=/usr/lib/cni/bridge) # the last three: make e2e-k8s
 missing=()
 for pkg in "${!bin_of[@]}"; do
   command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "${bin_of[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
