@@ -46,7 +46,7 @@ func RunAsUser(t *testing.T, tests string, env ...string) {
 	cmd := exec.CommandContext(t.Context(), "/proc/self/exe", "-test.run", tests, "-test.v", "-test.count", "1")
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "HOME="+dir, "TMPDIR="+dir, RequireEnginesEnv+"=1"), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nobody, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = asNobody()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s as uid %d: %v\n%s", tests, nobody.Uid, err, out)
