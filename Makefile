@@ -30,7 +30,7 @@ build: ## build ./bin/sanddune and its built-in plugins (bin/sanddune-plugin-*)
 test: ## set up Docker/Podman/bubblewrap (as root) and run every test
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/ci-setup.sh; \
 	else echo "make test: not root, so Docker/Podman/bubblewrap are not set up here; their tests skip loudly"; fi
-	@$(call each,$(GO) test -timeout 30m -parallel 4 ./...)
+	@$(call each,$(GO) test -timeout 30m -p 4 -parallel 4 ./...)
 
 test-unit: ## run the tests without setting anything up (engine tests skip loudly)
 	@$(call each,$(GO) test ./...)
