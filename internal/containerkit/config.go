@@ -35,10 +35,10 @@ func Networks(d *sandboxkit.Decoder, v cty.Value, name string) []string {
 	return ns
 }
 
-// SharedNetworks are the diagnostics of networks that are another's
+// sharedNetworks are the diagnostics of networks that are another's
 // namespace (the host's, another container's, a given path's): the
 // enforcer would confine that one too, so egress refuses them.
-func SharedNetworks(networks []string, name string) sdk.Diagnostics {
+func sharedNetworks(networks []string, name string) sdk.Diagnostics {
 	var ds sdk.Diagnostics
 	for _, n := range networks {
 		if n == "host" || strings.HasPrefix(n, "container:") || strings.HasPrefix(n, "ns:") {

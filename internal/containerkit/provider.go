@@ -50,7 +50,7 @@ func (b Base) ConfigSchema(context.Context) (sdk.Schema, error) {
 // the networks an egress policy cannot confine.
 func (b Base) Describe(_ context.Context, cfg sdk.Config) (sdk.SandboxDescription, error) {
 	c, diags := b.Decode(cfg)
-	return sdk.SandboxDescription{Env: c.Env, EgressConflicts: SharedNetworks(c.Networks, "network")}, diags.Err()
+	return sdk.SandboxDescription{Env: c.Env, EgressConflicts: sharedNetworks(c.Networks, "network")}, diags.Err()
 }
 
 // Configure implements sdk.Provider: the block's diagnostics.

@@ -177,8 +177,14 @@ func (e *InvalidError) Error() string {
 // total past what exec accepts: what the sandbox's first command would
 // otherwise fail on.
 func Check(vars map[string]string) error {
-	if _, err := Valid(vars); err != nil {
-		return err
+	var problems []string
+	for _, k := range Keys(vars) {
+		if p, _ := Problem(k, vars[k]); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 {
+		return &InvalidError{Problems: problems}
 	}
 	total := 0
 	for k, v := range vars {
@@ -190,37 +196,20 @@ func Check(vars map[string]string) error {
 	return nil
 }
 
-// Valid checks each entry of vars, and returns those it accepts with an
-// *InvalidError naming the others; their total size is Check's, in the
-// merged env (Resolve).
-func Valid(vars map[string]string) (map[string]string, error) {
-	ok := map[string]string{}
-	var problems []string
-	for _, k := range Keys(vars) {
-		if p := entryProblem(k, vars[k]); p != "" {
-			problems = append(problems, p)
-			continue
-		}
-		ok[k] = vars[k]
-	}
-	if len(problems) > 0 {
-		return ok, &InvalidError{Problems: problems}
-	}
-	return ok, nil
-}
-
-// entryProblem is what no process can be started with in KEY=v, or "".
-func entryProblem(k, v string) string {
+// Problem is what no process can be started with in KEY=v ("" when
+// nothing); ofName says it is the key's, not the value's. The total size
+// is Check's, in the merged env (Resolve).
+func Problem(k, v string) (problem string, ofName bool) {
 	if ds := sdk.CheckEnv(map[string]string{k: v}, ""); len(ds) > 0 {
-		return ds[0].Detail
+		return ds[0].Detail, true
 	}
 	switch {
 	case strings.IndexByte(v, 0) >= 0:
-		return fmt.Sprintf("the value of %s contains a NUL byte", k)
+		return fmt.Sprintf("the value of %s contains a NUL byte", k), false
 	case len(k)+1+len(v) > MaxVar:
-		return fmt.Sprintf("the value of %s is %d bytes; a variable holds at most %d (KiB: %d)", k, len(v), MaxVar-len(k)-1, MaxVar>>10)
+		return fmt.Sprintf("the value of %s is %d bytes; a variable holds at most %d (KiB: %d)", k, len(v), MaxVar-len(k)-1, MaxVar>>10), false
 	}
-	return ""
+	return "", false
 }
 
 // CheckRequired fails when a group has no non-empty key in env.

@@ -320,20 +320,19 @@ func (c *runCheck) repository() {
 // a name that is no variable name at attr, a value no process can be
 // given at attr.<name>. It returns the entries that pass.
 func envEntries(block, attr string, vars map[string]string) (map[string]string, Diagnostics) {
-	valid, err := env.Valid(vars)
-	if err == nil {
-		return valid, nil
-	}
+	valid := map[string]string{}
 	var ds Diagnostics
 	for _, k := range env.Keys(vars) {
-		if _, ok := valid[k]; ok {
+		p, ofName := env.Problem(k, vars[k])
+		if p == "" {
+			valid[k] = vars[k]
 			continue
 		}
-		_, err := env.Valid(map[string]string{k: vars[k]})
 		at := attr
-		if len(sdk.CheckEnv(map[string]string{k: ""}, "")) == 0 { // a value's problem
+		if !ofName {
 			at += "." + k
 		}
+		err := &env.InvalidError{Problems: []string{p}}
 		ds = append(ds, Diagnostic{Severity: Error, Block: block, Attribute: at, Summary: "Invalid env", Detail: err.Error(), Err: err})
 	}
 	return valid, ds
