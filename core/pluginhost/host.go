@@ -798,7 +798,7 @@ const markerEnv = "SANDDUNE_PLUGIN_PROCESS"
 // process group is not signalled: the plugin may have been reaped long
 // ago (one that died mid-run) and its group id since taken by someone
 // else's processes.
-func (p *process) killLeftovers() { _ = procgroup.KillMarked(p.marker) }
+func (p *process) killLeftovers() { _ = procgroup.KillOwnMarked(p.marker) }
 
 func randomHex() string {
 	b := make([]byte, 16)

@@ -240,5 +240,5 @@ func (k *keeper) stop() {
 // or owner.
 func killTree(pgid int, marker string) {
 	_ = procgroup.Kill(pgid)
-	_ = procgroup.KillMarked(marker)
+	_ = procgroup.KillOwnMarked(marker)
 }

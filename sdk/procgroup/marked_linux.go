@@ -19,9 +19,19 @@ import (
 // left, twice when a process's environment could not be read (one amid an
 // exec shows none), so that a process forking or exec'ing meanwhile is
 // caught too.
-func KillMarked(entry string) error {
+func KillMarked(entry string) error { return killMarked(entry, 0) }
+
+// KillOwnMarked is KillMarked for a tree this process started: it reads
+// the environment only of processes started since this one (an older one
+// cannot carry a marker it gave out), which spares reading every
+// process's. Leftovers of another process (a dead run's, for gc) need
+// KillMarked.
+func KillOwnMarked(entry string) error { return killMarked(entry, startTime(os.Getpid())) }
+
+// killMarked is KillMarked over the processes started since the clock
+// tick since.
+func killMarked(entry string, since uint64) error {
 	marker := []byte(entry)
-	since := startTime(os.Getpid())
 	empty := 0
 	for round := 0; ; round++ {
 		procs, doubt := readProcs(since)
@@ -52,9 +62,7 @@ type proc struct {
 }
 
 // readProcs scans /proc for the live (not zombie) processes, reading the
-// environment of those started since the clock tick since: a process
-// older than this one cannot carry a marker it gave out, nor descend from
-// one that does. doubt says that one of those had an environment it could
+// environment of those started since the clock tick since. doubt says that one of those had an environment it could
 // not read, or an empty one (as amid an exec).
 func readProcs(since uint64) (procs map[int]proc, doubt bool) {
 	entries, _ := os.ReadDir("/proc")

@@ -1,6 +1,7 @@
 package procgroup
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -42,6 +43,34 @@ func TestKillMarkedKillsTheTreeAndNothingElse(t *testing.T) {
 		if _, _, ok := stat(b.Process.Pid); !ok {
 			t.Errorf("bystander with env %q was killed", b.Env[0])
 		}
+	}
+}
+
+// TestKillMarkedReachesOlderProcesses: KillMarked, unlike KillOwnMarked,
+// kills marked processes older than its caller (a dead run's leftovers,
+// found by gc): the caller here is a helper process started after them.
+func TestKillMarkedReachesOlderProcesses(t *testing.T) {
+	if m := os.Getenv("PROCGROUP_TEST_KILL_MARKED"); m != "" {
+		if err := KillMarked(m); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	marker := "PROCGROUP_TEST_OLD=" + strconv.Itoa(os.Getpid())
+	old := exec.Command("sleep", "60")
+	old.Env = append(os.Environ(), marker)
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(os.Args[0], "-test.run=^TestKillMarkedReachesOlderProcesses$")
+	helper.Env = append(os.Environ(), "PROCGROUP_TEST_KILL_MARKED="+marker)
+	if out, err := helper.CombinedOutput(); err != nil {
+		_ = old.Process.Kill()
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	if err := old.Wait(); err == nil {
+		t.Error("the marked process older than KillMarked's caller survived")
 	}
 }
 
