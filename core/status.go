@@ -24,8 +24,14 @@ func RunsInProgress(ctx context.Context, dir string) ([]RunState, string, error)
 	if err != nil {
 		return nil, "", err
 	}
-	states, err := runstate.List(repo.StateDir(runstate.DirName))
+	states, err := RunStates(repo.Root)
 	return states, repo.Root, err
+}
+
+// RunStates lists the runs in progress in the repository whose root is
+// root, as RunsInProgress does, without asking git where that is.
+func RunStates(root string) ([]RunState, error) {
+	return runstate.List(filepath.Join(root, worktree.StateDirName, runstate.DirName))
 }
 
 // RunLogs lists the log files in .sanddune/logs of run (a run's name),

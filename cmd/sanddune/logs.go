@@ -32,14 +32,14 @@ is appended while the run's process lives, and stop once it is gone.`,
 			if repo == "" {
 				repo, _ = os.Getwd()
 			}
-			path, live, err := runLog(cmd.Context(), repo, args)
+			path, root, live, err := runLog(cmd.Context(), repo, args)
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
 			running := func() bool { return false }
 			switch {
 			case follow && live:
-				running = func() bool { return inProgress(cmd.Context(), repo, path) }
+				running = func() bool { return inProgress(root, path) }
 			case follow && len(args) == 1:
 				fmt.Fprintf(cmd.ErrOrStderr(), "run %q is not in progress (a run waiting for another has not started), so there is nothing to follow; its latest log, %s:\n", args[0], path)
 			}
@@ -52,13 +52,13 @@ is appended while the run's process lives, and stop once it is gone.`,
 }
 
 // runLog finds the log to print: args[1] when given, else the log of
-// run args[0] in progress, else its latest log in .sanddune/logs. live
-// says the log is of a run in progress.
-func runLog(ctx context.Context, dir string, args []string) (path string, live bool, err error) {
+// run args[0] in progress, else its latest log in .sanddune/logs; root is
+// the repository's. live says the log is of a run in progress.
+func runLog(ctx context.Context, dir string, args []string) (path, root string, live bool, err error) {
 	name := args[0]
 	states, root, err := core.RunsInProgress(ctx, dir)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	for _, s := range states {
 		if s.Run == name && s.Log != "" && (len(args) == 1 || sameFile(s.Log, args[1])) {
@@ -67,25 +67,25 @@ func runLog(ctx context.Context, dir string, args []string) (path string, live b
 	}
 	switch {
 	case path != "":
-		return path, true, nil
+		return path, root, true, nil
 	case len(args) == 2:
-		return args[1], false, nil
+		return args[1], root, false, nil
 	}
 	logs, err := core.RunLogs(root, name)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	if len(logs) == 0 {
-		return "", false, fmt.Errorf("no log of run %q in %s (sanddune status lists the runs in progress)",
+		return "", "", false, fmt.Errorf("no log of run %q in %s (sanddune status lists the runs in progress)",
 			name, filepath.Join(root, worktree.StateDirName, "logs"))
 	}
-	return logs[len(logs)-1], false, nil
+	return logs[len(logs)-1], root, false, nil
 }
 
 // inProgress tells whether the run logging to path is still in progress:
-// its state file is there and its process lives.
-func inProgress(ctx context.Context, dir, path string) bool {
-	states, _, err := core.RunsInProgress(ctx, dir)
+// its state file in the repository at root is there and its process lives.
+func inProgress(root, path string) bool {
+	states, err := core.RunStates(root)
 	if err != nil {
 		return false
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/missingstudio/sanddune/core/config"
 )
 
-// printPlan prints what each planned run would do (run --dry-run).
 // egressText is a plan's egress policy on one line.
 func egressText(e *core.PlannedEgress) string {
 	s := "allows " + strings.Join(e.Allow, ", ")
@@ -32,6 +31,7 @@ func egressText(e *core.PlannedEgress) string {
 	return s
 }
 
+// printPlan prints what each planned run would do (run --dry-run).
 func printPlan(w io.Writer, pl *planned, asJSON bool) error {
 	f, p := pl.file, pl.plan
 	if asJSON {

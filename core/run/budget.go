@@ -12,12 +12,15 @@ import (
 // shared by its runs. Every token the agent reports counts: input,
 // output, cache reads and cache writes.
 type Budget struct {
-	// Scope names whose budget it is: "run" (a run's or a session's own)
-	// or `pipeline "<label>"`.
+	// Scope names whose budget it is: ScopeRun (a run's or a session's
+	// own) or `pipeline "<label>"`.
 	Scope string
 	Limit int64
 	used  atomic.Int64
 }
+
+// ScopeRun is the Scope of a run's (or a session's) own budget.
+const ScopeRun = "run"
 
 // NewBudget returns a budget of limit tokens for scope.
 func NewBudget(scope string, limit int64) *Budget {
@@ -60,7 +63,7 @@ type BudgetError struct {
 
 func (e *BudgetError) Error() string {
 	scope := "token budget"
-	if e.Scope != "run" {
+	if e.Scope != ScopeRun {
 		scope = e.Scope + " token budget"
 	}
 	when := fmt.Sprintf("after iteration %d", e.After)

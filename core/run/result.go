@@ -157,7 +157,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Steps                 []Outcome     `json:"steps"`
 		TokenBudgets          []BudgetUsage `json:"token_budgets"`
 	}{r.Name, nullable(r.Branch), commitsJSON(r.Commits), nullable(r.CompletionSignal), its, r.Stdout, r.Output, nullable(r.LogFile),
-		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.EgressDenied, append([]EgressCount{}, r.EgressRefused...), r.Steps, r.Budgets})
+		nullable(r.PreservedWorktreePath), nullable(r.PatchPath), r.EgressDenied, r.EgressRefused, r.Steps, r.Budgets})
 }
 
 // MarshalJSON writes the result's JSON (an empty result's when there is

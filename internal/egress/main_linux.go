@@ -125,10 +125,7 @@ func (e *enforcer) flushUDP() {
 
 // parseArg parses a PolicyArg.
 func parseArg(arg string) (Policy, error) {
-	var raw struct {
-		Allow []string          `json:"allow"`
-		Hosts map[string]string `json:"hosts"`
-	}
+	var raw policyJSON
 	if err := json.Unmarshal([]byte(arg), &raw); err != nil {
 		return Policy{}, fmt.Errorf("policy: %w", err)
 	}

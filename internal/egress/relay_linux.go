@@ -125,12 +125,27 @@ func (r *remote) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	r.waiting[id] = ch
 	r.mu.Unlock()
 	if err := r.send(relayMsg{ID: id, Network: network, Addr: addr}); err != nil {
+		r.mu.Lock()
+		delete(r.waiting, id)
+		r.mu.Unlock()
 		return nil, err
 	}
 	select {
 	case a := <-ch:
 		return a.conn, a.err
 	case <-ctx.Done():
+		// No longer waited for: an answer already in closes here, a later
+		// one in read.
+		r.mu.Lock()
+		delete(r.waiting, id)
+		select {
+		case a := <-ch:
+			if a.conn != nil {
+				a.conn.Close()
+			}
+		default:
+		}
+		r.mu.Unlock()
 		return nil, ctx.Err()
 	}
 }
@@ -157,14 +172,13 @@ func (r *remote) read() {
 				}
 			}
 		}
-		r.mu.Lock()
-		ch := r.waiting[m.ID]
-		delete(r.waiting, m.ID)
-		r.mu.Unlock()
-		if ch != nil {
-			ch <- a
+		r.mu.Lock() // held while answering, so that dial giving up sees the answer or none comes
+		if ch := r.waiting[m.ID]; ch != nil {
+			delete(r.waiting, m.ID)
+			ch <- a // buffered
 		} else if a.conn != nil {
 			a.conn.Close()
 		}
+		r.mu.Unlock()
 	}
 }

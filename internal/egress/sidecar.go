@@ -72,12 +72,15 @@ func checkStatic(path string) error {
 	return nil
 }
 
+// policyJSON is the enforcer's argument (PolicyArg, parseArg).
+type policyJSON struct {
+	Allow []string          `json:"allow"`
+	Hosts map[string]string `json:"hosts,omitempty"`
+}
+
 // PolicyArg is the enforcer's argument for a policy's entries.
 func PolicyArg(allow []string, hosts map[string]string) string {
-	b, _ := json.Marshal(struct {
-		Allow []string          `json:"allow"`
-		Hosts map[string]string `json:"hosts,omitempty"`
-	}{allow, hosts})
+	b, _ := json.Marshal(policyJSON{allow, hosts})
 	return string(b)
 }
 

@@ -162,13 +162,6 @@ func (p *Parser) item(event string, it *item) []sdk.Event {
 	return nil
 }
 
-// shortArg is one string argument in ToolArg's display form (its first
-// line, cut to a display line).
-func shortArg(s string) string {
-	input, _ := json.Marshal(map[string]string{"command": s})
-	return agentkit.ToolArg("", input)
-}
-
 func toolCall(it *item) (name, arg string) {
 	switch it.Type {
 	case "command_execution":
@@ -178,7 +171,7 @@ func toolCall(it *item) (name, arg string) {
 		if json.Unmarshal(it.Command, &argv) == nil {
 			cmd = strings.Join(argv, " ")
 		}
-		return "Bash", shortArg(unwrapShell(cmd))
+		return "Bash", agentkit.Short(unwrapShell(cmd))
 	case "file_change":
 		var paths []string
 		var changes []json.RawMessage
@@ -191,9 +184,9 @@ func toolCall(it *item) (name, arg string) {
 				paths = append(paths, c.Path)
 			}
 		}
-		return "Edit", shortArg(strings.Join(paths, ", "))
+		return "Edit", agentkit.Short(strings.Join(paths, ", "))
 	case "web_search":
-		return "WebSearch", shortArg(it.Query)
+		return "WebSearch", agentkit.Short(it.Query)
 	}
 	name = it.Tool
 	if it.Server != "" {

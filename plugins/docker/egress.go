@@ -77,10 +77,8 @@ func (g *egressGuard) wait() error {
 // start connects the created sidecar to the extra networks, starts it and
 // waits until the enforcer's rules are in place.
 func (g *egressGuard) start(ctx context.Context, networks []string) error {
-	for _, n := range networks[min(1, len(networks)):] {
-		if err := g.cli.NetworkConnect(ctx, n, g.id, nil); err != nil {
-			return fmt.Errorf("connect to network %q: %w", n, err)
-		}
+	if err := connectNetworks(ctx, g.cli, g.id, networks); err != nil {
+		return err
 	}
 	if err := g.cli.ContainerStart(ctx, g.id, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start the egress sidecar: %w", err)

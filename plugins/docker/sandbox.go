@@ -136,13 +136,22 @@ func (s *sandbox) start(ctx context.Context, spec containerkit.Spec, networks []
 		}
 		networks = nil
 	}
-	for _, n := range networks[min(1, len(networks)):] {
-		if err := s.cli.NetworkConnect(ctx, n, s.ID, nil); err != nil {
-			return fmt.Errorf("connect to network %q: %w", n, err)
-		}
+	if err := connectNetworks(ctx, s.cli, s.ID, networks); err != nil {
+		return err
 	}
 	if err := s.cli.ContainerStart(ctx, s.ID, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start container: %w", err)
+	}
+	return nil
+}
+
+// connectNetworks connects created container id to the networks after the
+// first (its network mode).
+func connectNetworks(ctx context.Context, cli *client.Client, id string, networks []string) error {
+	for _, n := range networks[min(1, len(networks)):] {
+		if err := cli.NetworkConnect(ctx, n, id, nil); err != nil {
+			return fmt.Errorf("connect to network %q: %w", n, err)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -51,13 +52,7 @@ func surface(root string, args []string) error {
 		return err
 	}
 	var total count
-	for _, p := range slices.Sorted(func(yield func(string) bool) {
-		for p := range pkgs {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
+	for _, p := range slices.Sorted(maps.Keys(pkgs)) {
 		fmt.Printf("%-28s %4d top-level %4d all\n", p, pkgs[p].top, pkgs[p].all)
 		total.top += pkgs[p].top
 		total.all += pkgs[p].all

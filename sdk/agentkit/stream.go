@@ -64,15 +64,15 @@ func ToolArg(tool string, input json.RawMessage) string {
 	for _, n := range names {
 		var s string
 		if raw, ok := fields[n]; ok && json.Unmarshal(raw, &s) == nil && s != "" {
-			return short(s)
+			return Short(s)
 		}
 	}
 	return ""
 }
 
-// short makes s fit on one display line: the first non-empty line, cut to
+// Short makes s fit on one display line (a tool call's argument): the first non-empty line, cut to
 // maxToolArg runes, with "…" marking anything left out.
-func short(s string) string {
+func Short(s string) string {
 	s = strings.TrimSpace(s)
 	cut := false
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -100,7 +100,7 @@ func (r *runner) spent(n int) *run.Error {
 		}
 		err := &run.BudgetError{BudgetUsage: b.Usage(), After: n}
 		hint := "raise token_budget and run again; the work so far is kept (see above)"
-		if b.Scope != "run" {
+		if b.Scope != run.ScopeRun {
 			hint = "raise the pipeline's token_budget and run again; the work so far is kept (see above)"
 		}
 		if r.progress != nil {

@@ -161,7 +161,7 @@ func (c *runCheck) defaults() {
 	s.Hooks = o.Hooks.WithTimeout(s.Timeouts.Hooks)
 	s.Logging.Path = absPath(o.BaseDir, o.Logging.Path)
 	if o.TokenBudget > 0 {
-		s.Budgets = append(s.Budgets, run.NewBudget("run", o.TokenBudget))
+		s.Budgets = append(s.Budgets, run.NewBudget(run.ScopeRun, o.TokenBudget))
 	}
 	if o.PipelineBudget != nil {
 		s.Budgets = append(s.Budgets, o.PipelineBudget)

@@ -143,7 +143,7 @@ func shareBudget(steps []execute.Step) {
 	var shared *run.Budget
 	for _, st := range steps {
 		for i, b := range st.Spec.Budgets {
-			if b.Scope == "run" {
+			if b.Scope == run.ScopeRun {
 				if shared == nil {
 					shared = b
 				}
