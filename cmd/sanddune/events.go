@@ -68,12 +68,14 @@ func (w *EventWriter) WritePhase(e core.PhaseEvent) {
 	}
 	p := struct {
 		Phase         core.Phase `json:"phase"`
+		Block         string     `json:"block,omitempty"`
+		Key           string     `json:"key,omitempty"`
 		MaxIterations int        `json:"max_iterations"`
 		Branch        string     `json:"branch,omitempty"`
 		Failed        bool       `json:"failed,omitempty"`
 		Cancelled     bool       `json:"cancelled,omitempty"`
 		Commits       *int       `json:"commits,omitempty"`
-	}{Phase: e.Phase, MaxIterations: e.MaxIterations, Branch: e.Branch, Failed: e.Failed, Cancelled: e.Cancelled}
+	}{Phase: e.Phase, Block: e.Block, Key: e.Key, MaxIterations: e.MaxIterations, Branch: e.Branch, Failed: e.Failed, Cancelled: e.Cancelled}
 	if e.Phase == core.PhaseDone {
 		p.Commits = &e.Commits
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +69,74 @@ func TestEventsCarrySandboxProgressPhasesAndEgressDenials(t *testing.T) {
 	if d := got[5]; d.Type != "egress_denied" || d.Run != "implement-3" || d.Iteration != 0 || d.Payload["host"] != "example.com" ||
 		d.Payload["port"] != 443.0 || d.Payload["proto"] != "tcp" || d.Payload["reason"] != "not in egress.allow" {
 		t.Errorf("egress denied line %+v", d)
+	}
+}
+
+// TestEventsNameBlockKeyAndSessionLimit: in --events, a for_each
+// instance's waiting and done lines carry its block and key whatever its
+// `name` (the live view places it by them), and a session's its steps'
+// iterations together.
+func TestEventsNameBlockKeyAndSessionLimit(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t)
+	writeFile(t, filepath.Join(dir, ".sanddune/sanddune.hcl"), `sandbox "local" "dev" {}
+agent "command" "done" {
+  command = ["sh", "-c", "cat > /dev/null; echo '<promise>COMPLETE</promise>'"]
+}
+run "fan" {
+  for_each        = { api = "x" }
+  name            = "review-${each.key}"
+  agent           = agent.command.done
+  prompt          = "p"
+  max_iterations  = 2
+  branch_strategy = { type = "branch", branch = "agent/${each.key}" }
+}
+session "s" {
+  branch_strategy = { type = "branch", branch = "agent/s" }
+  step "one" {
+    agent          = agent.command.done
+    prompt         = "p"
+    max_iterations = 2
+  }
+  step "two" {
+    agent          = agent.command.done
+    prompt         = "p"
+    max_iterations = 3
+  }
+}
+`)
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	if r := run(t, dir, "run", "--events", events); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type payload struct {
+		Phase         string
+		Block, Key    string
+		MaxIterations int `json:"max_iterations"`
+	}
+	seen := map[string]payload{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e struct {
+			Type, Run string
+			Payload   payload
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == "phase" && (e.Payload.Phase == "waiting" || e.Payload.Phase == "done") {
+			seen[e.Run+" "+e.Payload.Phase] = e.Payload
+		}
+	}
+	for _, ph := range []string{"waiting", "done"} {
+		if p := seen["review-api "+ph]; p.Block != "fan" || p.Key != "api" || p.MaxIterations != 2 {
+			t.Errorf("review-api %s: %+v, want block fan, key api, max_iterations 2", ph, p)
+		}
+		if p := seen["s "+ph]; p.MaxIterations != 5 || p.Key != "" {
+			t.Errorf("session %s: %+v, want max_iterations 5 (2 + 3), no key", ph, p)
+		}
 	}
 }

@@ -167,9 +167,14 @@ type AgentEvent struct {
 // status`). Phase is one of the error phases (worktree, sandbox, agent,
 // sync-out, merge, ...) or PhaseWaiting, PhaseDone.
 type PhaseEvent struct {
-	Run   string
-	Time  time.Time
-	Phase Phase
+	Run string
+	// Block and Key are the run block's label and an instance's for_each
+	// key, at PhaseWaiting and PhaseDone ("" otherwise, and for a session
+	// or a run built in Go): an instance planned at run time is placed
+	// under its block by them, whatever its name.
+	Block, Key string
+	Time       time.Time
+	Phase      Phase
 	// Iteration is the agent's iteration (PhaseAgent; at PhaseDone the
 	// iterations run), of MaxIterations.
 	Iteration, MaxIterations int

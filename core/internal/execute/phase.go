@@ -49,15 +49,18 @@ func (r *runner) ended() {
 	}
 }
 
-// Waiting tells s's observer that run name waits for its place.
-func Waiting(s *Spec, name string) {
-	notify(s, run.PhaseEvent{Run: name, Time: time.Now(), Phase: run.PhaseWaiting, MaxIterations: s.MaxIterations})
+// Waiting tells s's observer that the run e names (Run, Block, Key) waits
+// for its place; max is its iterations' limit (a session's: MaxIterations
+// of its steps).
+func Waiting(s *Spec, e run.PhaseEvent, max int) {
+	e.Time, e.Phase, e.MaxIterations = time.Now(), run.PhaseWaiting, max
+	notify(s, e)
 }
 
-// Done tells s's observer that run name ended with res and err (of Run,
-// or RunSession).
-func Done(s *Spec, name string, res *run.Result, err error) {
-	e := run.PhaseEvent{Run: name, Time: time.Now(), Phase: run.PhaseDone, MaxIterations: s.MaxIterations, Failed: err != nil}
+// Done tells s's observer that the run e names ended with res and err (of
+// Run, or RunSession), like Waiting.
+func Done(s *Spec, e run.PhaseEvent, max int, res *run.Result, err error) {
+	e.Time, e.Phase, e.MaxIterations, e.Failed = time.Now(), run.PhaseDone, max, err != nil
 	var re *run.Error
 	e.Cancelled = errors.As(err, &re) && re.Cancelled
 	if res != nil {

@@ -21,6 +21,15 @@ type Step struct {
 	ResumePrevious bool
 }
 
+// MaxIterations is a session's iteration limit: its steps' together.
+func MaxIterations(steps []Step) int {
+	n := 0
+	for _, st := range steps {
+		n += st.Spec.MaxIterations
+	}
+	return n
+}
+
 // RunSession runs steps in order in one worktree and one sandbox, both
 // made from the first step's spec (the steps share everything but agent,
 // prompt and loop), and torn down once at the end. Each step is a full
@@ -30,10 +39,7 @@ type Step struct {
 func RunSession(ctx context.Context, name string, steps []Step) (*run.Result, error) {
 	first := *steps[0].Spec
 	first.Name = name
-	first.MaxIterations = 0 // the session's: all its steps'
-	for _, st := range steps {
-		first.MaxIterations += st.Spec.MaxIterations
-	}
+	first.MaxIterations = MaxIterations(steps)
 	// The sandbox gets every step's env; a later step's value wins.
 	first.Env = map[string]string{}
 	for _, st := range steps {

@@ -2,6 +2,7 @@ package live
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,10 @@ func pipelineModel() *model {
 	m.phase(core.PhaseEvent{Run: "plan", Time: at(0), Phase: core.PhaseWorktree, MaxIterations: 1})
 	m.phase(core.PhaseEvent{Run: "plan", Time: at(62), Phase: core.PhaseDone, Iteration: 1, MaxIterations: 1, Commits: 1, Branch: "main",
 		Usage: &sdk.Usage{InputTokens: 900, OutputTokens: 50}})
+	for i := range 3 { // the instances line up first, with their block and key
+		key := fmt.Sprint(i)
+		m.phase(core.PhaseEvent{Run: "implement-" + key, Block: "implement", Key: key, Time: at(70), Phase: core.PhaseWaiting, MaxIterations: 5})
+	}
 	m.phase(core.PhaseEvent{Run: "implement-0", Time: at(70), Phase: core.PhaseWorktree, MaxIterations: 5})
 	m.phase(core.PhaseEvent{Run: "implement-0", Time: at(80), Phase: core.PhaseAgent, Iteration: 2, MaxIterations: 5,
 		Usage: &sdk.Usage{InputTokens: 10000, CacheReadInputTokens: 2000}})
@@ -43,7 +48,6 @@ func pipelineModel() *model {
 		Text: "Looking at the tests first.\n\x1b[1mRunning\x1b[0m the whole suite to see what fails before changing the parser\n"}})
 	m.phase(core.PhaseEvent{Run: "implement-1", Time: at(71), Phase: core.PhaseSandbox, MaxIterations: 5})
 	m.progress(core.SandboxProgress{Run: "implement-1", Progress: sdk.Progress{Waiting: true, Message: "queued behind 5 running pods"}})
-	m.phase(core.PhaseEvent{Run: "implement-2", Time: at(70), Phase: core.PhaseWaiting, MaxIterations: 5})
 	m.event(core.AgentEvent{Run: "implement-0", Iteration: 2, Event: sdk.Event{Type: sdk.EventToolCall, ToolName: "Bash", ToolArg: "go test ./parser/..."}})
 	return m
 }
@@ -100,7 +104,8 @@ func TestLiveFrameFitsTheHeight(t *testing.T) {
 
 // TestLiveForEachInstancesReplaceTheirBlock: a for_each block planned at
 // run time shows as one line until its instances start, which then take
-// its place (in its pipeline, before the runs after it) with their keys.
+// its place (in its pipeline, before the runs after it) with their keys,
+// whatever the instances' names (here set by the block's `name`).
 func TestLiveForEachInstancesReplaceTheirBlock(t *testing.T) {
 	m := newModel([]Run{
 		{Name: "fan", Block: "fan", Pipeline: "p", ForEach: "run.plan.items", MaxIterations: 2},
@@ -109,9 +114,10 @@ func TestLiveForEachInstancesReplaceTheirBlock(t *testing.T) {
 	if got := m.Frame(t0, 100, 20); len(got) != 3 || !strings.Contains(got[1], "fan") || !strings.Contains(got[1], "planning") {
 		t.Fatalf("before: %q", got)
 	}
-	m.phase(core.PhaseEvent{Run: "fan-x", Time: t0, Phase: core.PhaseAgent, Iteration: 1, MaxIterations: 2})
+	m.phase(core.PhaseEvent{Run: "review-x", Block: "fan", Key: "x", Time: t0, Phase: core.PhaseWaiting, MaxIterations: 2})
+	m.phase(core.PhaseEvent{Run: "review-x", Time: t0, Phase: core.PhaseAgent, Iteration: 1, MaxIterations: 2})
 	got := m.Frame(t0, 100, 20)
-	if len(got) != 3 || !strings.Contains(got[1], "fan-x") || !strings.Contains(got[1], "iteration 1/2") || !strings.Contains(got[2], "after run.fan") {
+	if len(got) != 3 || !strings.Contains(got[1], "review-x") || !strings.Contains(got[1], "iteration 1/2") || !strings.Contains(got[2], "after run.fan") {
 		t.Fatalf("after: %q", got)
 	}
 }

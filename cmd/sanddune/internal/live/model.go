@@ -68,24 +68,33 @@ func (m *model) add(r Run) *row {
 	return rw
 }
 
-// get is the row of run name, made (in its block's place) when the run is
-// not in the plan: a for_each instance planned at run time.
+// get is the row of run name, made when the run is not in the plan.
 func (m *model) get(name string) *row {
 	if rw := m.byName[name]; rw != nil {
 		return rw
 	}
-	r := Run{Name: name}
+	return m.add(Run{Name: name})
+}
+
+// rowOf is the row of e's run. A for_each instance planned at run time
+// (first seen waiting, with its block and key) gets its block's line but
+// for its name, in its block's place.
+func (m *model) rowOf(e core.PhaseEvent) *row {
+	if rw := m.byName[e.Run]; rw != nil || e.Block == "" {
+		return m.get(e.Run)
+	}
+	r := Run{Name: e.Run}
 	for _, o := range m.rows {
-		if o.ForEach != "" && strings.HasPrefix(name, o.Block+"-") {
-			r = o.Run // an instance of the block: its line but for its name
-			r.Name, r.Key, r.ForEach = name, strings.TrimPrefix(name, o.Block+"-"), ""
+		if o.ForEach != "" && o.Block == e.Block {
+			r = o.Run
+			r.Name, r.Key, r.ForEach = e.Run, e.Key, ""
 		}
 	}
 	return m.add(r)
 }
 
 func (m *model) phase(e core.PhaseEvent) {
-	rw := m.get(e.Run)
+	rw := m.rowOf(e)
 	rw.phase, rw.queued = e.Phase, false
 	if e.MaxIterations > 0 {
 		rw.MaxIterations = e.MaxIterations
