@@ -231,7 +231,8 @@ func (r *runner) fail(ctx context.Context, phase run.Phase, plugin string, itera
 	return e
 }
 
-// runID is the run's sdk.LabelRun value.
+// runID is the run's sdk.LabelRun value, and the name of its log and
+// state files.
 func (r *runner) runID() string { return worktree.SanitizeName(r.name) + "-" + r.stamp }
 
 // rerunHint says what a rerun does with the work an interrupted run left.
@@ -259,7 +260,7 @@ func (r *runner) openLog(ctx context.Context) error {
 		if err := worktree.EnsureIgnoredDir(dir); err != nil {
 			return err
 		}
-		path = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".log")
+		path = filepath.Join(dir, r.runID()+".log")
 	}
 	l, err := runlog.Open(runlog.Options{Run: r.name, Mode: r.Logging.Mode, Path: path, Terminal: r.Logging.Terminal,
 		Cancelled: func() bool { return ctx.Err() != nil }, Redact: r.Redact.String})

@@ -39,7 +39,7 @@ func (r *runner) openState() {
 	}
 	runstate.Sweep(dir)
 	r.host, _ = os.Hostname()
-	r.statePath = filepath.Join(dir, worktree.SanitizeName(r.name)+"-"+r.stamp+".json")
+	r.statePath = filepath.Join(dir, r.runID()+".json")
 }
 
 // ended removes the run's state file.
