@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
 )
@@ -23,6 +21,7 @@ type provider struct{ agentkit.Base }
 func New() sdk.AgentProvider {
 	return provider{agentkit.Base{
 		Name:        "cursor",
+		Binary:      Binary,
 		Version:     "0.1.0",
 		Description: "Cursor CLI agent (cursor-agent); its documented output carries no token usage, and its chats stay in the sandbox (no resume)",
 		Model:       "Model passed as --model (e.g. auto, sonnet-4.5, gpt-5.2); the CLI's default when unset.",
@@ -34,19 +33,6 @@ func New() sdk.AgentProvider {
 
 // Binary is the CLI's name: Cursor installs it as cursor-agent (and agent).
 const Binary = "cursor-agent"
-
-// ConfigSchema implements sdk.Provider: Base's, with binary defaulting to
-// the CLI's name.
-func (p provider) ConfigSchema(ctx context.Context) (sdk.Schema, error) {
-	s, err := p.Base.ConfigSchema(ctx)
-	for i, a := range s.Attributes {
-		if a.Name == "binary" {
-			s.Attributes[i].Default = cty.StringVal(Binary)
-			s.Attributes[i].Description = "Name or path of the cursor-agent executable inside the sandbox."
-		}
-	}
-	return s, err
-}
 
 func (provider) Configure(_ context.Context, cfg sdk.Config) (sdk.Diagnostics, error) {
 	return agentkit.CheckCommon(cfg), nil
@@ -66,9 +52,6 @@ func (p provider) Describe(_ context.Context, cfg sdk.Config) (sdk.AgentDescript
 
 func (p provider) BuildCommand(_ context.Context, req sdk.CommandRequest) (sdk.Command, error) {
 	c := p.Common(req.Config)
-	if agentkit.String(req.Config, "binary") == "" {
-		c.Binary = Binary
-	}
 	var argv []string
 	switch req.Mode {
 	case sdk.ModePrint:

@@ -20,9 +20,12 @@ import (
 //
 // The schema is the common attributes around the agent's own: model, the
 // agent's Attributes, env, capture_sessions (when the agent has session
-// files) and binary, whose default is Name.
+// files) and binary, whose default is Binary.
 type Base struct {
 	Name, Version, Description string
+	// Binary is the CLI's executable name, the binary attribute's default;
+	// "" is Name.
+	Binary string
 	// Model describes the model attribute; ModelRequired makes it required.
 	Model         string
 	ModelRequired bool
@@ -64,7 +67,7 @@ func (b Base) ConfigSchema(context.Context) (sdk.Schema, error) {
 	if b.CaptureSessions != "" {
 		attrs = append(attrs, sdk.Attribute{Name: "capture_sessions", Type: cty.Bool, Default: cty.True, Description: b.CaptureSessions})
 	}
-	attrs = append(attrs, sdk.Attribute{Name: "binary", Type: cty.String, Default: cty.StringVal(b.Name), Description: "Name or path of the " + b.Name + " executable inside the sandbox."})
+	attrs = append(attrs, sdk.Attribute{Name: "binary", Type: cty.String, Default: cty.StringVal(b.binary()), Description: "Name or path of the " + b.binary() + " executable inside the sandbox."})
 	return sdk.Schema{Attributes: attrs}, nil
 }
 
@@ -100,14 +103,21 @@ type Common struct {
 	CaptureSessions bool
 }
 
-// Common reads the common attributes; binary is Name when unset.
+// Common reads the common attributes; binary is Base.Binary when unset.
 func (b Base) Common(cfg sdk.Config) Common {
 	c := Common{Model: String(cfg, "model"), Binary: String(cfg, "binary"), BaseURL: String(cfg, "base_url"), Env: stringMap(cfg, "env"),
 		CaptureSessions: b.CaptureSessions != "" && boolAttr(cfg, "capture_sessions", true)}
 	if c.Binary == "" {
-		c.Binary = b.Name
+		c.Binary = b.binary()
 	}
 	return c
+}
+
+func (b Base) binary() string {
+	if b.Binary == "" {
+		return b.Name
+	}
+	return b.Binary
 }
 
 // CheckCommon reports a string attribute set to "" (model, binary and the
