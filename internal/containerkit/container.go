@@ -1,7 +1,7 @@
 package containerkit
 
 import (
-	"bytes"
+	"archive/tar"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +19,9 @@ import (
 // user it runs as (the host's; an engine may override it).
 type Spec struct {
 	Name, Image string
+	// ImageID is Image's id as preflight found it (Homes.ImageID), ""
+	// when unknown; the engine makes the container from it when set.
+	ImageID     string
 	Env         map[string]string
 	Binds       []Bind
 	UID, GID    int
@@ -39,18 +42,13 @@ func NewSpec(req sdk.CreateRequest, c Config) (Spec, error) {
 	}, nil
 }
 
-// PrepareHome creates, in a created container before it starts, the agent
-// home's directories owned by the container user (OwnedDirs, one archive
-// extracted at "/").
-func (s Spec) PrepareHome(ctx context.Context, a Archiver) error {
-	var buf bytes.Buffer
-	if err := DirsTar(&buf, OwnedDirs(s.Binds, s.hasWorktree), s.UID, s.GID); err != nil {
-		return err
+// From is what the container is made from: ImageID when known (the very
+// image preflight checked), else Image.
+func (s Spec) From() string {
+	if s.ImageID != "" {
+		return s.ImageID
 	}
-	if err := a.PutArchive(ctx, "/", &buf); err != nil {
-		return fmt.Errorf("prepare %s: %w", HomeDir, err)
-	}
-	return nil
+	return s.Image
 }
 
 // Archiver is what an engine does for a container's copies: the archive
@@ -64,6 +62,10 @@ type Archiver interface {
 	// GetArchive streams p as a tar archive (fs.ErrNotExist where p is
 	// missing); Close reports a failure of the transfer.
 	GetArchive(ctx context.Context, p string) (io.ReadCloser, error)
+	// Header reads the first header of p's archive (p's own entry: its
+	// type, owner and mode) and no more; nil where p is missing. It works
+	// on a created container before it starts.
+	Header(ctx context.Context, p string) (*tar.Header, error)
 }
 
 // Container is the engine-independent half of one container sandbox:

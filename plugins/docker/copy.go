@@ -1,7 +1,9 @@
 package docker
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"io"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -31,4 +33,18 @@ func (s *sandbox) GetArchive(ctx context.Context, p string) (io.ReadCloser, erro
 		return nil, sdk.ErrNotFound
 	}
 	return rc, err
+}
+
+// Header reads the first header of GET archive and closes the response:
+// the daemon stops writing the rest.
+func (s *sandbox) Header(ctx context.Context, p string) (*tar.Header, error) {
+	rc, err := s.GetArchive(ctx, p)
+	if errors.Is(err, sdk.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return tar.NewReader(rc).Next()
 }

@@ -1,6 +1,7 @@
 package podman
 
 import (
+	"archive/tar"
 	"context"
 	"io"
 	"os/exec"
@@ -69,4 +70,32 @@ func (o *cpOutput) Close() error {
 		return &cliError{args: []string{"cp"}, err: err, stderr: strings.TrimSpace(o.stderr.String())}
 	}
 	return nil
+}
+
+// Header reads the first header `podman cp` writes of p and closes its
+// output there: podman ends at its next write instead of streaming the
+// rest (binds included). A created container is mounted for the copy.
+func (s *sandbox) Header(ctx context.Context, p string) (*tar.Header, error) {
+	cmd := s.cli.command(ctx, nil, "cp", s.ID+":"+p, "-")
+	rc, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	hdr, rerr := tar.NewReader(rc).Next()
+	_ = rc.Close()
+	werr := cmd.Wait()
+	switch {
+	case rerr == nil:
+		return hdr, nil
+	case strings.Contains(stderr.String(), "no such file or directory"):
+		return nil, nil
+	case werr == nil:
+		return nil, rerr
+	}
+	return nil, &cliError{args: []string{"cp"}, err: werr, stderr: strings.TrimSpace(stderr.String())}
 }
