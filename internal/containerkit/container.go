@@ -62,10 +62,11 @@ type Archiver interface {
 	// GetArchive streams p as a tar archive (fs.ErrNotExist where p is
 	// missing); Close reports a failure of the transfer.
 	GetArchive(ctx context.Context, p string) (io.ReadCloser, error)
-	// Header reads the first header of p's archive (p's own entry: its
-	// type, owner and mode) and no more; nil where p is missing. It works
-	// on a created container before it starts.
-	Header(ctx context.Context, p string) (*tar.Header, error)
+	// Headers reports the type, owner and mode of each path as the
+	// container sees them (tar headers, as an archive of the path would
+	// start; nil where it is missing), in a created container before it
+	// starts, reading nothing else; an error where the engine cannot tell.
+	Headers(ctx context.Context, paths []string) ([]*tar.Header, error)
 }
 
 // Container is the engine-independent half of one container sandbox:

@@ -128,7 +128,7 @@ func (archiver) PutArchive(_ context.Context, _ string, r io.Reader) error {
 	_, err := io.Copy(io.Discard, r)
 	return err
 }
-func (archiver) Header(context.Context, string) (*tar.Header, error) { return nil, nil }
+func (archiver) Headers(context.Context, []string) ([]*tar.Header, error) { return nil, nil }
 func (a archiver) GetArchive(context.Context, string) (io.ReadCloser, error) {
 	return failingCloser{strings.NewReader(""), a.getErr}, nil
 }

@@ -147,19 +147,27 @@ func homeFits(ctx context.Context, a Archiver, dirs []string, uid, gid int) (boo
 	for _, d := range dirs {
 		owned[d] = true
 	}
-	checked := map[string]bool{}
+	var paths []string // dirs and their parents, but "/"
+	seen := map[string]bool{}
 	for _, d := range dirs {
-		for p := d; p != "/" && !checked[p]; p = path.Dir(p) {
-			checked[p] = true
-			hdr, err := a.Header(ctx, p)
-			if err != nil || hdr == nil || hdr.Typeflag != tar.TypeDir {
-				return false, err
-			}
-			if owned[p] && (hdr.Uid != uid || hdr.Gid != gid || hdr.Mode&0o300 != 0o300) ||
-				!owned[p] && hdr.Mode&0o001 == 0 {
-				return false, nil
-			}
+		for p := d; p != "/" && !seen[p]; p = path.Dir(p) {
+			seen[p] = true
+			paths = append(paths, p)
 		}
 	}
-	return true, nil
+	hdrs, err := a.Headers(ctx, paths)
+	if err != nil {
+		return false, err
+	}
+	for i, hdr := range hdrs {
+		switch {
+		case hdr == nil || hdr.Typeflag != tar.TypeDir:
+			return false, nil
+		case owned[paths[i]] && (hdr.Uid != uid || hdr.Gid != gid || hdr.Mode&0o300 != 0o300):
+			return false, nil
+		case !owned[paths[i]] && hdr.Mode&0o001 == 0:
+			return false, nil
+		}
+	}
+	return len(hdrs) == len(paths), nil
 }

@@ -35,16 +35,23 @@ func (s *sandbox) GetArchive(ctx context.Context, p string) (io.ReadCloser, erro
 	return rc, err
 }
 
-// Header reads the first header of GET archive and closes the response:
-// the daemon stops writing the rest.
-func (s *sandbox) Header(ctx context.Context, p string) (*tar.Header, error) {
-	rc, err := s.GetArchive(ctx, p)
-	if errors.Is(err, sdk.ErrNotFound) {
-		return nil, nil
+// Headers reads the first header of a GET archive of each path and closes
+// the response there: the daemon stops writing the rest.
+func (s *sandbox) Headers(ctx context.Context, paths []string) ([]*tar.Header, error) {
+	hdrs := make([]*tar.Header, len(paths))
+	for i, p := range paths {
+		rc, err := s.GetArchive(ctx, p)
+		if errors.Is(err, sdk.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		hdrs[i], err = tar.NewReader(rc).Next()
+		_ = rc.Close()
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return tar.NewReader(rc).Next()
+	return hdrs, nil
 }

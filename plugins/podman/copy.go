@@ -3,8 +3,12 @@ package podman
 import (
 	"archive/tar"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -72,30 +76,35 @@ func (o *cpOutput) Close() error {
 	return nil
 }
 
-// Header reads the first header `podman cp` writes of p and closes its
-// output there: podman ends at its next write instead of streaming the
-// rest (binds included). A created container is mounted for the copy.
-func (s *sandbox) Header(ctx context.Context, p string) (*tar.Header, error) {
-	cmd := s.cli.command(ctx, nil, "cp", s.ID+":"+p, "-")
-	rc, err := cmd.StdoutPipe()
+// Headers reads each path's type, owner and mode from the created
+// container's root filesystem, mounted here for the purpose (`podman
+// mount`): `podman cp` gives every entry the container user's ids. Only a
+// rootful podman run without a user namespace, on this host (no service),
+// shows the container's own ids there (hostIDs); otherwise it cannot tell.
+func (s *sandbox) Headers(ctx context.Context, paths []string) ([]*tar.Header, error) {
+	if !s.hostIDs {
+		return nil, errors.New("podman: the container's ids are not visible here")
+	}
+	out, err := s.cli.run(ctx, nil, "mount", s.ID)
 	if err != nil {
 		return nil, err
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	defer func() { _, _ = s.cli.run(context.WithoutCancel(ctx), nil, "unmount", s.ID) }()
+	root := strings.TrimSpace(string(out))
+	hdrs := make([]*tar.Header, len(paths))
+	for i, p := range paths {
+		// A symlinked parent leads outside root, but is itself a path
+		// whose header says so (not a directory).
+		fi, err := os.Lstat(filepath.Join(root, p))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if hdrs[i], err = tar.FileInfoHeader(fi, ""); err != nil {
+			return nil, err
+		}
 	}
-	hdr, rerr := tar.NewReader(rc).Next()
-	_ = rc.Close()
-	werr := cmd.Wait()
-	switch {
-	case rerr == nil:
-		return hdr, nil
-	case strings.Contains(stderr.String(), "no such file or directory"):
-		return nil, nil
-	case werr == nil:
-		return nil, rerr
-	}
-	return nil, &cliError{args: []string{"cp"}, err: werr, stderr: strings.TrimSpace(stderr.String())}
+	return hdrs, nil
 }

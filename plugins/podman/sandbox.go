@@ -106,7 +106,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if i := strings.LastIndexByte(id, '\n'); i >= 0 { // warnings come first
 		id = id[i+1:]
 	}
-	s := &sandbox{cli: c, egress: guard}
+	s := &sandbox{cli: c, egress: guard, hostIDs: !rootless && c.socket == "" && cfg.userns(rootless) == ""}
 	s.Container = containerkit.Container{ID: id, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
 	if err := s.start(ctx, spec, p.homes); err != nil {
 		if ctx.Err() == nil {
@@ -203,6 +203,8 @@ type sandbox struct {
 	cli    cli
 	runner sandboxkit.Runner
 	egress *egressGuard // nil without an egress policy
+	// hostIDs: the container's files have the same ids here (see Headers).
+	hostIDs bool
 }
 
 // Close force-removes the container (SIGKILL, no stop grace period), with

@@ -82,6 +82,12 @@ func RunID() string { return "test-" + containerkit.RandomHex(6) }
 // labelled as a run's, closed at cleanup; mod changes the request first.
 func Create(t *testing.T, e Engine, cfg sdk.Config, mod func(*sdk.CreateRequest)) (sdk.Sandbox, sdk.CreateRequest) {
 	t.Helper()
+	return createWith(t, e.New(), e, cfg, mod)
+}
+
+// createWith is Create with provider p.
+func createWith(t *testing.T, p sdk.SandboxProvider, e Engine, cfg sdk.Config, mod func(*sdk.CreateRequest)) (sdk.Sandbox, sdk.CreateRequest) {
+	t.Helper()
 	wt := t.TempDir()
 	req := sdk.CreateRequest{
 		Config:       cfg,
@@ -97,7 +103,7 @@ func Create(t *testing.T, e Engine, cfg sdk.Config, mod func(*sdk.CreateRequest)
 		mod(&req)
 	}
 	req.Labels = map[string]string{sdk.LabelRun: req.RunID, sdk.LabelSandbox: "sandbox." + e.Name + ".test"}
-	sb, err := e.New().Create(context.Background(), req)
+	sb, err := p.Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
