@@ -124,9 +124,9 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	return s, nil
 }
 
-// start prepares the agent home (unless the image has it: homes), joins extra networks (its egress
-// sidecar's network namespace instead, once the sidecar is up) and starts
-// the container.
+// start prepares the agent home (unless the image has it: homes), joins
+// extra networks (its egress sidecar's network namespace instead, once the
+// sidecar is up) and starts the container.
 func (s *sandbox) start(ctx context.Context, spec containerkit.Spec, homes *containerkit.Homes, networks []string) error {
 	if err := spec.PrepareHome(ctx, s, homes); err != nil {
 		return err

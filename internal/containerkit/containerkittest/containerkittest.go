@@ -1,9 +1,10 @@
 // Package containerkittest holds the tests every container-engine sandbox
 // provider built on containerkit runs against its real engine, on top of
 // the sandboxtest conformance suite: the shared block's diagnostics, exec
-// as the container user in the fixed layout, file ownership, cancellation
-// killing the whole process tree inside, network "none", copies, git in a
-// worktree, and removal. Call them from the engine's own tests:
+// as the container user in the fixed layout, file ownership, the agent
+// home left as a fitting image has it (Home), cancellation killing the
+// whole process tree inside, network "none", copies, git in a worktree,
+// and removal. Call them from the engine's own tests:
 //
 //	func TestCancelKillsProcessTree(t *testing.T) { containerkittest.CancelKillsProcessTree(t, engine) }
 package containerkittest
