@@ -29,17 +29,28 @@ type Homes struct {
 
 	mu     sync.Mutex
 	images map[string]string // image name → id
-	fits   map[string]bool   // factKey → fits
+	facts  map[string]*fact  // by factKey
+}
+
+// fact is one fact, learnt by the first create that asks.
+type fact struct {
+	done     chan struct{} // closed once fits and ok are set
+	fits, ok bool          // ok false: not learnt (the probe failed)
 }
 
 // NewHomes is an engine's Homes (engine keys its facts: image ids of two
 // engines' stores are not compared).
 func NewHomes(engine string) *Homes {
-	h := &Homes{engine: engine, images: map[string]string{}, fits: map[string]bool{}}
-	if dir, err := os.UserCacheDir(); err == nil {
-		h.dir = filepath.Join(dir, "sanddune", "home")
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return newHomes(engine, "")
 	}
-	return h
+	return newHomes(engine, filepath.Join(dir, "sanddune", "home"))
+}
+
+// newHomes is a Homes remembering its facts in dir ("": in none).
+func newHomes(engine, dir string) *Homes {
+	return &Homes{engine: engine, dir: dir, images: map[string]string{}, facts: map[string]*fact{}}
 }
 
 // Inspected records the id preflight found for image.
@@ -62,35 +73,58 @@ func (h *Homes) factKey(imageID string, uid, gid int, dirs []string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// known reports the fact under key, from this process or the cache
-// directory.
-func (h *Homes) known(key string) (fits, ok bool) {
+// fact returns the fact under key: from this process, else from the
+// cache directory, else probed, once however many creates ask at the same
+// time (they wait for it, or for ctx). A fact not learnt (ok false) is
+// asked again by the next create.
+func (h *Homes) fact(ctx context.Context, key string, probe func() (bool, error)) (fits, ok bool) {
 	h.mu.Lock()
-	fits, ok = h.fits[key]
+	f, asked := h.facts[key]
+	if !asked {
+		f = &fact{done: make(chan struct{})}
+		h.facts[key] = f
+	}
 	h.mu.Unlock()
-	if ok || h.dir == "" {
-		return fits, ok
+	if asked {
+		select {
+		case <-f.done:
+			return f.fits, f.ok
+		case <-ctx.Done():
+			return false, false
+		}
+	}
+	defer close(f.done)
+	if f.fits, f.ok = h.cached(key); !f.ok {
+		var err error
+		if f.fits, err = probe(); err == nil {
+			f.ok = true
+			h.store(key, f.fits)
+		} else {
+			h.mu.Lock()
+			delete(h.facts, key)
+			h.mu.Unlock()
+		}
+	}
+	return f.fits, f.ok
+}
+
+// cached reads the fact under key from the cache directory.
+func (h *Homes) cached(key string) (fits, ok bool) {
+	if h.dir == "" {
+		return false, false
 	}
 	switch b, _ := os.ReadFile(filepath.Join(h.dir, key)); string(b) {
 	case "fits\n":
-		fits = true
+		return true, true
 	case "prepare\n":
-	default:
-		return false, false
+		return false, true
 	}
-	h.mu.Lock()
-	h.fits[key] = fits
-	h.mu.Unlock()
-	return fits, true
+	return false, false
 }
 
-// remember records the fact under key, in this process and (written
-// atomically; a failure only costs the next process a probe) in the cache
-// directory.
-func (h *Homes) remember(key string, fits bool) {
-	h.mu.Lock()
-	h.fits[key] = fits
-	h.mu.Unlock()
+// store writes the fact under key to the cache directory, atomically; a
+// failure only costs the next process a probe.
+func (h *Homes) store(key string, fits bool) {
 	if h.dir == "" || os.MkdirAll(h.dir, 0o700) != nil {
 		return
 	}
@@ -118,14 +152,7 @@ func (s Spec) PrepareHome(ctx context.Context, a Archiver, h *Homes) error {
 	dirs := OwnedDirs(s.Binds, s.hasWorktree)
 	if s.ImageID != "" {
 		key := h.factKey(s.ImageID, s.UID, s.GID, dirs)
-		fits, ok := h.known(key)
-		if !ok {
-			var err error
-			if fits, err = homeFits(ctx, a, dirs, s.UID, s.GID); err == nil {
-				h.remember(key, fits)
-			}
-		}
-		if fits {
+		if fits, _ := h.fact(ctx, key, func() (bool, error) { return homeFits(ctx, a, dirs, s.UID, s.GID) }); fits {
 			return nil
 		}
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"testing/synctest"
 )
 
 // fsArchiver is a created container holding dirs (path → header), which
@@ -17,6 +19,9 @@ type fsArchiver struct {
 	probeErr      error
 	probes, puts  int
 	extractedDirs []string
+	// gate, when set, holds each probe until it is closed.
+	gate chan struct{}
+	mu   sync.Mutex
 }
 
 func (a *fsArchiver) Stat(context.Context, string) (bool, bool, error) { return true, true, nil }
@@ -24,7 +29,12 @@ func (a *fsArchiver) GetArchive(context.Context, string) (io.ReadCloser, error) 
 	return nil, errors.New("not used")
 }
 func (a *fsArchiver) Headers(_ context.Context, paths []string) ([]*tar.Header, error) {
+	a.mu.Lock()
 	a.probes++
+	a.mu.Unlock()
+	if a.gate != nil {
+		<-a.gate
+	}
 	var hdrs []*tar.Header
 	for _, p := range paths {
 		hdrs = append(hdrs, a.dirs[p])
@@ -32,6 +42,8 @@ func (a *fsArchiver) Headers(_ context.Context, paths []string) ([]*tar.Header, 
 	return hdrs, a.probeErr
 }
 func (a *fsArchiver) PutArchive(_ context.Context, dir string, r io.Reader) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.puts++
 	tr := tar.NewReader(r)
 	for {
@@ -145,6 +157,34 @@ func TestPrepareHomeSkipsWhatTheImageHas(t *testing.T) {
 	if want := []string{"home/", "home/agent/"}; len(a.extractedDirs) < 2 || a.extractedDirs[0] != want[0] || a.extractedDirs[1] != want[1] {
 		t.Errorf("archive %q", a.extractedDirs)
 	}
+}
+
+// Creates asking at the same time for a fact not known yet wait for one
+// probe.
+func TestPrepareHomeProbesOnceForConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		a := &fsArchiver{gate: make(chan struct{}), dirs: map[string]*tar.Header{"/home": dir(0, 0, 0o755), HomeDir: dir(7, 8, 0o700)}}
+		h := newHomes("acme", "")
+		s := Spec{ImageID: "sha256:a", UID: 7, GID: 8, Binds: []Bind{{Source: "/wt", Target: WorkspaceDir}}, hasWorktree: true}
+		errs := make(chan error, 5)
+		for range 5 {
+			go func() { errs <- s.PrepareHome(context.Background(), a, h) }()
+		}
+		synctest.Wait() // every create is probing or waiting
+		if a.probes != 1 {
+			t.Errorf("five creates at once: %d probes, want 1", a.probes)
+		}
+		close(a.gate)
+		for range 5 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a.puts != 0 {
+			t.Errorf("%d archives for an image that has the home", a.puts)
+		}
+	})
 }
 
 // Homes remembers the id preflight found per image name; the container is
