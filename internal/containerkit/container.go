@@ -2,6 +2,7 @@ package containerkit
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -40,6 +41,29 @@ func NewSpec(req sdk.CreateRequest, c Config) (Spec, error) {
 		Name: Name(req.RunName), Image: c.ImageFor(req.HostRepoPath), Env: env, Binds: binds,
 		UID: req.HostUID, GID: req.HostGID, hasWorktree: req.WorktreePath != "",
 	}, nil
+}
+
+// PrepareHome creates, in a created container before it starts, the agent
+// home's directories owned by the container user (OwnedDirs, one archive
+// extracted at "/"), unless the image already has them so (homeFits). That
+// is learnt once per image id (ImageID, "" when unknown: then the home is
+// prepared without asking) from the container itself, and remembered in h.
+func (s Spec) PrepareHome(ctx context.Context, a Archiver, h *Homes) error {
+	dirs := OwnedDirs(s.Binds, s.hasWorktree)
+	if s.ImageID != "" {
+		key := h.factKey(s.ImageID, s.UID, s.GID, dirs)
+		if fits, _ := h.fact(ctx, key, func() (bool, error) { return homeFits(ctx, a, dirs, s.UID, s.GID) }); fits {
+			return nil
+		}
+	}
+	var buf bytes.Buffer
+	if err := DirsTar(&buf, dirs, s.UID, s.GID); err != nil {
+		return err
+	}
+	if err := a.PutArchive(ctx, "/", &buf); err != nil {
+		return fmt.Errorf("prepare %s: %w", HomeDir, err)
+	}
+	return nil
 }
 
 // From is what the container is made from: ImageID when known (the very

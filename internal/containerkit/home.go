@@ -2,7 +2,6 @@ package containerkit
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -141,29 +140,6 @@ func (h *Homes) store(key string, fits bool) {
 		return
 	}
 	_ = os.Remove(f.Name())
-}
-
-// PrepareHome makes, in a created container before it starts, the agent
-// home's directories owned by the container user (OwnedDirs, one archive
-// extracted at "/"), unless the image already has them so (homeFits). That
-// is learnt once per image id (ImageID, "" when unknown: then the home is
-// prepared without asking) from the container itself, and remembered in h.
-func (s Spec) PrepareHome(ctx context.Context, a Archiver, h *Homes) error {
-	dirs := OwnedDirs(s.Binds, s.hasWorktree)
-	if s.ImageID != "" {
-		key := h.factKey(s.ImageID, s.UID, s.GID, dirs)
-		if fits, _ := h.fact(ctx, key, func() (bool, error) { return homeFits(ctx, a, dirs, s.UID, s.GID) }); fits {
-			return nil
-		}
-	}
-	var buf bytes.Buffer
-	if err := DirsTar(&buf, dirs, s.UID, s.GID); err != nil {
-		return err
-	}
-	if err := a.PutArchive(ctx, "/", &buf); err != nil {
-		return fmt.Errorf("prepare %s: %w", HomeDir, err)
-	}
-	return nil
 }
 
 // homeFits reports whether the created container already has what

@@ -35,8 +35,9 @@ const Version = "0.1.0"
 type Provider struct {
 	containerkit.Base
 	homes *containerkit.Homes
-	mu    sync.Mutex
-	cli   *client.Client
+
+	mu  sync.Mutex
+	cli *client.Client
 }
 
 var (

@@ -46,13 +46,13 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
+	spec.ImageID = p.homes.ImageID(spec.Image)
 	if cfg.UID != nil {
 		spec.UID = *cfg.UID
 	}
 	if cfg.GID != nil {
 		spec.GID = *cfg.GID
 	}
-	spec.ImageID = p.homes.ImageID(spec.Image)
 
 	init := true
 	hostCfg := &container.HostConfig{
