@@ -1,6 +1,7 @@
 package containerkit
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"fmt"
@@ -19,6 +20,9 @@ import (
 // user it runs as (the host's; an engine may override it).
 type Spec struct {
 	Name, Image string
+	// ImageID is Image's id as preflight found it (Homes.ImageID), ""
+	// when unknown; the engine makes the container from it when set.
+	ImageID     string
 	Env         map[string]string
 	Binds       []Bind
 	UID, GID    int
@@ -41,16 +45,34 @@ func NewSpec(req sdk.CreateRequest, c Config) (Spec, error) {
 
 // PrepareHome creates, in a created container before it starts, the agent
 // home's directories owned by the container user (OwnedDirs, one archive
-// extracted at "/").
-func (s Spec) PrepareHome(ctx context.Context, a Archiver) error {
+// extracted at "/"), unless the image already has them so (homeFits). That
+// is learnt once per image id (ImageID, "" when unknown: then the home is
+// prepared without asking) from the container itself, and remembered in h.
+func (s Spec) PrepareHome(ctx context.Context, a Archiver, h *Homes) error {
+	dirs := OwnedDirs(s.Binds, s.hasWorktree)
+	if s.ImageID != "" {
+		key := h.factKey(s.ImageID, s.UID, s.GID, dirs)
+		if fits, _ := h.fact(ctx, key, func() (bool, error) { return homeFits(ctx, a, dirs, s.UID, s.GID) }); fits {
+			return nil
+		}
+	}
 	var buf bytes.Buffer
-	if err := DirsTar(&buf, OwnedDirs(s.Binds, s.hasWorktree), s.UID, s.GID); err != nil {
+	if err := DirsTar(&buf, dirs, s.UID, s.GID); err != nil {
 		return err
 	}
 	if err := a.PutArchive(ctx, "/", &buf); err != nil {
 		return fmt.Errorf("prepare %s: %w", HomeDir, err)
 	}
 	return nil
+}
+
+// From is what the container is made from: ImageID when known (the very
+// image preflight checked), else Image.
+func (s Spec) From() string {
+	if s.ImageID != "" {
+		return s.ImageID
+	}
+	return s.Image
 }
 
 // Archiver is what an engine does for a container's copies: the archive
@@ -64,6 +86,11 @@ type Archiver interface {
 	// GetArchive streams p as a tar archive (fs.ErrNotExist where p is
 	// missing); Close reports a failure of the transfer.
 	GetArchive(ctx context.Context, p string) (io.ReadCloser, error)
+	// Headers reports the type, owner and mode of each path as the
+	// container sees them (tar headers, as an archive of the path would
+	// start; nil where it is missing), in a created container before it
+	// starts, reading nothing else; an error where the engine cannot tell.
+	Headers(ctx context.Context, paths []string) ([]*tar.Header, error)
 }
 
 // Container is the engine-independent half of one container sandbox:

@@ -1,6 +1,7 @@
 package containerkit
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"io"
@@ -127,6 +128,7 @@ func (archiver) PutArchive(_ context.Context, _ string, r io.Reader) error {
 	_, err := io.Copy(io.Discard, r)
 	return err
 }
+func (archiver) Headers(context.Context, []string) ([]*tar.Header, error) { return nil, nil }
 func (a archiver) GetArchive(context.Context, string) (io.ReadCloser, error) {
 	return failingCloser{strings.NewReader(""), a.getErr}, nil
 }

@@ -4,7 +4,8 @@
 // ConfigSchema, Describe, Configure), the provider block's shared attributes (image, env, network,
 // limits, devices, selinux_label, mount blocks; Engine.Schema) and their
 // decoding (Decode); the container a run asks for (NewSpec: name, image,
-// env, binds, user) and its agent home (Spec.PrepareHome); the sandbox's
+// env, binds, user) and its agent home (Spec.PrepareHome, nothing where
+// the image has it: Homes); the sandbox's
 // engine-independent half (Container: Info, closing once, confinement,
 // exec checks, copies in and out planned here and moved by the engine's
 // Archiver); the bind-mount layout (the worktree at /home/agent/workspace,

@@ -1,7 +1,9 @@
 package docker
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"io"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -31,4 +33,25 @@ func (s *sandbox) GetArchive(ctx context.Context, p string) (io.ReadCloser, erro
 		return nil, sdk.ErrNotFound
 	}
 	return rc, err
+}
+
+// Headers reads the first header of a GET archive of each path and closes
+// the response there: the daemon stops writing the rest.
+func (s *sandbox) Headers(ctx context.Context, paths []string) ([]*tar.Header, error) {
+	hdrs := make([]*tar.Header, len(paths))
+	for i, p := range paths {
+		rc, err := s.GetArchive(ctx, p)
+		if errors.Is(err, sdk.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		hdrs[i], err = tar.NewReader(rc).Next()
+		_ = rc.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return hdrs, nil
 }

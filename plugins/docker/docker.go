@@ -34,6 +34,8 @@ const Version = "0.1.0"
 // sdk.ResourceLister for Docker.
 type Provider struct {
 	containerkit.Base
+	homes *containerkit.Homes
+
 	mu  sync.Mutex
 	cli *client.Client
 }
@@ -57,7 +59,7 @@ func New() sdk.SandboxProvider {
 			c, diags := decodeConfig(cfg)
 			return c.Config, diags
 		},
-	}}
+	}, homes: containerkit.NewHomes(engine.Name)}
 }
 
 // client returns the shared Engine API client (from DOCKER_HOST etc.).

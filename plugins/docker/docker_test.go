@@ -229,6 +229,12 @@ func TestBuildImageCommand(t *testing.T) {
 	})
 }
 
+// The agent home is not prepared where the image has it; made where not.
+// Serial (containerkittest.Home).
+func TestHome(t *testing.T) {
+	containerkittest.Home(t, suite, containerkittest.BuildImageCase{File: "Dockerfile"})
+}
+
 // A container removed or stopped from outside mid-exec is reported as the
 // sandbox gone, not as the command's exit code 137.
 func TestExecInContainerRemovedFromOutside(t *testing.T) {

@@ -56,8 +56,12 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		fail("image %q not found locally: build it with `%s`", image, engine.BuildImageFix(cfg.Config, image))
 	case err != nil:
 		fail("inspect image %q: %w", image, err)
-	case img.Config != nil:
-		user, _, _ := strings.Cut(img.Config.User, ":")
+	default:
+		p.homes.Inspected(image, img.ID)
+		user := ""
+		if img.Config != nil {
+			user, _, _ = strings.Cut(img.Config.User, ":")
+		}
 		if n, err := strconv.Atoi(user); err == nil && n != uid {
 			fail("UID mismatch: image %q was built for UID %d, but the sandbox runs as UID %d: rebuild it with `sanddune docker build-image` (which passes your UID), or set container_uid = %d",
 				image, n, uid, n)

@@ -46,6 +46,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
+	spec.ImageID = p.homes.ImageID(spec.Image)
 	if cfg.UID != nil {
 		spec.UID = *cfg.UID
 	}
@@ -93,7 +94,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	createCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	created, err := cli.ContainerCreate(createCtx, &container.Config{
-		Image:      spec.Image,
+		Image:      spec.From(),
 		User:       fmt.Sprintf("%d:%d", spec.UID, spec.GID),
 		Env:        sandboxkit.EnvList(spec.Env),
 		WorkingDir: containerkit.WorkspaceDir,
@@ -112,7 +113,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	}
 	s := &sandbox{cli: cli, egress: guard}
 	s.Container = containerkit.Container{ID: created.ID, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
-	if err = s.start(ctx, spec, cfg.Networks); err != nil {
+	if err = s.start(ctx, spec, p.homes, cfg.Networks); err != nil {
 		_ = s.Close(ctx)
 		return nil, err
 	}
@@ -123,11 +124,11 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	return s, nil
 }
 
-// start prepares the agent home, joins extra networks (its egress
-// sidecar's network namespace instead, once the sidecar is up) and starts
-// the container.
-func (s *sandbox) start(ctx context.Context, spec containerkit.Spec, networks []string) error {
-	if err := spec.PrepareHome(ctx, s); err != nil {
+// start prepares the agent home (unless the image has it: homes), joins
+// extra networks (its egress sidecar's network namespace instead, once the
+// sidecar is up) and starts the container.
+func (s *sandbox) start(ctx context.Context, spec containerkit.Spec, homes *containerkit.Homes, networks []string) error {
+	if err := spec.PrepareHome(ctx, s, homes); err != nil {
 		return err
 	}
 	if s.egress != nil {

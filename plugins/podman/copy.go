@@ -1,9 +1,14 @@
 package podman
 
 import (
+	"archive/tar"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -69,4 +74,37 @@ func (o *cpOutput) Close() error {
 		return &cliError{args: []string{"cp"}, err: err, stderr: strings.TrimSpace(o.stderr.String())}
 	}
 	return nil
+}
+
+// Headers reads each path's type, owner and mode from the created
+// container's root filesystem, mounted here for the purpose (`podman
+// mount`): `podman cp` gives every entry the container user's ids. Only a
+// rootful podman run without a user namespace, on this host (no service),
+// shows the container's own ids there (hostIDs); otherwise it cannot tell.
+func (s *sandbox) Headers(ctx context.Context, paths []string) ([]*tar.Header, error) {
+	if !s.hostIDs {
+		return nil, errors.New("podman: the container's ids are not visible here")
+	}
+	out, err := s.cli.run(ctx, nil, "mount", s.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _, _ = s.cli.run(context.WithoutCancel(ctx), nil, "unmount", s.ID) }()
+	root := strings.TrimSpace(string(out))
+	hdrs := make([]*tar.Header, len(paths))
+	for i, p := range paths {
+		// A symlinked parent leads outside root, but is itself a path
+		// whose header says so (not a directory).
+		fi, err := os.Lstat(filepath.Join(root, p))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if hdrs[i], err = tar.FileInfoHeader(fi, ""); err != nil {
+			return nil, err
+		}
+	}
+	return hdrs, nil
 }

@@ -31,6 +31,7 @@ const Version = "0.1.0"
 type Provider struct {
 	containerkit.Base
 	checked checkedConfigs
+	homes   *containerkit.Homes
 }
 
 var (
@@ -52,5 +53,5 @@ func New() sdk.SandboxProvider {
 			c, diags := decodeConfig(cfg)
 			return c.Config, diags
 		},
-	}, checked: checkedConfigs{cache: preflightCache()}}
+	}, checked: checkedConfigs{cache: preflightCache()}, homes: containerkit.NewHomes(engine.Name)}
 }

@@ -249,6 +249,16 @@ func TestBuildImageCommand(t *testing.T) {
 	containerkittest.BuildImage(t, suite, containerkittest.BuildImageCase{File: "Containerfile", Progress: "STEP", Args: args})
 }
 
+// The agent home is not prepared where the image has it; made where not.
+// Serial (containerkittest.Home).
+func TestHome(t *testing.T) {
+	var args []string
+	if rt, ok := requirePodman(t)["runtime"]; ok {
+		args = []string{"--runtime", rt.AsString()}
+	}
+	containerkittest.Home(t, suite, containerkittest.BuildImageCase{File: "Containerfile", Args: args})
+}
+
 // Where podman is not installed, preflight and Create say how to install
 // it, and gc finds nothing to remove rather than failing. Serial: it
 // empties PATH.

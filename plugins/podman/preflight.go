@@ -68,6 +68,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 		fail("inspect image %q: %w", image, err)
 	case len(imgs) == 1:
 		imageID = imgs[0].ID
+		p.homes.Inspected(image, imageID)
 		u, _, _ := strings.Cut(imgs[0].Config.User, ":")
 		if n, err := strconv.Atoi(u); err == nil && n != req.HostUID {
 			fail("UID mismatch: image %q was built for UID %d, but the sandbox runs as UID %d: rebuild it with `sanddune podman build-image` (which passes your UID)",

@@ -48,6 +48,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if err != nil {
 		return nil, err
 	}
+	spec.ImageID = p.homes.ImageID(spec.Image)
 	if adj := p.checked.adjustmentFor(c, cfg, rootless, spec.Image, spec.UID, spec.GID); adj != nil {
 		cfg = adj.apply(cfg)
 		if c, err = newCLI(cfg); err != nil {
@@ -84,7 +85,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	} else {
 		args = append(args, containerArgs(cfg, rootless, spec.UID, spec.GID)...)
 	}
-	args = append(args, "--workdir", containerkit.WorkspaceDir, "--entrypoint", "sleep", spec.Image, "infinity")
+	args = append(args, "--workdir", containerkit.WorkspaceDir, "--entrypoint", "sleep", spec.From(), "infinity")
 	out, err := c.runEnv(ctx, envValues, nil, args...)
 	if err != nil && guard != nil {
 		_ = guard.remove(context.WithoutCancel(ctx), c) // the sandbox with it, if made
@@ -105,9 +106,9 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if i := strings.LastIndexByte(id, '\n'); i >= 0 { // warnings come first
 		id = id[i+1:]
 	}
-	s := &sandbox{cli: c, egress: guard}
+	s := &sandbox{cli: c, egress: guard, hostIDs: !rootless && c.socket == "" && cfg.userns(rootless) == ""}
 	s.Container = containerkit.Container{ID: id, Name: spec.Name, UID: spec.UID, GID: spec.GID, Binds: spec.Binds, Archiver: s}
-	if err := s.start(ctx, spec); err != nil {
+	if err := s.start(ctx, spec, p.homes); err != nil {
 		if ctx.Err() == nil {
 			forgetPassed(p.checked.cache)
 		}
@@ -177,10 +178,11 @@ func mountArgs(binds []containerkit.Bind, label string) ([]string, error) {
 }
 
 // start creates the agent home owned by the container user (one archive
-// extracted before start, ownership kept) and starts the container, once
+// extracted before start, ownership kept; none when the image has it:
+// homes) and starts the container, once
 // its egress sidecar's rules are in place.
-func (s *sandbox) start(ctx context.Context, spec containerkit.Spec) error {
-	if err := spec.PrepareHome(ctx, s); err != nil {
+func (s *sandbox) start(ctx context.Context, spec containerkit.Spec, homes *containerkit.Homes) error {
+	if err := spec.PrepareHome(ctx, s, homes); err != nil {
 		return err
 	}
 	if s.egress != nil {
@@ -201,6 +203,8 @@ type sandbox struct {
 	cli    cli
 	runner sandboxkit.Runner
 	egress *egressGuard // nil without an egress policy
+	// hostIDs: the container's files have the same ids here (see Headers).
+	hostIDs bool
 }
 
 // Close force-removes the container (SIGKILL, no stop grace period), with

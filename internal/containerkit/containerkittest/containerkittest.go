@@ -1,9 +1,10 @@
 // Package containerkittest holds the tests every container-engine sandbox
 // provider built on containerkit runs against its real engine, on top of
 // the sandboxtest conformance suite: the shared block's diagnostics, exec
-// as the container user in the fixed layout, file ownership, cancellation
-// killing the whole process tree inside, network "none", copies, git in a
-// worktree, and removal. Call them from the engine's own tests:
+// as the container user in the fixed layout, file ownership, the agent
+// home left as a fitting image has it (Home), cancellation killing the
+// whole process tree inside, network "none", copies, git in a worktree,
+// and removal. Call them from the engine's own tests:
 //
 //	func TestCancelKillsProcessTree(t *testing.T) { containerkittest.CancelKillsProcessTree(t, engine) }
 package containerkittest
@@ -82,6 +83,12 @@ func RunID() string { return "test-" + containerkit.RandomHex(6) }
 // labelled as a run's, closed at cleanup; mod changes the request first.
 func Create(t *testing.T, e Engine, cfg sdk.Config, mod func(*sdk.CreateRequest)) (sdk.Sandbox, sdk.CreateRequest) {
 	t.Helper()
+	return createWith(t, e.New(), e, cfg, mod)
+}
+
+// createWith is Create with provider p.
+func createWith(t *testing.T, p sdk.SandboxProvider, e Engine, cfg sdk.Config, mod func(*sdk.CreateRequest)) (sdk.Sandbox, sdk.CreateRequest) {
+	t.Helper()
 	wt := t.TempDir()
 	req := sdk.CreateRequest{
 		Config:       cfg,
@@ -97,7 +104,7 @@ func Create(t *testing.T, e Engine, cfg sdk.Config, mod func(*sdk.CreateRequest)
 		mod(&req)
 	}
 	req.Labels = map[string]string{sdk.LabelRun: req.RunID, sdk.LabelSandbox: "sandbox." + e.Name + ".test"}
-	sb, err := e.New().Create(context.Background(), req)
+	sb, err := p.Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
