@@ -147,7 +147,7 @@ memory() {
   # The core's argv is "sanddune run ..."; every other sanddune process is a plugin.
   awk -v n="$n" -v l="$l" '
     $1 == "peakrss" && $2 == "total" { total = $4; pss = $5; next }
-    $1 == "peakrss" { if ($6 == "run") core = $3; else { np++; if ($3 > pmax) pmax = $3 } }
+    $1 == "peakrss" { if ($8 == "run") core = $3; else { np++; if ($3 > pmax) pmax = $3 } }
     END { printf "memory%d core %.1f plugins %d max %.1f total %.1f pss %.1f load %s\n", n, core / 1024, np, pmax / 1024, total / 1024, pss / 1024, l }' "$work/mem.out" >>"$work/mem.data"
 }
 
