@@ -11,9 +11,12 @@
 // -match (default: CMD itself; DIR/sanddune also counts the plugin binaries
 // DIR/sanddune-plugin-* beside it), as "pid hwm-KiB pss-KiB anon-KiB
 // file-KiB argv" (anon and file: the largest PSS sample's anonymous and
-// file-backed parts), and the sums. Processes that exit between
-// two polls are missed; the bench runs short-lived git and docker CLIs it does
-// not count, and sanddune's own processes live for the whole run.
+// file-backed parts), then "total N" and the sums of those, and last the
+// largest PSS sum of one sample (processes sharing a binary's pages count
+// them once there, while each one's largest PSS may come from a moment the
+// other did not yet map them). Processes that exit between two polls are
+// missed; the bench runs short-lived git and docker CLIs it does not count,
+// and sanddune's own processes live for the whole run.
 package main
 
 import (
@@ -64,9 +67,10 @@ func main() {
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
 	var werr error
+	var together int64 // KiB, the largest PSS sum of one sample
 loop:
 	for {
-		sample(cmd.Process.Pid, seen)
+		together = max(together, sample(cmd.Process.Pid, seen, want))
 		select {
 		case werr = <-done:
 			break loop
@@ -86,7 +90,7 @@ loop:
 		t.hwm, t.pss, t.anon, t.file = t.hwm+p.hwm, t.pss+p.pss, t.anon+p.anon, t.file+p.file
 		fmt.Fprintf(os.Stderr, "peakrss %d %d %d %d %d %s\n", pid, p.hwm, p.pss, p.anon, p.file, p.argv)
 	}
-	fmt.Fprintf(os.Stderr, "peakrss total %d %d %d %d %d\n", len(pids), t.hwm, t.pss, t.anon, t.file)
+	fmt.Fprintf(os.Stderr, "peakrss total %d %d %d %d %d %d\n", len(pids), t.hwm, t.pss, t.anon, t.file, together)
 	if werr != nil {
 		if ee, ok := werr.(*exec.ExitError); ok {
 			os.Exit(ee.ExitCode())
@@ -95,8 +99,10 @@ loop:
 	}
 }
 
-// sample records VmHWM for root and all its live descendants.
-func sample(root int, seen map[int]*proc) {
+// sample records VmHWM and PSS for root and all its live descendants, and
+// returns the PSS sum of those whose executable starts with want.
+func sample(root int, seen map[int]*proc, want string) int64 {
+	var sum int64
 	parent := map[int]int{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -139,10 +145,15 @@ func sample(root int, seen map[int]*proc) {
 			seen[pid] = p
 		}
 		p.hwm = max(p.hwm, hwm)
-		if r := fields(pid, "smaps_rollup"); r["Pss:"] > p.pss {
+		r := fields(pid, "smaps_rollup")
+		if r["Pss:"] > p.pss {
 			p.pss, p.anon, p.file = r["Pss:"], r["Pss_Anon:"], r["Pss_File:"]
 		}
+		if strings.HasPrefix(p.exe, want) {
+			sum += r["Pss:"]
+		}
 	}
+	return sum
 }
 
 func identify(pid int) *proc {
