@@ -49,6 +49,8 @@ type Schema struct {
 	// The counts are -1 when unset.
 	minLength, maxLength int
 	pattern              *regexp.Regexp
+	format               string
+	formatOK             func(string) bool // nil: not asserted
 
 	prefixItems                  []*Schema
 	items, contains              *Schema
@@ -80,7 +82,7 @@ var unsupported = []string{"$dynamicRef", "$recursiveRef", "unevaluatedPropertie
 // Compile compiles a decoded schema document. An error names the keyword's
 // location in the document as a JSON Pointer.
 func Compile(doc any) (*Schema, error) {
-	c := &compiler{root: doc, byPtr: map[string]*Schema{}}
+	c := &compiler{root: doc, byPtr: map[string]*Schema{}, formats: assertsFormat(doc)}
 	s, err := c.at("")
 	if err != nil {
 		return nil, err
@@ -89,8 +91,9 @@ func Compile(doc any) (*Schema, error) {
 }
 
 type compiler struct {
-	root  any
-	byPtr map[string]*Schema // compiled or being compiled, by JSON Pointer
+	root    any
+	byPtr   map[string]*Schema // compiled or being compiled, by JSON Pointer
+	formats bool               // format is an assertion (drafts 4 to 7)
 }
 
 // at compiles the subschema at a JSON Pointer of the document, once.
@@ -136,6 +139,9 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 		}
 	}
 	kw := func(k string) string { return ptr + "/" + escape(k) }
+	if _, ok := m["$id"]; ok && ptr != "" {
+		return problem(kw("$id"), "$id is supported only at the root (a $ref resolves against the whole document)")
+	}
 	sub := func(k string) (*Schema, error) {
 		if _, ok := m[k]; !ok {
 			return nil, nil
@@ -214,6 +220,15 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 	if p, ok := m["pattern"]; ok {
 		if s.pattern, err = pattern(p, kw("pattern")); err != nil {
 			return err
+		}
+	}
+
+	if f, ok := m["format"]; ok {
+		if s.format, ok = f.(string); !ok {
+			return problem(kw("format"), "format is a string, not %s", kind(f))
+		}
+		if c.formats {
+			s.formatOK = formats[s.format]
 		}
 	}
 

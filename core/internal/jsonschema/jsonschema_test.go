@@ -76,6 +76,18 @@ func TestKeywords(t *testing.T) {
 		{"$ref to definitions", `{"definitions": {"id": {"type": "integer"}}, "items": {"$ref": "#/definitions/id"}}`, `[1]`, `["1"]`, "/0", "want integer"},
 		{"recursive $ref", `{"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}`, `{"children": [{"children": []}]}`, `{"children": [{"children": [1]}]}`, "/children/0/children/0", "want object"},
 		{"$ref beside other keywords", `{"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "minimum": 5}`, `5`, `4`, "", "minimum 5"},
+		{"draft 7 format date-time", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "date-time"}`, `"2026-11-28T01:02:03.5z"`, `"2026-11-28 01:02"`, "", "not a valid date-time"},
+		{"draft 7 format date", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "date"}`, `"2026-02-28"`, `"2026-02-30"`, "", "not a valid date"},
+		{"draft 7 format time", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "time"}`, `"01:02:03+01:00"`, `"25:00:00Z"`, "", "not a valid time"},
+		{"draft 6 format email", `{"$schema": "http://json-schema.org/draft-06/schema#", "format": "email"}`, `"a.b@example.test"`, `"a.b at example"`, "", "not a valid email"},
+		{"draft 4 format hostname", `{"$schema": "http://json-schema.org/draft-04/schema#", "format": "hostname"}`, `"api.example.test"`, `"-bad-.test"`, "", "not a valid hostname"},
+		{"draft 7 format ipv4", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "ipv4"}`, `"10.0.0.1"`, `"::1"`, "", "not a valid ipv4"},
+		{"draft 7 format ipv6", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "ipv6"}`, `"::1"`, `"10.0.0.1"`, "", "not a valid ipv6"},
+		{"draft 7 format uri", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "uri"}`, `"https://example.test/a"`, `"/a"`, "", "not a valid uri"},
+		{"draft 7 format uri-reference", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "uri-reference"}`, `"/a?b"`, `"%zz"`, "", "not a valid uri-reference"},
+		{"draft 7 format uuid", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "uuid"}`, `"3f6c2a9e-0000-4000-8000-00000000abcd"`, `"3f6c2a9e"`, "", "not a valid uuid"},
+		{"draft 7 format regex", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "regex"}`, `"^a+$"`, `"("`, "", "not a valid regex"},
+		{"draft 7 format on a non-string", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "email"}`, `12`, ``, "", ""},
 		{"annotations and format are not asserted", `{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.test/s", "$comment": "c", "title": "t", "description": "d", "default": 1, "examples": [1], "format": "email", "contentMediaType": "text/plain", "deprecated": true, "readOnly": true}`, `"not an email"`, ``, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,6 +130,7 @@ func TestBadSchemas(t *testing.T) {
 		{"fractional maxItems", `{"maxItems": 1.5}`, "at /maxItems: maxItems is a non-negative integer"},
 		{"bad pattern", `{"pattern": "("}`, "at /pattern: error parsing regexp"},
 		{"bad patternProperties key", `{"patternProperties": {"(": {}}}`, "at /patternProperties/(: error parsing regexp"},
+		{"format not a string", `{"format": 1}`, "at /format: format is a string"},
 		{"uniqueItems not a boolean", `{"uniqueItems": 1}`, "at /uniqueItems: uniqueItems is a boolean"},
 		{"properties not an object", `{"properties": []}`, "at /properties: properties is an object of schemas"},
 		{"bad property schema", `{"properties": {"a": "string"}}`, "at /properties/a: a schema is an object or a boolean, not a string"},
@@ -131,6 +144,7 @@ func TestBadSchemas(t *testing.T) {
 		{"anchor $ref", `{"$ref": "#item"}`, "may only $ref itself"},
 		{"dangling $ref", `{"items": {"$ref": "#/$defs/missing"}}`, `$ref "#/$defs/missing": no such location`},
 		{"unevaluatedProperties", `{"unevaluatedProperties": false}`, "at /unevaluatedProperties: unevaluatedProperties is not supported"},
+		{"nested $id", `{"$id": "https://example.test/s", "items": {"$id": "item"}}`, "at /items/$id: $id is supported only at the root"},
 		{"$dynamicRef", `{"items": {"$dynamicRef": "#node"}}`, "at /items/$dynamicRef: $dynamicRef is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

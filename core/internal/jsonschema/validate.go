@@ -106,6 +106,9 @@ func (s *Schema) checkString(str, path string) *Error {
 	if s.pattern != nil && !s.pattern.MatchString(str) {
 		return fail(path, "%s does not match the pattern %s", compact(str), compact(s.pattern.String()))
 	}
+	if s.formatOK != nil && !s.formatOK(str) {
+		return fail(path, "%s is not a valid %s", compact(str), s.format)
+	}
 	return nil
 }
 
