@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net/url"
 	"regexp"
@@ -269,7 +270,7 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(pp) {
+	for _, k := range slices.Sorted(maps.Keys(pp)) {
 		re, err := pattern(k, kw("patternProperties")+"/"+escape(k))
 		if err != nil {
 			return err
@@ -372,7 +373,7 @@ func (c *compiler) dependencies(s *Schema, m map[string]any, k, ptr string, mixe
 	if !ok {
 		return problem(ptr, "%s is an object, not %s", k, kind(v))
 	}
-	for _, name := range sortedKeys(o) {
+	for _, name := range slices.Sorted(maps.Keys(o)) {
 		p := ptr + "/" + escape(name)
 		if _, isList := o[name].([]any); isList || !mixed {
 			names, err := strings_(o[name], p)
@@ -563,13 +564,4 @@ func compact(v any) string {
 		out = out[:57] + "..."
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"strconv"
@@ -175,7 +176,7 @@ func (s *Schema) checkObject(o map[string]any, path string, hops int) *Error {
 			return fail(path, "missing required property %s", compact(k))
 		}
 	}
-	keys := sortedKeys(o)
+	keys := slices.Sorted(maps.Keys(o))
 	for _, k := range keys {
 		if need, ok := s.dependentRequired[k]; ok {
 			for _, n := range need {
