@@ -84,11 +84,7 @@ var unsupported = []string{"$dynamicRef", "$recursiveRef", "unevaluatedPropertie
 // location in the document as a JSON Pointer.
 func Compile(doc any) (*Schema, error) {
 	c := &compiler{root: doc, byPtr: map[string]*Schema{}, formats: assertsFormat(doc)}
-	s, err := c.at("")
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return c.at("")
 }
 
 type compiler struct {
@@ -178,27 +174,30 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 	}
 
 	// Numbers.
-	for k, dst := range map[string]**big.Rat{"multipleOf": &s.multipleOf, "minimum": &s.minimum, "maximum": &s.maximum} {
-		if *dst, err = number(m, k, kw(k)); err != nil {
+	for _, n := range []struct {
+		k   string
+		dst **big.Rat
+	}{{"multipleOf", &s.multipleOf}, {"minimum", &s.minimum}, {"maximum", &s.maximum}} {
+		if *n.dst, err = number(m, n.k, kw(n.k)); err != nil {
 			return err
 		}
 	}
 	if s.multipleOf != nil && s.multipleOf.Sign() <= 0 {
 		return problem(kw("multipleOf"), "multipleOf must be greater than 0")
 	}
-	for k, dst := range map[string]**big.Rat{"exclusiveMinimum": &s.exclusiveMin, "exclusiveMaximum": &s.exclusiveMax} {
+	for _, n := range []struct {
+		k          string
+		dst, bound **big.Rat
+	}{{"exclusiveMinimum", &s.exclusiveMin, &s.minimum}, {"exclusiveMaximum", &s.exclusiveMax, &s.maximum}} {
+		k, dst := n.k, n.dst
 		switch x := m[k].(type) {
 		case nil:
 			if _, ok := m[k]; ok {
 				return problem(kw(k), "%s is a number (or, in draft 4, a boolean), not null", k)
 			}
 		case bool: // draft 4: makes minimum or maximum exclusive
-			bound := &s.minimum
-			if k == "exclusiveMaximum" {
-				bound = &s.maximum
-			}
 			if x {
-				*dst, *bound = *bound, nil
+				*dst, *n.bound = *n.bound, nil
 			}
 		default:
 			if *dst, err = number(m, k, kw(k)); err != nil {
@@ -208,11 +207,14 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 	}
 
 	// Counts.
-	for k, dst := range map[string]*int{
-		"minLength": &s.minLength, "maxLength": &s.maxLength, "minItems": &s.minItems, "maxItems": &s.maxItems,
-		"minContains": &s.minContains, "maxContains": &s.maxContains, "minProperties": &s.minProperties, "maxProperties": &s.maxProperties,
+	for _, n := range []struct {
+		k   string
+		dst *int
+	}{
+		{"minLength", &s.minLength}, {"maxLength", &s.maxLength}, {"minItems", &s.minItems}, {"maxItems", &s.maxItems},
+		{"minContains", &s.minContains}, {"maxContains", &s.maxContains}, {"minProperties", &s.minProperties}, {"maxProperties", &s.maxProperties},
 	} {
-		if *dst, err = count(m, k, kw(k)); err != nil {
+		if *n.dst, err = count(m, n.k, kw(n.k)); err != nil {
 			return err
 		}
 	}
@@ -299,18 +301,24 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 	}
 
 	// Applicators.
-	for k, dst := range map[string]*[]*Schema{"allOf": &s.allOf, "anyOf": &s.anyOf, "oneOf": &s.oneOf} {
-		if l, ok := m[k]; ok {
-			if *dst, err = c.list(l, kw(k)); err != nil {
+	for _, n := range []struct {
+		k   string
+		dst *[]*Schema
+	}{{"allOf", &s.allOf}, {"anyOf", &s.anyOf}, {"oneOf", &s.oneOf}} {
+		if l, ok := m[n.k]; ok {
+			if *n.dst, err = c.list(l, kw(n.k)); err != nil {
 				return err
 			}
-			if len(*dst) == 0 {
-				return problem(kw(k), "%s needs at least one schema", k)
+			if len(*n.dst) == 0 {
+				return problem(kw(n.k), "%s needs at least one schema", n.k)
 			}
 		}
 	}
-	for k, dst := range map[string]**Schema{"not": &s.not, "if": &s.cond, "then": &s.then, "else": &s.els} {
-		if *dst, err = sub(k); err != nil {
+	for _, n := range []struct {
+		k   string
+		dst **Schema
+	}{{"not", &s.not}, {"if", &s.cond}, {"then", &s.then}, {"else", &s.els}} {
+		if *n.dst, err = sub(n.k); err != nil {
 			return err
 		}
 	}
@@ -352,7 +360,7 @@ func (c *compiler) schemaMap(m map[string]any, k, ptr string) (map[string]*Schem
 		return nil, problem(ptr, "%s is an object of schemas, not %s", k, kind(v))
 	}
 	out := make(map[string]*Schema, len(o))
-	for name := range o {
+	for _, name := range slices.Sorted(maps.Keys(o)) {
 		s, err := c.at(ptr + "/" + escape(name))
 		if err != nil {
 			return nil, err

@@ -133,6 +133,7 @@ func TestBadSchemas(t *testing.T) {
 		{"format not a string", `{"format": 1}`, "at /format: format is a string"},
 		{"uniqueItems not a boolean", `{"uniqueItems": 1}`, "at /uniqueItems: uniqueItems is a boolean"},
 		{"properties not an object", `{"properties": []}`, "at /properties: properties is an object of schemas"},
+		{"the first bad property in name order", `{"properties": {"b": {"type": 1}, "a": {"type": 2}}}`, "at /properties/a/type: 2 is not a type"},
 		{"bad property schema", `{"properties": {"a": "string"}}`, "at /properties/a: a schema is an object or a boolean, not a string"},
 		{"required not strings", `{"required": ["a", 1]}`, "at /required: want an array of strings, but item 1 is an integer"},
 		{"dependentRequired not a list", `{"dependentRequired": {"a": "b"}}`, "at /dependentRequired/a: want an array of strings"},
