@@ -83,14 +83,16 @@ var unsupported = []string{"$dynamicRef", "$recursiveRef", "unevaluatedPropertie
 // Compile compiles a decoded schema document. An error names the keyword's
 // location in the document as a JSON Pointer.
 func Compile(doc any) (*Schema, error) {
-	c := &compiler{root: doc, byPtr: map[string]*Schema{}, formats: assertsFormat(doc)}
+	c := &compiler{root: doc, byPtr: map[string]*Schema{}, draft7: draft4to7(doc)}
 	return c.at("")
 }
 
 type compiler struct {
-	root    any
-	byPtr   map[string]*Schema // compiled or being compiled, by JSON Pointer
-	formats bool               // format is an assertion (drafts 4 to 7)
+	root  any
+	byPtr map[string]*Schema // compiled or being compiled, by JSON Pointer
+	// draft7: $schema is draft 4, 6 or 7, where format is an assertion
+	// and a $ref's sibling keywords are ignored.
+	draft7 bool
 }
 
 // at compiles the subschema at a JSON Pointer of the document, once.
@@ -157,6 +159,9 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 		}
 		if s.ref, err = c.at(target); err != nil {
 			return err
+		}
+		if c.draft7 {
+			return nil
 		}
 	}
 	if t, ok := m["type"]; ok {
@@ -230,7 +235,7 @@ func (c *compiler) object(s *Schema, m map[string]any, ptr string) error {
 		if s.format, ok = f.(string); !ok {
 			return problem(kw("format"), "format is a string, not %s", kind(f))
 		}
-		if c.formats {
+		if c.draft7 {
 			s.formatOK = formats[s.format]
 		}
 	}

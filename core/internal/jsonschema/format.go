@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// assertsFormat reports whether a document's $schema is draft 4, 6 or 7,
-// where format is an assertion; from 2019-09 on it is an annotation.
-func assertsFormat(doc any) bool {
+// draft4to7 reports whether a document's $schema is draft 4, 6 or 7.
+func draft4to7(doc any) bool {
 	m, _ := doc.(map[string]any)
 	s, _ := m["$schema"].(string)
 	for _, d := range []string{"draft-04", "draft-06", "draft-07"} {

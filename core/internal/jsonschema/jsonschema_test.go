@@ -75,6 +75,7 @@ func TestKeywords(t *testing.T) {
 		{"$ref to $defs", `{"$defs": {"id": {"type": "integer"}}, "properties": {"id": {"$ref": "#/$defs/id"}}}`, `{"id": 1}`, `{"id": "1"}`, "/id", "want integer"},
 		{"$ref to definitions", `{"definitions": {"id": {"type": "integer"}}, "items": {"$ref": "#/definitions/id"}}`, `[1]`, `["1"]`, "/0", "want integer"},
 		{"recursive $ref", `{"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}`, `{"children": [{"children": []}]}`, `{"children": [{"children": [1]}]}`, "/children/0/children/0", "want object"},
+		{"draft 7 ignores $ref's siblings", `{"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"n": {"type": "integer"}}, "$ref": "#/definitions/n", "minimum": 5}`, `4`, `"4"`, "", "want integer"},
 		{"$ref beside other keywords", `{"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "minimum": 5}`, `5`, `4`, "", "minimum 5"},
 		{"draft 7 format date-time", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "date-time"}`, `"2026-11-28T01:02:03.5z"`, `"2026-11-28 01:02"`, "", "not a valid date-time"},
 		{"draft 7 format date", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "date"}`, `"2026-02-28"`, `"2026-02-30"`, "", "not a valid date"},
