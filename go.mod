@@ -20,7 +20,6 @@ require (
 	github.com/missingstudio/sanddune/sdk v0.1.0
 	github.com/moby/patternmatcher v0.6.1
 	github.com/rogpeppe/go-internal v1.16.0
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/vishvananda/netlink v1.3.1

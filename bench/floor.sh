@@ -12,8 +12,9 @@
 #   config validate / run a with a 50-run file vs a file holding only run a
 #   egress run a with an egress policy (sidecar enforcer) vs run a without
 #   memory peak RSS (VmHWM) of the core and of each plugin process, 1 and 20
-#          runs, and the sum of each process's largest PSS (the binary's
-#          text, shared by all of them, counted once)
+#          runs, the sum of each process's largest PSS (the binary's
+#          text, shared by all of them, counted once) with its anonymous
+#          and file-backed parts, and the largest PSS sum at one moment
 #
 # The floor execs the same fake agent (same argv, prompt on stdin) in a
 # container of the same image with the repo bind-mounted at the workspace,
@@ -146,9 +147,9 @@ memory() {
   local l; l=$(load1)
   # The core's argv is "sanddune run ..."; every other sanddune process is a plugin.
   awk -v n="$n" -v l="$l" '
-    $1 == "peakrss" && $2 == "total" { total = $4; pss = $5; next }
-    $1 == "peakrss" { if ($6 == "run") core = $3; else { np++; if ($3 > pmax) pmax = $3 } }
-    END { printf "memory%d core %.1f plugins %d max %.1f total %.1f pss %.1f load %s\n", n, core / 1024, np, pmax / 1024, total / 1024, pss / 1024, l }' "$work/mem.out" >>"$work/mem.data"
+    $1 == "peakrss" && $2 == "total" { total = $4; pss = $5; anon = $6; file = $7; once = $8; next }
+    $1 == "peakrss" { if ($8 == "run") core = $3; else { np++; if ($3 > pmax) pmax = $3 } }
+    END { printf "memory%d core %.1f plugins %d max %.1f total %.1f pss %.1f load %s anon %.1f file %.1f once %.1f\n", n, core / 1024, np, pmax / 1024, total / 1024, pss / 1024, l, anon / 1024, file / 1024, once / 1024 }' "$work/mem.out" >>"$work/mem.data"
 }
 
 bench_rounds "$rounds" "$scenarios" side floor sd
@@ -167,8 +168,8 @@ log "raw figures:"; cat "$data" "$work/mem.data" 2>/dev/null >&2 || true
   ratio_row egress floor sd "run a with an egress policy vs without" "≤ 1.1"
   if [ -s "$work/mem.data" ]; then
     echo
-    echo "| memory, MiB | core peak RSS | plugin processes | largest plugin peak RSS | sum of peak RSS | sum of largest PSS | goal | load |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| memory, MiB | core peak RSS | plugin processes | largest plugin peak RSS | sum of peak RSS | sum of largest PSS | its anonymous / file-backed part | largest PSS sum at one moment | goal | load |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     for n in 1 20; do
       grep -q "^memory$n " "$work/mem.data" || continue
       col() { awk -v n="$n" -v c="$1" '$1 == "memory" n { print $c }' "$work/mem.data" | stats; }
@@ -177,8 +178,11 @@ log "raw figures:"; cat "$data" "$work/mem.data" 2>/dev/null >&2 || true
       set -- $(col 7); local_max=$1
       set -- $(col 13); local_load="$2–$3"
       set -- $(col 11); local_pss="**$1** ($2–$3)"
+      set -- $(col 15); local_split="$1"
+      set -- $(col 17); local_split="$local_split / $1"
+      set -- $(col 19); local_once="$1 ($2–$3)"
       set -- $(col 9)
-      echo "| $n run(s) | $local_core | ${local_np%.*} | $local_max | $1 ($2–$3) | $local_pss | $( ((n > 1)) && echo "< 60" || echo "< 45") | $local_load |"
+      echo "| $n run(s) | $local_core | ${local_np%.*} | $local_max | $1 ($2–$3) | $local_pss | $local_split | $local_once | $( ((n > 1)) && echo "< 60" || echo "< 45") | $local_load |"
     done
   fi
   echo

@@ -9,10 +9,14 @@
 // keeps the peak, so a sample taken shortly before exit is the peak), and on
 // exit prints one line per process whose executable's path starts with
 // -match (default: CMD itself; DIR/sanddune also counts the plugin binaries
-// DIR/sanddune-plugin-* beside it), as "pid hwm-KiB pss-KiB argv", and the
-// sums. Processes that exit between
-// two polls are missed; the bench runs short-lived git and docker CLIs it does
-// not count, and sanddune's own processes live for the whole run.
+// DIR/sanddune-plugin-* beside it), as "pid hwm-KiB pss-KiB anon-KiB
+// file-KiB argv" (anon and file: the largest PSS sample's anonymous and
+// file-backed parts), then "total N" and the sums of those, and last the
+// largest PSS sum of one sample (processes sharing a binary's pages count
+// them once there, while each one's largest PSS may come from a moment the
+// other did not yet map them). Processes that exit between two polls are
+// missed; the bench runs short-lived git and docker CLIs it does not count,
+// and sanddune's own processes live for the whole run.
 package main
 
 import (
@@ -33,6 +37,8 @@ type proc struct {
 	exe  string
 	hwm  int64 // KiB
 	pss  int64 // KiB, largest sample
+	anon int64 // KiB, Pss_Anon of the largest sample
+	file int64 // KiB, Pss_File of the largest sample
 }
 
 func main() {
@@ -61,9 +67,10 @@ func main() {
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
 	var werr error
+	var together int64 // KiB, the largest PSS sum of one sample
 loop:
 	for {
-		sample(cmd.Process.Pid, seen)
+		together = max(together, sample(cmd.Process.Pid, seen, want))
 		select {
 		case werr = <-done:
 			break loop
@@ -77,14 +84,13 @@ loop:
 		}
 	}
 	sort.Ints(pids)
-	var sum, pss int64
+	var t proc
 	for _, pid := range pids {
 		p := seen[pid]
-		sum += p.hwm
-		pss += p.pss
-		fmt.Fprintf(os.Stderr, "peakrss %d %d %d %s\n", pid, p.hwm, p.pss, p.argv)
+		t.hwm, t.pss, t.anon, t.file = t.hwm+p.hwm, t.pss+p.pss, t.anon+p.anon, t.file+p.file
+		fmt.Fprintf(os.Stderr, "peakrss %d %d %d %d %d %s\n", pid, p.hwm, p.pss, p.anon, p.file, p.argv)
 	}
-	fmt.Fprintf(os.Stderr, "peakrss total %d %d %d\n", len(pids), sum, pss)
+	fmt.Fprintf(os.Stderr, "peakrss total %d %d %d %d %d %d\n", len(pids), t.hwm, t.pss, t.anon, t.file, together)
 	if werr != nil {
 		if ee, ok := werr.(*exec.ExitError); ok {
 			os.Exit(ee.ExitCode())
@@ -93,8 +99,10 @@ loop:
 	}
 }
 
-// sample records VmHWM for root and all its live descendants.
-func sample(root int, seen map[int]*proc) {
+// sample records VmHWM and PSS for root and all its live descendants, and
+// returns the PSS sum of those whose executable starts with want.
+func sample(root int, seen map[int]*proc, want string) int64 {
+	var sum int64
 	parent := map[int]int{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -122,7 +130,7 @@ func sample(root int, seen map[int]*proc) {
 		if !descends(pid, root, parent) {
 			continue
 		}
-		hwm := field(pid, "status", "VmHWM:")
+		hwm := fields(pid, "status")["VmHWM:"]
 		if hwm == 0 {
 			continue
 		}
@@ -137,8 +145,15 @@ func sample(root int, seen map[int]*proc) {
 			seen[pid] = p
 		}
 		p.hwm = max(p.hwm, hwm)
-		p.pss = max(p.pss, field(pid, "smaps_rollup", "Pss:"))
+		r := fields(pid, "smaps_rollup")
+		if r["Pss:"] > p.pss {
+			p.pss, p.anon, p.file = r["Pss:"], r["Pss_Anon:"], r["Pss_File:"]
+		}
+		if strings.HasPrefix(p.exe, want) {
+			sum += r["Pss:"]
+		}
 	}
+	return sum
 }
 
 func identify(pid int) *proc {
@@ -157,17 +172,19 @@ func descends(pid, root int, parent map[int]int) bool {
 	return false
 }
 
-// field reads a "Name: N kB" line of /proc/PID/FILE.
-func field(pid int, file, name string) int64 {
+// fields reads the "Name: N kB" lines of /proc/PID/FILE, keyed by "Name:".
+func fields(pid int, file string) map[string]int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
-		return 0
+		return nil
 	}
+	m := map[string]int64{}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, name); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+				m[k+":"] = n
+			}
 		}
 	}
-	return 0
+	return m
 }

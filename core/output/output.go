@@ -15,9 +15,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/missingstudio/sanddune/core/internal/jsonschema"
 )
 
 // Type is how the payload is read.
@@ -37,7 +38,8 @@ type Spec struct {
 	// Type is String or JSON; empty means JSON when Schema is set.
 	Type Type
 	// Schema is a JSON Schema document (JSON text) a JSON payload must
-	// match; empty accepts any JSON value. It may not $ref other files.
+	// match; empty accepts any JSON value. It may not $ref other files;
+	// docs/configuration.md lists the keywords it may use.
 	Schema string
 
 	compiled *jsonschema.Schema
@@ -73,28 +75,14 @@ func (s *Spec) Compile() error {
 	if s.Schema == "" {
 		return nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(s.Schema))
+	doc, err := jsonschema.Decode(s.Schema)
 	if err != nil {
 		return &Problem{"schema", fmt.Errorf("the schema is not JSON: %w", err)}
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	const url = "file:///sanddune/output.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return &Problem{"schema", fmt.Errorf("invalid JSON Schema: %w", err)}
-	}
-	if s.compiled, err = c.Compile(url); err != nil {
+	if s.compiled, err = jsonschema.Compile(doc); err != nil {
 		return &Problem{"schema", fmt.Errorf("invalid JSON Schema: %w", err)}
 	}
 	return nil
-}
-
-// noLoader refuses every external schema: a $ref stays inside the
-// document, and compiling reads no file and no URL.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("%s: the output schema may only $ref itself (#/$defs/...)", url)
 }
 
 // OpenTag is the tag's opening literal, e.g. "<plan>": the prompt must
@@ -139,21 +127,15 @@ func (s *Spec) Extract(text string) (any, error) {
 	fail := func(path, format string, args ...any) (any, error) {
 		return nil, &Error{Tag: s.Tag, Raw: raw, Cause: Cause{InstancePath: path, Message: fmt.Sprintf(format, args...)}}
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
+	v, err := jsonschema.Decode(raw)
 	if err != nil {
 		return fail("", "not JSON: %v", err)
 	}
 	if s.compiled == nil {
 		return v, nil
 	}
-	err = s.compiled.Validate(v)
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		path, msg := leaf(ve)
-		return fail(path, "%s", msg)
-	}
-	if err != nil {
-		return fail("", "%v", err)
+	if e := s.compiled.Validate(v); e != nil {
+		return fail(e.InstancePath, "%s", e.Message)
 	}
 	return v, nil
 }
@@ -171,27 +153,6 @@ func lastMatch(text, tag string) (string, bool) {
 		return "", false
 	}
 	return text[start+len(open) : end], true
-}
-
-// leaf is the first innermost cause of a validation error: the instance
-// path and message a user can act on.
-func leaf(ve *jsonschema.ValidationError) (string, string) {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	var path strings.Builder
-	for _, tok := range ve.InstanceLocation {
-		path.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
-	}
-	msg := ve.Error()
-	if u := ve.BasicOutput(); u != nil {
-		for _, e := range append([]jsonschema.OutputUnit{*u}, u.Errors...) {
-			if e.Error != nil {
-				msg = e.Error.String()
-			}
-		}
-	}
-	return path.String(), msg
 }
 
 // Cty converts an extracted value (a string, or a JSON value as Extract

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/missingstudio/sanddune/internal/egress/policy"
 )
 
 // Denial is one refusal, as the enforcer reports it (a JSON line); it
@@ -30,10 +32,10 @@ const reasonNotAllowed = "not in egress.allow"
 // decided by its address alone (a protocol where the server speaks first).
 const sniffWait = time.Second
 
-// enforcer applies a Policy to the connections and DNS questions the
+// enforcer applies a policy.Policy to the connections and DNS questions the
 // sandbox's network namespace sends it.
 type enforcer struct {
-	policy Policy
+	policy policy.Policy
 	// origDst is where an intercepted connection was going.
 	origDst func(net.Conn) (netip.AddrPort, error)
 	// dial reaches the outside (its sockets are not intercepted).

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/missingstudio/sanddune/internal/egress/policy"
 )
 
 func TestSniffFindsTLSServerName(t *testing.T) {
@@ -43,7 +45,7 @@ func TestSniffFindsHTTPHost(t *testing.T) {
 
 // proxyTo runs an enforcer whose every connection claims to have been
 // going to dst (no nftables here: a loopback stand-in for SO_ORIGINAL_DST).
-func proxyTo(t *testing.T, p Policy, dst netip.AddrPort) (addr string, denied func() []Denial) {
+func proxyTo(t *testing.T, p policy.Policy, dst netip.AddrPort) (addr string, denied func() []Denial) {
 	t.Helper()
 	var mu sync.Mutex
 	var ds []Denial
@@ -258,4 +260,13 @@ func TestReporterCollapsesRepeats(t *testing.T) {
 	if n := strings.Count(buf.String(), "\n"); n != 2 {
 		t.Fatalf("%d lines: %s", n, buf.String())
 	}
+}
+
+func mustParse(t *testing.T, allow []string, hosts map[string]string) policy.Policy {
+	t.Helper()
+	p, errs := policy.Parse(allow, hosts)
+	if len(errs) > 0 {
+		t.Fatalf("Parse: %v", errs)
+	}
+	return p
 }

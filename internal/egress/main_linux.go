@@ -18,6 +18,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/missingstudio/sanddune/internal/egress/policy"
 )
 
 // Main runs the enforcer in the sandbox's network namespace (it needs
@@ -124,13 +126,13 @@ func (e *enforcer) flushUDP() {
 }
 
 // parseArg parses a PolicyArg.
-func parseArg(arg string) (Policy, error) {
+func parseArg(arg string) (policy.Policy, error) {
 	var raw policyJSON
 	if err := json.Unmarshal([]byte(arg), &raw); err != nil {
-		return Policy{}, fmt.Errorf("policy: %w", err)
+		return policy.Policy{}, fmt.Errorf("policy: %w", err)
 	}
-	policy, errs := Parse(raw.Allow, raw.Hosts)
-	return policy, errors.Join(errs...)
+	p, errs := policy.Parse(raw.Allow, raw.Hosts)
+	return p, errors.Join(errs...)
 }
 
 // listenTCP listens on a free loopback port, where the nat chain's

@@ -8,6 +8,8 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/missingstudio/sanddune/internal/egress/policy"
 )
 
 // ipsDstNAT is conntrack status IPS_DST_NAT.
@@ -25,7 +27,7 @@ type ports struct {
 // entries; every other TCP connection goes to the enforcer's proxy and
 // every other UDP datagram to its reporting socket; anything else going
 // out (ICMP, other protocols) is dropped.
-func installRules(p Policy, to ports, direct bool) error {
+func installRules(p policy.Policy, to ports, direct bool) error {
 	c, err := nftables.New()
 	if err != nil {
 		return err
@@ -59,18 +61,18 @@ func installRules(p Policy, to ports, direct bool) error {
 	add(filter, local(), accept)
 	add(filter, redirected(), accept) // the hook's output device is still the original one
 	add(filter, established(), accept)
-	for _, r := range p.nets {
+	for _, r := range p.Nets() {
 		if !direct {
 			break
 		}
-		if r.port == 0 {
-			add(nat, prefix(r.prefix), ret)
-			add(filter, prefix(r.prefix), accept)
+		if r.Port == 0 {
+			add(nat, prefix(r.Prefix), ret)
+			add(filter, prefix(r.Prefix), accept)
 			continue
 		}
 		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-			add(nat, prefix(r.prefix), l4(proto), dport(r.port), ret)
-			add(filter, prefix(r.prefix), l4(proto), dport(r.port), accept)
+			add(nat, prefix(r.Prefix), l4(proto), dport(r.Port), ret)
+			add(filter, prefix(r.Prefix), l4(proto), dport(r.Port), accept)
 		}
 	}
 	add(nat, l4(unix.IPPROTO_TCP), redirect(to.tcp))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/missingstudio/sanddune/core/config"
 	"github.com/missingstudio/sanddune/core/run"
-	"github.com/missingstudio/sanddune/internal/egress"
+	"github.com/missingstudio/sanddune/internal/egress/policy"
 	"github.com/missingstudio/sanddune/sdk"
 )
 
@@ -46,12 +46,12 @@ func CheckEgress(block, plugin string, e *run.Egress, caps sdk.SandboxCapabiliti
 		ds = append(ds, Diagnostic{Severity: Error, Block: block, Attribute: attr, Summary: summary, Detail: fmt.Sprintf(detail, args...)})
 	}
 	for i, a := range e.Allow {
-		if _, errs := egress.Parse([]string{a}, nil); len(errs) > 0 {
+		if _, errs := policy.Parse([]string{a}, nil); len(errs) > 0 {
 			diag(fmt.Sprintf("egress.allow.%d", i), "Invalid egress entry", "%v.", errs[0])
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.Hosts)) {
-		if _, errs := egress.Parse(nil, map[string]string{name: e.Hosts[name]}); len(errs) > 0 {
+		if _, errs := policy.Parse(nil, map[string]string{name: e.Hosts[name]}); len(errs) > 0 {
 			diag("egress.hosts."+name, "Invalid egress host", "%v.", errs[0])
 		}
 	}
@@ -107,7 +107,7 @@ func (c *runCheck) egressPolicy() {
 	p := &sdk.EgressPolicy{Allow: slices.Clone(e.Allow), Hosts: maps.Clone(e.Hosts)}
 	if !e.NoAgent {
 		for _, ep := range c.desc.Endpoints {
-			if _, errs := egress.Parse([]string{ep}, nil); len(errs) > 0 {
+			if _, errs := policy.Parse([]string{ep}, nil); len(errs) > 0 {
 				c.fail("agent", "Invalid agent endpoint", fmt.Errorf("%s declares the endpoint %q, which is no egress entry (%v): "+
 					"fix it where it comes from (the agent block's config, such as an endpoints attribute, or else its plugin), "+
 					"or set agent = false in the egress block and list what the agent needs in allow", c.o.Agent.Address, ep, errs[0]))

@@ -1,14 +1,8 @@
-// Package egress decides and enforces a sandbox's egress policy: which
-// destinations its programs may reach over the network. Policy parses and
-// decides; the enforcer (Main, the sanddune-egress binary) programs
-// nftables in the sandbox's network namespace so that every TCP
-// connection reaches its transparent proxy (checked by original
-// destination, then TLS SNI or HTTP Host), every DNS question its DNS
-// server (allowed and hosts names only), and every other UDP datagram its
-// refusal; each refusal is a JSON line (Denial). The plugin side finds the
-// binary (Binary), follows its refusals (Monitor) and, for a namespace
-// with no way out (bubblewrap), dials for it over a relay (ServeRelay).
-package egress
+// Package policy parses and decides a sandbox's egress policy (package
+// egress enforces it): which destinations its programs may reach over the
+// network. The host checks a config's entries with it, without linking
+// the enforcer.
+package policy
 
 import (
 	"fmt"
@@ -23,7 +17,7 @@ import (
 // Policy is a parsed egress policy. Its zero value allows nothing.
 type Policy struct {
 	names []nameRule
-	nets  []netRule
+	nets  []Net
 	hosts map[string]netip.Addr
 }
 
@@ -34,11 +28,14 @@ type nameRule struct {
 	ports    []uint16
 }
 
-// An IP or CIDR entry; port 0 allows every port.
-type netRule struct {
-	prefix netip.Prefix
-	port   uint16
+// Net is an IP or CIDR entry; port 0 allows every port.
+type Net struct {
+	Prefix netip.Prefix
+	Port   uint16
 }
+
+// Nets are the policy's IP and CIDR entries.
+func (p Policy) Nets() []Net { return p.nets }
 
 // defaultNamePorts are the ports a name entry without a port allows.
 var defaultNamePorts = []uint16{443, 80}
@@ -93,7 +90,7 @@ func (p *Policy) add(entry string) error {
 		if err != nil {
 			return err
 		}
-		p.nets = append(p.nets, netRule{prefix: prefix, port: port})
+		p.nets = append(p.nets, Net{Prefix: prefix, Port: port})
 		return nil
 	}
 	name, err := canonicalName(host)
@@ -211,7 +208,7 @@ func canonicalName(text string) (string, error) {
 func (p Policy) AllowsAddr(dst netip.AddrPort) bool {
 	addr := dst.Addr().Unmap()
 	for _, r := range p.nets {
-		if r.prefix.Contains(addr) && (r.port == 0 || r.port == dst.Port()) {
+		if r.Prefix.Contains(addr) && (r.Port == 0 || r.Port == dst.Port()) {
 			return true
 		}
 	}
