@@ -208,17 +208,23 @@ func (r *Repo) dropWorktree(ctx context.Context, dir, admin string) error {
 	})
 }
 
-// adminOf returns the admin dir dir's .git file names, when it is one of
-// this repository's linked worktrees.
+// adminOf returns the admin dir of the linked worktree dir: the one its
+// .git file names, when that is one of this repository's and names dir
+// back (a sandbox can write both, but not make another worktree's admin
+// dir name dir).
 func (r *Repo) adminOf(dir string) (string, error) {
-	gitDir, _, err := gitDirs(dir)
+	admin, _, err := gitDirs(dir)
 	if err != nil {
 		return "", err
 	}
-	if filepath.Dir(gitDir) != r.adminDir() && filepath.Dir(realPath(gitDir)) != realPath(r.adminDir()) {
+	if filepath.Dir(realPath(admin)) != realPath(r.adminDir()) {
 		return "", errAskGit
 	}
-	return gitDir, nil
+	b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	if err != nil || !samePath(strings.TrimSpace(string(b)), filepath.Join(dir, ".git")) {
+		return "", errAskGit
+	}
+	return admin, nil
 }
 
 // holdsRepo reports whether a .git lies anywhere under dir but at its top:

@@ -200,6 +200,20 @@ func TestCloseLeavesWhatGitWouldRefuse(t *testing.T) {
 			t.Fatalf("submodule at %s, want %s", got, subTip)
 		}
 	})
+	t.Run(".git naming another worktree", func(t *testing.T) { // as a sandbox may write it
+		r := newRepo(t)
+		other := filepath.Join(t.TempDir(), "other")
+		git(t, r.Root, "worktree", "add", "--quiet", "-b", "other", other)
+		ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r1")
+		writeFile(t, filepath.Join(ws.Dir, ".git"), "gitdir: "+filepath.Join(r.CommonDir, "worktrees", "other")+"\n")
+		closed, err := ws.Close(ctx)
+		if closed.PreservedPath != ws.Dir || err == nil {
+			t.Fatalf("close %+v %v", closed, err)
+		}
+		if st := git(t, other, "status", "--porcelain"); st != "" {
+			t.Fatalf("the other worktree: %s", st)
+		}
+	})
 	t.Run("embedded repository", func(t *testing.T) { // its .git inside the worktree
 		r := newRepo(t)
 		ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r1")

@@ -171,7 +171,7 @@ func (w *Workspace) mergeOnce(ctx context.Context, tip string, commits []Commit)
 	if wt == "" {
 		_, err := gitCmd{dir: r.Root, env: []string{action}}.run(ctx, "update-ref", targetRef, head, old)
 		if err != nil {
-			if cur, rerr := r.resolve(ctx, targetRef); rerr == nil && cur != old {
+			if cur, rerr := r.tip(ctx, target); rerr == nil && cur != old {
 				return "", "", wt, "the target branch moved", nil, errMoved
 			}
 			return "", "", wt, "updating the target branch failed", nil, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -148,8 +149,7 @@ func (r *Repo) tip(ctx context.Context, branch string) (string, error) {
 	case err != nil:
 		return "", err
 	case !ok:
-		return "", &GitError{Dir: r.Root, Args: []string{"rev-parse", "refs/heads/" + branch}, ExitCode: 1,
-			Err: errors.New("no such branch")}
+		return "", fmt.Errorf("there is no branch %s in %s", branch, r.Root)
 	}
 	return sha, nil
 }
