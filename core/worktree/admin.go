@@ -58,7 +58,7 @@ func (r *Repo) readWorktrees() ([]worktreeEntry, error) {
 	}
 	for _, id := range ids {
 		admin := filepath.Join(r.adminDir(), id.Name())
-		b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		b, err := readSmall(filepath.Join(admin, "gitdir"))
 		if err != nil || strings.TrimSpace(string(b)) == "" {
 			continue // being made or removed: git lists it not either
 		}
@@ -220,7 +220,7 @@ func (r *Repo) adminOf(dir string) (string, error) {
 	if filepath.Dir(realPath(admin)) != realPath(r.adminDir()) {
 		return "", errAskGit
 	}
-	b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	b, err := readSmall(filepath.Join(admin, "gitdir"))
 	if err != nil || !samePath(strings.TrimSpace(string(b)), filepath.Join(dir, ".git")) {
 		return "", errAskGit
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -292,4 +293,29 @@ func TestParallelBranchRunsShareTheAdminFiles(t *testing.T) {
 		t.Fatalf("admin dirs left: %v", es)
 	}
 	git(t, r.Root, "fsck", "--no-progress")
+}
+
+// TestFIFOsAreNoRefs: a sandbox can put a FIFO where sanddune reads a
+// ref or a .git file (git itself would wait for a writer there): it is
+// no ref, and Close keeps the worktree whose .git it is.
+func TestFIFOsAreNoRefs(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r1")
+	want, err := r.Refs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(r.CommonDir, "refs", "heads", "fifo"), filepath.Join(ws.Dir, ".git")} {
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := r.Refs(ctx); err != nil || !equalMaps(got, want) {
+		t.Fatalf("Refs %v %v, want %v", got, err, want)
+	}
+	if closed, _ := ws.Close(ctx); closed.PreservedPath != ws.Dir {
+		t.Fatalf("close %+v", closed)
+	}
 }

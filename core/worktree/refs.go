@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,6 +23,30 @@ import (
 // errAskGit says the files could not answer: ask git.
 var errAskGit = errors.New("ask git")
 
+// errNotFile is a ref, HEAD or gitdir path that is not a regular file:
+// no such file, as far as sanddune is concerned.
+var errNotFile = fmt.Errorf("not a regular file: %w", fs.ErrNotExist)
+
+// readSmall reads a ref, HEAD or gitdir file. A sandbox can write those
+// (refs, a worktree's admin dir): anything but a regular file is
+// errNotFile, and opening never blocks (a FIFO would, until a writer came;
+// git itself then waits).
+func readSmall(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if fi.IsDir() {
+		return nil, syscall.EISDIR
+	} else if !fi.Mode().IsRegular() {
+		return nil, errNotFile
+	}
+	return io.ReadAll(io.LimitReader(f, 64<<10))
+}
+
 // filesBackend reports whether the repository keeps its refs in files
 // (not reftable).
 func (r *Repo) filesBackend() bool {
@@ -37,7 +62,7 @@ func (r *Repo) readRef(name string) (sha string, found bool, err error) {
 		return "", false, errAskGit
 	}
 	for range 5 {
-		b, err := os.ReadFile(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
+		b, err := readSmall(filepath.Join(r.CommonDir, filepath.FromSlash(name)))
 		switch {
 		case err == nil:
 			v, sym := refValue(string(b))
@@ -124,7 +149,7 @@ func (r *Repo) packedRefs(each func(ref, oid string) bool) error {
 // branch checked out ("" when detached) and its commit ("" for a branch
 // without commits).
 func (r *Repo) head(gitDir string) (branch, sha string, err error) {
-	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	b, err := readSmall(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return "", "", err
 	}
