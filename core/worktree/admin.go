@@ -13,13 +13,10 @@ import (
 // A linked worktree is a directory whose .git file names its admin dir,
 // <common>/worktrees/<id>, holding HEAD, commondir ("../.."), gitdir (the
 // path of that .git file) and, while it must not be pruned, locked
-// (gitrepository-layout(5)). sanddune writes and removes these itself,
-// under the repository's admin flock, instead of `git worktree add` and
-// `git worktree remove`: no git process is left under the lock, and none
-// of git's own children (branch, symbolic-ref, status) runs at all. The
-// files are written in the order git writes them, locked first and gitdir
-// last, so a git command listing worktrees meanwhile skips a half-made
-// one and `git worktree prune` leaves it alone (ADR 0029).
+// (gitrepository-layout(5)). They are written in the order `git worktree
+// add` writes them, locked first and gitdir last, so git listing the
+// worktrees meanwhile skips a half-made one and `git worktree prune`
+// leaves it alone.
 
 // adminDir is where linked worktrees' admin dirs live.
 func (r *Repo) adminDir() string { return filepath.Join(r.CommonDir, "worktrees") }
