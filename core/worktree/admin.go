@@ -98,11 +98,11 @@ func parseWorktrees(out string) []worktreeEntry {
 	return wts
 }
 
-// addWorktree makes dir a linked worktree whose HEAD is head (a commit,
-// or "ref: refs/heads/<branch>"), as `git worktree add --no-checkout`
-// does, then checks its files out with `git checkout --force` and the
-// extra arguments (e.g. -b to make a branch at head), once the admin
-// flock is released, so parallel runs check out at once.
+// addWorktree makes dir a linked worktree whose HEAD is detached at head,
+// as `git worktree add --no-checkout --detach` does, then checks its files
+// out with `git checkout --force` and the extra arguments (-b to make a
+// branch at head, or the branch to switch to), once the admin flock is
+// released, so parallel runs check out at once.
 func (r *Repo) addWorktree(ctx context.Context, dir, head string, checkout ...string) error {
 	if err := r.admin(ctx, func() error { return r.linkWorktree(dir, head) }); err != nil {
 		return fmt.Errorf("creating the worktree %s: %w", dir, err)

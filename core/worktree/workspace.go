@@ -261,7 +261,10 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 		if w.Base, err = r.tip(ctx, b); err != nil {
 			return err
 		}
-		err = r.addWorktree(ctx, dir, "ref: refs/heads/"+b)
+		// Checked out by git from a detached HEAD at its tip: git refuses
+		// a branch another worktree has, also while it is rebased or
+		// bisected there (no longer on the branch).
+		err = r.addWorktree(ctx, dir, w.Base, b, "--")
 	} else {
 		if w.Base, err = r.base(ctx, w.Plan.BaseBranch); err != nil {
 			return fmt.Errorf("base branch %s: %w", orHEAD(w.Plan.BaseBranch), err)

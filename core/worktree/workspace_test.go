@@ -616,6 +616,25 @@ func TestBranchCheckedOutElsewhere(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), other) {
 		t.Fatalf("isolated: got %v", err)
 	}
+	// Being rebased there, its HEAD detached, it is still git's checked
+	// out branch: git refuses it, and the run leaves nothing.
+	writeFile(t, filepath.Join(other, "c.txt"), "theirs\n")
+	git(t, other, "add", "c.txt")
+	git(t, other, "commit", "--quiet", "-m", "theirs")
+	commitFile(t, r.Root, "c.txt", "ours\n", "ours")
+	if _, err := Git(ctx, other, "rebase", "--quiet", "main"); err == nil {
+		t.Fatal("the rebase was meant to stop at a conflict")
+	}
+	_, err = tryPrepare(r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r1")
+	if err == nil || !strings.Contains(err.Error(), "agent/x") || !strings.Contains(err.Error(), other) {
+		t.Fatalf("rebasing: got %v", err)
+	}
+	if _, err := os.Stat(r.StateDir("worktrees", "agent-x")); !os.IsNotExist(err) {
+		t.Fatalf("the refused worktree is left: %v", err)
+	}
+	if got := git(t, r.Root, "worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 2 {
+		t.Fatalf("worktrees:\n%s", got)
+	}
 	// The failed runs left no locks behind.
 	entries, _ := os.ReadDir(r.LockDir())
 	for _, e := range entries {
