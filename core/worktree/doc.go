@@ -107,7 +107,8 @@
 // lists and removes a linked worktree's admin files itself, in the order
 // git writes them (ADR 0029), so no git process runs under the flock for
 // that: a new worktree's files are checked out after the flock is
-// released (`git checkout --force`, with -b for a new branch), and a
+// released (`git checkout --force` from a detached HEAD, with -b for a
+// new branch, so git refuses a branch checked out elsewhere), and a
 // clean one (`git status`, outside the flock) has its files removed
 // before its admin dir is, under the flock. A worktree git would refuse
 // to remove without --force (locked, or holding a submodule or another
