@@ -135,7 +135,7 @@ func TestRefsReadAsGitReadsThem(t *testing.T) {
 	if err != nil || !equalMaps(got, want) {
 		t.Fatalf("read %v (%v), git: %v", got, err, want)
 	}
-	if tip, err := r.tip(ctx, "main"); tip != moved || err != nil {
+	if tip, err := r.Tip(ctx, "main"); tip != moved || err != nil {
 		t.Fatalf("tip main %q %v, want %s", tip, err, moved)
 	}
 	if ok, err := r.branchExists(ctx, "agent"); ok || err != nil { // a directory of branches, no branch
@@ -144,7 +144,7 @@ func TestRefsReadAsGitReadsThem(t *testing.T) {
 	if ok, err := r.branchExists(ctx, "agent/x"); !ok || err != nil {
 		t.Fatalf("branchExists(agent/x) %v %v", ok, err)
 	}
-	if _, err := r.tip(ctx, "nope"); err == nil {
+	if _, err := r.Tip(ctx, "nope"); err == nil {
 		t.Fatal("tip of a missing branch")
 	}
 	// git 2.39 keeps using the files beside a reftable dir; what matters

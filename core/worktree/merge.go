@@ -138,18 +138,14 @@ func (w *Workspace) mergeOnce(ctx context.Context, tip string, commits []Commit)
 		wt, old = e.Path, e.Head
 	}
 	if old == "" {
-		if old, err = r.tip(ctx, target); err != nil {
+		if old, err = r.Tip(ctx, target); err != nil {
 			return "", "", wt, "the target branch cannot be read", nil, err
 		}
 	}
 	head = tip
-	ff := childOf(commits, old) // else asked of git
-	if !ff {
-		if _, err := r.Git(ctx, "merge-base", "--is-ancestor", old, tip); err == nil {
-			ff = true
-		} else if exitCode(err) != 1 {
-			return "", "", wt, "merge-base failed", nil, err
-		}
+	ff, err := r.IsAncestor(ctx, old, tip, commits)
+	if err != nil {
+		return "", "", wt, "merge-base failed", nil, err
 	}
 	if !ff {
 		out, err := r.Git(ctx, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", old, tip)
@@ -171,7 +167,7 @@ func (w *Workspace) mergeOnce(ctx context.Context, tip string, commits []Commit)
 	if wt == "" {
 		_, err := gitCmd{dir: r.Root, env: []string{action}}.run(ctx, "update-ref", targetRef, head, old)
 		if err != nil {
-			if cur, rerr := r.tip(ctx, target); rerr == nil && cur != old {
+			if cur, rerr := r.Tip(ctx, target); rerr == nil && cur != old {
 				return "", "", wt, "the target branch moved", nil, errMoved
 			}
 			return "", "", wt, "updating the target branch failed", nil, err
@@ -212,15 +208,20 @@ func (w *Workspace) overlap(ctx context.Context, wt, old, head string) []string 
 	return intersect(strings.Split(changed, "\x00"), dirty)
 }
 
-// childOf reports whether one of commits has sha as a parent: then sha
-// is an ancestor of the commits' tip (commits are base..tip).
-func childOf(commits []Commit, sha string) bool {
+// IsAncestor reports whether commit a is an ancestor of commit b (or b
+// itself). commits are some base..b, as Commits lists them: when a is a
+// parent of one of them, git is not asked.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string, commits []Commit) (bool, error) {
 	for _, c := range commits {
-		if slices.Contains(strings.Fields(c.parents), sha) {
-			return true
+		if slices.Contains(strings.Fields(c.parents), a) {
+			return true, nil
 		}
 	}
-	return false
+	_, err := r.Git(ctx, "merge-base", "--is-ancestor", a, b)
+	if exitCode(err) == 1 {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // finishCommand is the shell command that completes the merge by hand.

@@ -164,9 +164,9 @@ func (r *Repo) head(gitDir string) (branch, sha string, err error) {
 	return v, sha, err
 }
 
-// tip returns the commit refs/heads/branch names, read from the files or
+// Tip returns the commit refs/heads/branch names, read from the files or
 // else asked of git.
-func (r *Repo) tip(ctx context.Context, branch string) (string, error) {
+func (r *Repo) Tip(ctx context.Context, branch string) (string, error) {
 	sha, ok, err := r.readRef("refs/heads/" + branch)
 	switch {
 	case errors.Is(err, errAskGit):

@@ -164,7 +164,7 @@ func (w *Workspace) prepareHead(ctx context.Context) error {
 func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {
 	r := w.Repo
 	target := w.Plan.TargetBranch
-	base, err := r.tip(ctx, target)
+	base, err := r.Tip(ctx, target)
 	if err != nil {
 		return fmt.Errorf("target branch %s: %w", target, err)
 	}
@@ -258,7 +258,7 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	w.createdDir = dir
 	w.ExistingBranch = exists
 	if exists {
-		if w.Base, err = r.tip(ctx, b); err != nil {
+		if w.Base, err = r.Tip(ctx, b); err != nil {
 			return err
 		}
 		// Checked out by git from a detached HEAD at its tip: git refuses
@@ -298,7 +298,7 @@ func (w *Workspace) ensureBranch(ctx context.Context) error {
 			return err
 		}
 	}
-	w.Base, err = r.tip(ctx, b)
+	w.Base, err = r.Tip(ctx, b)
 	return err
 }
 
