@@ -16,9 +16,9 @@ import (
 // Refs are read from the files git's default ref backend keeps (a loose
 // file under the common dir, else a line of packed-refs; gitrepository-
 // layout(5)) instead of starting a git process for each question. Git
-// replaces those files by rename, so a read sees a whole value. Anything
-// else (a reftable repository, a file that is not a ref) is errAskGit, and
-// the caller asks git.
+// replaces those files by rename, so a read sees a whole value. What they
+// cannot answer (a reftable repository, a ref file holding neither an
+// object id nor a symbolic ref) is errAskGit, and the caller asks git.
 
 // errAskGit says the files could not answer: ask git.
 var errAskGit = errors.New("ask git")
