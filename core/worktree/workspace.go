@@ -205,8 +205,14 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(wts, func(e worktreeEntry) bool { return e.Prunable }) {
-		// A worktree whose directory is gone still holds its branch.
+	managed := r.StateDir("worktrees")
+	dir := filepath.Join(managed, strings.ReplaceAll(b, "/", "-"))
+	if slices.ContainsFunc(wts, func(e worktreeEntry) bool {
+		return e.Prunable && (e.Branch == "refs/heads/"+b || samePath(e.Path, dir))
+	}) {
+		// A worktree whose directory is gone still holds its branch and
+		// path. (Another run's, whose files are being removed, is none of
+		// this run's business.)
 		if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil && ctx.Err() == nil {
 			w.log.Warn("git worktree prune failed", "error", err)
 		}
@@ -214,8 +220,6 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 			return err
 		}
 	}
-	managed := r.StateDir("worktrees")
-	dir := filepath.Join(managed, strings.ReplaceAll(b, "/", "-"))
 	if !w.Plan.Worktree { // isolated: the branch only
 		if wt := findBranch(wts, b); wt != nil {
 			return fmt.Errorf("branch %s is checked out in the worktree at %s; sanddune cannot update a checked-out "+

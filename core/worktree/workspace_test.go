@@ -507,7 +507,8 @@ func TestBranchStrategyCreatesFromHeadOrBase(t *testing.T) {
 
 // TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone: a worktree of
 // the branch deleted by hand (rm -rf) no longer holds the branch: the run
-// checks it out afresh from its tip.
+// checks it out afresh from its tip; a run of another branch prunes
+// nothing.
 func TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
@@ -516,6 +517,12 @@ func TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone(t *testing.T) {
 	tip := commitFile(t, gone, "g.txt", "g", "work in the gone worktree")
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
+	}
+	// A run of another branch leaves it alone (it may be a parallel run's,
+	// its files being removed).
+	closeWS(t, prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/other"}, sdk.ContractBindMount, "r0"))
+	if out := git(t, r.Root, "worktree", "list", "--porcelain"); !strings.Contains(out, gone) {
+		t.Errorf("another branch's run pruned the gone worktree:\n%s", out)
 	}
 	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/gone"}, sdk.ContractBindMount, "r1")
 	if ws.Dir != r.StateDir("worktrees", "agent-gone") || ws.Base != tip || !ws.ExistingBranch {
