@@ -102,8 +102,9 @@
 // the file while holding it, and Lock checks after locking that the file
 // is still the one at the path, so a waiter never holds an unlinked file.
 // Worktree and branch administration (worktree admin dirs, `git worktree
-// prune`, branch create/delete) runs one at a time per repo under a flock
-// (git reads half-written worktree metadata otherwise). sanddune makes,
+// prune`, branch deletion, an isolated run's branch creation) runs one at
+// a time per repo under a flock (git reads half-written worktree metadata
+// otherwise). sanddune makes,
 // lists and removes a linked worktree's admin files itself, in the order
 // git writes them (ADR 0029), so no git process runs under the flock for
 // that: a new worktree's files are checked out after the flock is

@@ -219,8 +219,8 @@ func flock(ctx context.Context, path string) (unlock func(), err error) {
 }
 
 // admin runs fn, which reads or changes the repo's worktree and branch
-// administration (worktree admin dirs, `git worktree prune`, branch create
-// and delete), with the other runs' ones serialised: git commands
+// administration (worktree admin dirs, `git worktree prune`, branch
+// create and delete), with the other runs' ones serialised: git commands
 // otherwise read each other's half-written metadata and fail.
 func (r *Repo) admin(ctx context.Context, fn func() error) error {
 	if err := os.MkdirAll(r.LockDir(), 0o755); err != nil {
