@@ -101,12 +101,19 @@
 // writes its LockInfo into the file for the error message. Release unlinks
 // the file while holding it, and Lock checks after locking that the file
 // is still the one at the path, so a waiter never holds an unlinked file.
-// Worktree and branch administration commands (worktree add/list/remove/
-// prune, branch create/delete) run one at a time per repo under a flock:
-// parallel `git worktree add` calls otherwise read each other's
-// half-written metadata and fail. A new worktree's files are checked out
-// after the flock is released (`worktree add --no-checkout`, then
-// `checkout --force` in it), so parallel runs check out at once.
+// Worktree and branch administration (worktree admin dirs, `git worktree
+// prune`, branch deletion, an isolated run's branch creation) runs one at
+// a time per repo under a flock (git reads half-written worktree metadata
+// otherwise). sanddune makes,
+// lists and removes a linked worktree's admin files itself, in the order
+// git writes them (ADR 0029), so no git process runs under the flock for
+// that: a new worktree's files are checked out after the flock is
+// released (`git checkout --force` from a detached HEAD, with -b for a
+// new branch, so git refuses a branch checked out elsewhere), and a
+// clean one (`git status`, outside the flock) has its files removed
+// before its admin dir is, under the flock. A worktree git would refuse
+// to remove without --force (locked, or holding a submodule or another
+// repository) is left to `git worktree remove`.
 //
 // # Cleanup after dead runs
 //
@@ -131,6 +138,10 @@
 // to finish by hand. No MERGE_HEAD is ever written.
 //
 // # Git invocation
+//
+// Branch tips, HEADs and the ref guard's branches and tags are read from
+// git's ref files (loose, else packed-refs; never blocking on a file a
+// sandbox replaced); a reftable repository is asked with git.
 //
 // Git runs argv-only with LC_ALL=C, GIT_TERMINAL_PROMPT=0 and
 // GIT_OPTIONAL_LOCKS=0, without inherited GIT_DIR-style variables, and with

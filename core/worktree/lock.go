@@ -218,30 +218,29 @@ func flock(ctx context.Context, path string) (unlock func(), err error) {
 	}
 }
 
-// adminGit runs a git command that reads or changes the repo's worktree and
-// branch administration (worktree add/list/remove/prune, branch create and
-// delete) with the other runs' ones serialised: concurrent `git worktree
-// add` calls otherwise read each other's half-written metadata and fail.
-func (r *Repo) adminGit(ctx context.Context, args ...string) (string, error) {
+// admin runs fn, which reads or changes the repo's worktree and branch
+// administration (worktree admin dirs, `git worktree prune`, branch
+// create and delete), with the other runs' ones serialised: git commands
+// otherwise read each other's half-written metadata and fail.
+func (r *Repo) admin(ctx context.Context, fn func() error) error {
 	if err := os.MkdirAll(r.LockDir(), 0o755); err != nil {
-		return "", err
+		return err
 	}
 	unlock, err := flock(ctx, filepath.Join(r.LockDir(), ".admin"))
 	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	return r.Git(ctx, args...)
-}
-
-// addWorktree adds the worktree dir (`git worktree add args`), checking
-// its files out once the admin lock is released.
-func (r *Repo) addWorktree(ctx context.Context, dir string, args ...string) error {
-	if _, err := r.adminGit(ctx, append(append(noConfigWrites, "worktree", "add", "--quiet", "--no-checkout"), args...)...); err != nil {
 		return err
 	}
-	_, err := Git(ctx, dir, "checkout", "--force", "--quiet")
-	return err
+	defer unlock()
+	return fn()
+}
+
+// adminGit runs an administration git command under the admin flock.
+func (r *Repo) adminGit(ctx context.Context, args ...string) (out string, err error) {
+	err = r.admin(ctx, func() error {
+		out, err = r.Git(ctx, args...)
+		return err
+	})
+	return out, err
 }
 
 // lockFileName maps a key to a readable, bounded, collision-free file name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -74,7 +75,13 @@ func (w *Workspace) Merge(ctx context.Context) (*MergeResult, error) {
 	if w.Plan.Type != StrategyMergeToHead || !w.Temp {
 		return nil, fmt.Errorf("merge: run %s does not use merge-to-head", w.RunName)
 	}
-	commits, err := w.Commits(ctx)
+	// The tip first, then the commits up to it: what is listed is what
+	// is merged, whatever is committed meanwhile.
+	tip, err := w.Tip(ctx)
+	if err != nil {
+		return nil, err
+	}
+	commits, err := w.Repo.Commits(ctx, w.Base, tip)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +103,7 @@ func (w *Workspace) Merge(ctx context.Context) (*MergeResult, error) {
 	}
 	defer l.Release()
 	for try := 0; ; try++ {
-		head, mergeCommit, wt, reason, files, err := w.mergeOnce(ctx)
+		head, mergeCommit, wt, reason, files, err := w.mergeOnce(ctx, tip, commits)
 		if err == nil {
 			res.Head, res.MergeCommit = head, mergeCommit
 			return res, nil
@@ -117,38 +124,30 @@ var errLocalChanges = fmt.Errorf("%w: local changes", errRefused)
 // errMoved says the target branch moved while merging; the merge is retried.
 var errMoved = errors.New("the target branch moved during the merge")
 
-func (w *Workspace) mergeOnce(ctx context.Context) (head, mergeCommit, wt, reason string, files []string, err error) {
+// mergeOnce merges tip, whose commits since Base are commits.
+func (w *Workspace) mergeOnce(ctx context.Context, tip string, commits []Commit) (head, mergeCommit, wt, reason string, files []string, err error) {
 	r, target := w.Repo, w.TargetBranch
 	targetRef := "refs/heads/" + target
-	// One listing gives where the target is checked out and the tips of
-	// the branches that are (the target's, and the temp branch's in its
-	// worktree); the others are read apart.
+	// Where the target is checked out, and its tip there.
 	wts, err := r.worktrees(ctx)
 	if err != nil {
 		return "", "", "", "listing worktrees failed", nil, err
 	}
-	var old, tip string
+	var old string
 	if e := findBranch(wts, target); e != nil {
 		wt, old = e.Path, e.Head
 	}
-	if e := findBranch(wts, w.Branch); e != nil {
-		tip = e.Head
-	}
 	if old == "" {
-		if old, err = r.resolve(ctx, targetRef); err != nil {
+		if old, err = r.Tip(ctx, target); err != nil {
 			return "", "", wt, "the target branch cannot be read", nil, err
 		}
 	}
-	if tip == "" {
-		if tip, err = r.resolve(ctx, "refs/heads/"+w.Branch); err != nil {
-			return "", "", wt, "the temp branch cannot be read", nil, err
-		}
-	}
 	head = tip
-	if _, err := r.Git(ctx, "merge-base", "--is-ancestor", old, tip); err != nil {
-		if exitCode(err) != 1 {
-			return "", "", wt, "merge-base failed", nil, err
-		}
+	ff, err := r.IsAncestor(ctx, old, tip, commits)
+	if err != nil {
+		return "", "", wt, "merge-base failed", nil, err
+	}
+	if !ff {
 		out, err := r.Git(ctx, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", old, tip)
 		if err != nil {
 			if exitCode(err) == 1 {
@@ -168,7 +167,7 @@ func (w *Workspace) mergeOnce(ctx context.Context) (head, mergeCommit, wt, reaso
 	if wt == "" {
 		_, err := gitCmd{dir: r.Root, env: []string{action}}.run(ctx, "update-ref", targetRef, head, old)
 		if err != nil {
-			if cur, rerr := r.resolve(ctx, targetRef); rerr == nil && cur != old {
+			if cur, rerr := r.Tip(ctx, target); rerr == nil && cur != old {
 				return "", "", wt, "the target branch moved", nil, errMoved
 			}
 			return "", "", wt, "updating the target branch failed", nil, err
@@ -207,6 +206,22 @@ func (w *Workspace) overlap(ctx context.Context, wt, old, head string) []string 
 		return nil
 	}
 	return intersect(strings.Split(changed, "\x00"), dirty)
+}
+
+// IsAncestor reports whether commit a is an ancestor of commit b (or b
+// itself). commits are some base..b, as Commits lists them: when a is a
+// parent of one of them, git is not asked.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string, commits []Commit) (bool, error) {
+	for _, c := range commits {
+		if slices.Contains(strings.Fields(c.parents), a) {
+			return true, nil
+		}
+	}
+	_, err := r.Git(ctx, "merge-base", "--is-ancestor", a, b)
+	if exitCode(err) == 1 {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // finishCommand is the shell command that completes the merge by hand.

@@ -28,11 +28,11 @@ func (w *Workspace) MergeBranches(ctx context.Context, branches []string) ([]Con
 	r, ref := w.Repo, "refs/heads/"+w.Branch
 	var conflicts []Conflict
 	for _, b := range branches {
-		cur, err := r.resolve(ctx, ref)
+		cur, err := r.Tip(ctx, w.Branch)
 		if err != nil {
 			return conflicts, fmt.Errorf("reading branch %s: %w", w.Branch, err)
 		}
-		tip, err := r.resolve(ctx, "refs/heads/"+b)
+		tip, err := r.Tip(ctx, b)
 		if err != nil {
 			return conflicts, fmt.Errorf("merge_branches: branch %s: %w", b, err)
 		}
@@ -74,7 +74,7 @@ func (w *Workspace) isAncestor(ctx context.Context, a, b string) bool {
 
 // Tip is the run's branch's current commit.
 func (w *Workspace) Tip(ctx context.Context) (string, error) {
-	return w.Repo.resolve(ctx, "refs/heads/"+w.Branch)
+	return w.Repo.Tip(ctx, w.Branch)
 }
 
 // intoName is the branch a merge commit says it merges into: where the

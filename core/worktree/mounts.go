@@ -56,7 +56,7 @@ func gitDirs(dir string) (gitDir, commonDir string, err error) {
 	if fi.IsDir() {
 		return dotgit, dotgit, nil
 	}
-	b, err := os.ReadFile(dotgit)
+	b, err := readSmall(dotgit)
 	if err != nil {
 		return "", "", err
 	}
@@ -70,7 +70,7 @@ func gitDirs(dir string) (gitDir, commonDir string, err error) {
 	}
 	gitDir = filepath.Clean(gitDir)
 	commonDir = gitDir
-	if c, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	if c, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
 		commonDir = strings.TrimSpace(string(c))
 		if !filepath.IsAbs(commonDir) {
 			commonDir = filepath.Join(gitDir, commonDir)

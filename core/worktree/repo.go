@@ -202,8 +202,22 @@ func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
 	return Git(ctx, r.Root, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 }
 
+// base returns the commit a new branch starts from: rev, or Root's HEAD
+// when rev is "" (read from the files when it can).
+func (r *Repo) base(ctx context.Context, rev string) (string, error) {
+	if rev == "" {
+		if _, sha, err := r.head(r.GitDir); err == nil && sha != "" {
+			return sha, nil
+		}
+	}
+	return r.resolve(ctx, orHEAD(rev))
+}
+
 // branchExists reports whether refs/heads/name exists.
 func (r *Repo) branchExists(ctx context.Context, name string) (bool, error) {
+	if _, ok, err := r.readRef("refs/heads/" + name); !errors.Is(err, errAskGit) {
+		return ok, err
+	}
 	_, err := Git(ctx, r.Root, "show-ref", "--verify", "--quiet", "refs/heads/"+name)
 	if err == nil {
 		return true, nil
@@ -220,6 +234,8 @@ type Commit struct {
 	Subject     string `json:"subject"`
 	Author      string `json:"author"`
 	AuthorEmail string `json:"author_email"`
+
+	parents string // space-separated, as rev-list's %P
 }
 
 // Short returns the abbreviated sha.
@@ -240,17 +256,17 @@ func (r *Repo) Commits(ctx context.Context, base, ref string) ([]Commit, error) 
 
 func commits(ctx context.Context, dir, base, ref string) ([]Commit, error) {
 	out, err := Git(ctx, dir, "rev-list", "--reverse", "--no-commit-header",
-		"--format=%H%x00%an%x00%ae%x00%s%x1e", base+".."+ref, "--")
+		"--format=%H%x00%an%x00%ae%x00%P%x00%s%x1e", base+".."+ref, "--")
 	if err != nil {
 		return nil, err
 	}
 	var cs []Commit
 	for _, rec := range strings.Split(out, "\x1e") {
 		f := strings.Split(strings.TrimLeft(rec, "\n"), "\x00")
-		if len(f) != 4 {
+		if len(f) != 5 {
 			continue
 		}
-		cs = append(cs, Commit{SHA: f[0], Author: f[1], AuthorEmail: f[2], Subject: f[3]})
+		cs = append(cs, Commit{SHA: f[0], Author: f[1], AuthorEmail: f[2], Subject: f[4], parents: f[3]})
 	}
 	return cs, nil
 }

@@ -72,7 +72,7 @@ func (r *Repo) sweepOne(ctx context.Context, dir string, dryRun bool) string {
 	if dryRun {
 		return "would remove"
 	}
-	if _, err := r.adminGit(ctx, "worktree", "remove", dir); err != nil {
+	if err := r.removeWorktree(ctx, dir); err != nil {
 		return "kept (" + err.Error() + ")"
 	}
 	return "removed"

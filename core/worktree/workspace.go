@@ -109,11 +109,13 @@ func Prepare(ctx context.Context, repo *Repo, plan Plan, opts PrepareOptions) (*
 func (w *Workspace) undo() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if d := w.createdDir; d != "" {
-		if _, err := w.Repo.adminGit(ctx, "worktree", "remove", "--force", "--force", d); err != nil {
-			os.RemoveAll(d) // the path did not exist before Prepare
+	if d := w.createdDir; d != "" { // the path did not exist before Prepare
+		if admin, err := w.Repo.adminOf(d); err == nil {
+			_ = w.Repo.dropWorktree(ctx, d, admin)
+		} else {
+			os.RemoveAll(d)
+			_, _ = w.Repo.adminGit(ctx, "worktree", "prune")
 		}
-		_, _ = w.Repo.adminGit(ctx, "worktree", "prune")
 	}
 	if b := w.createdBranch; b != "" { // only if still where we made it
 		_, _ = w.Repo.adminGit(ctx, "update-ref", "-d", "refs/heads/"+b, w.createdAt)
@@ -162,7 +164,7 @@ func (w *Workspace) prepareHead(ctx context.Context) error {
 func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {
 	r := w.Repo
 	target := w.Plan.TargetBranch
-	base, err := r.resolve(ctx, "refs/heads/"+target)
+	base, err := r.Tip(ctx, target)
 	if err != nil {
 		return fmt.Errorf("target branch %s: %w", target, err)
 	}
@@ -185,7 +187,7 @@ func (w *Workspace) prepareTemp(ctx context.Context, now time.Time) error {
 		return err
 	}
 	w.createdDir = dir
-	if err := r.addWorktree(ctx, dir, "-b", w.Branch, dir, base); err != nil {
+	if err := r.addWorktree(ctx, dir, base, "-b", w.Branch); err != nil {
 		return err
 	}
 	w.Dir = dir
@@ -203,8 +205,14 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(wts, func(e worktreeEntry) bool { return e.Prunable }) {
-		// A worktree whose directory is gone still holds its branch.
+	managed := r.StateDir("worktrees")
+	dir := filepath.Join(managed, strings.ReplaceAll(b, "/", "-"))
+	if slices.ContainsFunc(wts, func(e worktreeEntry) bool {
+		return e.Prunable && (e.Branch == "refs/heads/"+b || samePath(e.Path, dir))
+	}) {
+		// A worktree whose directory is gone still holds its branch and
+		// path. (Another run's, whose files are being removed, is none of
+		// this run's business.)
 		if _, err := r.adminGit(ctx, "worktree", "prune"); err != nil && ctx.Err() == nil {
 			w.log.Warn("git worktree prune failed", "error", err)
 		}
@@ -212,8 +220,6 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 			return err
 		}
 	}
-	managed := r.StateDir("worktrees")
-	dir := filepath.Join(managed, strings.ReplaceAll(b, "/", "-"))
 	if !w.Plan.Worktree { // isolated: the branch only
 		if wt := findBranch(wts, b); wt != nil {
 			return fmt.Errorf("branch %s is checked out in the worktree at %s; sanddune cannot update a checked-out "+
@@ -256,24 +262,25 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 	w.createdDir = dir
 	w.ExistingBranch = exists
 	if exists {
-		err = r.addWorktree(ctx, dir, dir, b)
+		if w.Base, err = r.Tip(ctx, b); err != nil {
+			return err
+		}
+		// Checked out by git from a detached HEAD at its tip: git refuses
+		// a branch another worktree has, also while it is rebased or
+		// bisected there (no longer on the branch).
+		err = r.addWorktree(ctx, dir, w.Base, b, "--")
 	} else {
-		var base string
-		if base, err = r.resolve(ctx, orHEAD(w.Plan.BaseBranch)); err != nil {
+		if w.Base, err = r.base(ctx, w.Plan.BaseBranch); err != nil {
 			return fmt.Errorf("base branch %s: %w", orHEAD(w.Plan.BaseBranch), err)
 		}
-		w.createdBranch, w.createdAt = b, base
-		err = r.addWorktree(ctx, dir, "-b", b, dir, base)
-		w.Base = base
+		w.createdBranch, w.createdAt = b, w.Base
+		err = r.addWorktree(ctx, dir, w.Base, "-b", b)
 	}
 	if err != nil {
 		return err
 	}
 	w.Dir = dir
-	if exists {
-		w.Base, err = Git(ctx, dir, "rev-parse", "HEAD")
-	}
-	return err
+	return nil
 }
 
 // ensureBranch creates Plan.Branch from BaseBranch when missing and sets
@@ -286,7 +293,7 @@ func (w *Workspace) ensureBranch(ctx context.Context) error {
 	}
 	w.ExistingBranch = exists
 	if !exists {
-		base, err := r.resolve(ctx, orHEAD(w.Plan.BaseBranch))
+		base, err := r.base(ctx, w.Plan.BaseBranch)
 		if err != nil {
 			return fmt.Errorf("base branch %s: %w", orHEAD(w.Plan.BaseBranch), err)
 		}
@@ -295,7 +302,7 @@ func (w *Workspace) ensureBranch(ctx context.Context) error {
 			return err
 		}
 	}
-	w.Base, err = r.resolve(ctx, "refs/heads/"+b)
+	w.Base, err = r.Tip(ctx, b)
 	return err
 }
 
@@ -386,15 +393,15 @@ func (w *Workspace) Close(ctx context.Context) (CloseResult, error) {
 	var res CloseResult
 	var errs []error
 	if w.Plan.Worktree && w.Dir != "" {
-		// git worktree remove (without --force) refuses a worktree with
-		// changes or untracked files, the same check as Dirty: only then
-		// is Dirty asked whether that was why.
-		if _, err := w.Repo.adminGit(ctx, "worktree", "remove", w.Dir); err != nil {
+		switch dirty, err := Dirty(ctx, w.Dir); {
+		case err != nil:
 			res.PreservedPath = w.Dir
-			switch dirty, derr := Dirty(ctx, w.Dir); {
-			case derr != nil:
-				errs = append(errs, fmt.Errorf("checking %s for uncommitted changes (kept): %w", w.Dir, derr))
-			case !dirty:
+			errs = append(errs, fmt.Errorf("checking %s for uncommitted changes (kept): %w", w.Dir, err))
+		case dirty:
+			res.PreservedPath = w.Dir
+		default:
+			if err := w.Repo.removeWorktree(ctx, w.Dir); err != nil {
+				res.PreservedPath = w.Dir
 				errs = append(errs, err)
 			}
 		}
@@ -435,30 +442,6 @@ type worktreeEntry struct {
 	Branch string // full ref, "" when detached
 	// Prunable: its directory is gone (git worktree prune removes it).
 	Prunable bool
-}
-
-func (r *Repo) worktrees(ctx context.Context) ([]worktreeEntry, error) {
-	out, err := r.adminGit(ctx, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		return nil, err
-	}
-	var wts []worktreeEntry
-	var cur *worktreeEntry
-	for _, f := range strings.Split(out, "\x00") {
-		switch {
-		case strings.HasPrefix(f, "worktree "):
-			wts = append(wts, worktreeEntry{Path: strings.TrimPrefix(f, "worktree ")})
-			cur = &wts[len(wts)-1]
-		case cur == nil:
-		case strings.HasPrefix(f, "HEAD "):
-			cur.Head = strings.TrimPrefix(f, "HEAD ")
-		case strings.HasPrefix(f, "branch "):
-			cur.Branch = strings.TrimPrefix(f, "branch ")
-		case f == "prunable" || strings.HasPrefix(f, "prunable "):
-			cur.Prunable = true
-		}
-	}
-	return wts, nil
 }
 
 // CheckedOut says where branch is checked out: the worktree's path (""

@@ -507,7 +507,8 @@ func TestBranchStrategyCreatesFromHeadOrBase(t *testing.T) {
 
 // TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone: a worktree of
 // the branch deleted by hand (rm -rf) no longer holds the branch: the run
-// checks it out afresh from its tip.
+// checks it out afresh from its tip; a run of another branch prunes
+// nothing.
 func TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
@@ -516,6 +517,12 @@ func TestBranchStrategyPrunesAWorktreeWhoseDirectoryIsGone(t *testing.T) {
 	tip := commitFile(t, gone, "g.txt", "g", "work in the gone worktree")
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
+	}
+	// A run of another branch leaves it alone (it may be a parallel run's,
+	// its files being removed).
+	closeWS(t, prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/other"}, sdk.ContractBindMount, "r0"))
+	if out := git(t, r.Root, "worktree", "list", "--porcelain"); !strings.Contains(out, gone) {
+		t.Errorf("another branch's run pruned the gone worktree:\n%s", out)
 	}
 	ws := prepare(t, r, Strategy{Type: StrategyBranch, Branch: "agent/gone"}, sdk.ContractBindMount, "r1")
 	if ws.Dir != r.StateDir("worktrees", "agent-gone") || ws.Base != tip || !ws.ExistingBranch {
@@ -615,6 +622,25 @@ func TestBranchCheckedOutElsewhere(t *testing.T) {
 	_, err = tryPrepare(r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractIsolated, "r1")
 	if err == nil || !strings.Contains(err.Error(), other) {
 		t.Fatalf("isolated: got %v", err)
+	}
+	// Being rebased there, its HEAD detached, it is still git's checked
+	// out branch: git refuses it, and the run leaves nothing.
+	writeFile(t, filepath.Join(other, "c.txt"), "theirs\n")
+	git(t, other, "add", "c.txt")
+	git(t, other, "commit", "--quiet", "-m", "theirs")
+	commitFile(t, r.Root, "c.txt", "ours\n", "ours")
+	if _, err := Git(ctx, other, "rebase", "--quiet", "main"); err == nil {
+		t.Fatal("the rebase was meant to stop at a conflict")
+	}
+	_, err = tryPrepare(r, Strategy{Type: StrategyBranch, Branch: "agent/x"}, sdk.ContractBindMount, "r1")
+	if err == nil || !strings.Contains(err.Error(), "agent/x") || !strings.Contains(err.Error(), other) {
+		t.Fatalf("rebasing: got %v", err)
+	}
+	if _, err := os.Stat(r.StateDir("worktrees", "agent-x")); !os.IsNotExist(err) {
+		t.Fatalf("the refused worktree is left: %v", err)
+	}
+	if got := git(t, r.Root, "worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 2 {
+		t.Fatalf("worktrees:\n%s", got)
 	}
 	// The failed runs left no locks behind.
 	entries, _ := os.ReadDir(r.LockDir())

@@ -24,26 +24,12 @@ func (r *runner) snapshotRefs(ctx context.Context) {
 	if r.Caps.Contract != sdk.ContractBindMount {
 		return
 	}
-	refs, err := r.refs(ctx)
+	refs, err := r.Repo.Refs(ctx)
 	if err != nil {
 		r.log.Debug("ref snapshot failed", "error", err)
 		return
 	}
 	r.refsBefore, r.refsAt = refs, time.Now()
-}
-
-func (r *runner) refs(ctx context.Context) (map[string]string, error) {
-	out, err := r.Repo.Git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
-	if err != nil {
-		return nil, err
-	}
-	refs := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		if name, sha, ok := strings.Cut(line, " "); ok {
-			refs[name] = sha
-		}
-	}
-	return refs, nil
 }
 
 // checkRefs warns about branches and tags other than the run's own that
@@ -52,7 +38,7 @@ func (r *runner) checkRefs(ctx context.Context) {
 	if r.refsBefore == nil || r.ws == nil {
 		return
 	}
-	now, err := r.refs(context.WithoutCancel(ctx))
+	now, err := r.Repo.Refs(context.WithoutCancel(ctx))
 	if err != nil {
 		return
 	}

@@ -209,7 +209,7 @@ func SyncOut(ctx context.Context, sb sdk.Sandbox, spec Spec) (OutResult, error) 
 		return res, fmt.Errorf("sync out: %w", err)
 	}
 	ref := "refs/heads/" + spec.Branch
-	old, err := worktree.Git(ctx, host, "rev-parse", "--verify", "--quiet", ref)
+	old, err := repo.Tip(ctx, spec.Branch)
 	if err != nil {
 		return res, fmt.Errorf("sync out: branch %s: %w", spec.Branch, err)
 	}
@@ -225,7 +225,7 @@ func SyncOut(ctx context.Context, sb sdk.Sandbox, spec Spec) (OutResult, error) 
 		return res, fmt.Errorf("sync out: %w", err)
 	}
 	re := &RescueError{Branch: spec.Branch, Commits: res.Commits}
-	if _, err := worktree.Git(ctx, host, "merge-base", "--is-ancestor", old, head); err == nil {
+	if ff, _ := repo.IsAncestor(ctx, old, head, res.Commits); ff {
 		switch {
 		case dir == "":
 			if _, err := worktree.Git(ctx, host, "update-ref", "-m", reflog, ref, head, old); err == nil {
