@@ -52,6 +52,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if cfg.GID != nil {
 		spec.GID = *cfg.GID
 	}
+	spec.OwnMounts(req, false)
 
 	init := true
 	hostCfg := &container.HostConfig{

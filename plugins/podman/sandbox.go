@@ -56,6 +56,8 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		req.Report(sdk.Progress{Message: "adjusted for this host (podman's defaults cannot start a container here; set them in the sandbox block to choose): " +
 			strings.Join(adj.Settings, ", ")})
 	}
+	ns := cfg.userns(rootless) // keep-id keeps the host's ids
+	spec.OwnMounts(req, ns != "keep-id" && (rootless || ns != ""))
 	args := []string{"create", "--name", spec.Name}
 	for _, k := range slices.Sorted(maps.Keys(req.Labels)) {
 		args = append(args, "--label", k+"="+req.Labels[k])

@@ -35,6 +35,10 @@ type Transfer struct {
 	// HostRepo is the host repository root; HostHome defaults to the
 	// user's home directory.
 	HostRepo, HostHome string
+	// Mounts are sandbox directories that are host directories (the
+	// sandbox's Info().Mounts the host asked for): session files inside
+	// are read and written there, with no copy through the sandbox.
+	Mounts []sdk.Mount
 	// Logger receives warnings about companion files; nil discards them.
 	Logger hclog.Logger
 }
@@ -153,6 +157,9 @@ func (t *Transfer) sides() (sandbox, host side, err error) {
 		return side{}, side{}, errors.New("session transfer needs the sandbox home and repo paths and the host repo path")
 	}
 	sandbox = side{home: path.Clean(sandbox.home), cwd: path.Clean(sandbox.cwd)}
+	if len(t.Mounts) > 0 {
+		t.Sandbox = mounted{Sandbox: t.Sandbox, mounts: t.Mounts}
+	}
 	return sandbox, hostSide(t.HostRepo, t.HostHome), nil
 }
 
