@@ -96,7 +96,10 @@ func Binds(req sdk.CreateRequest, mounts []mounts.Mount) ([]Bind, error) {
 			return nil, fmt.Errorf("mount %q at %q: want an absolute host path and an absolute or ~/ sandbox path", m.HostPath, m.SandboxPath)
 		}
 		b := Bind{Source: path.Clean(m.HostPath), Target: ContainerPath(m.SandboxPath), ReadOnly: m.ReadOnly, Asked: true}
-		if !slices.ContainsFunc(bs, func(o Bind) bool { return sandboxkit.Within(o.Target, b.Target) || sandboxkit.Within(b.Target, o.Target) }) {
+		overlaps := func(o Bind) bool {
+			return sandboxkit.Within(o.Target, b.Target) || sandboxkit.Within(b.Target, o.Target)
+		}
+		if !slices.ContainsFunc(bs, overlaps) {
 			bs = append(bs, b)
 		}
 	}
