@@ -20,6 +20,7 @@ package docker
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docker/docker/client"
 
@@ -36,6 +37,9 @@ type Provider struct {
 	containerkit.Base
 	mu  sync.Mutex
 	cli *client.Client
+	// mapsIDs: the daemon Preflight asked maps user ids (rootless or
+	// userns-remap), so the host's mounts are not made (OwnMounts).
+	mapsIDs atomic.Bool
 }
 
 var (

@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	"github.com/zclconf/go-cty/cty"
 
@@ -318,3 +319,35 @@ func TestAttachToAContainerRemovedMeanwhile(t *testing.T) {
 func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
 
 func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }
+
+// TestHostMountsWhereIDsAreMapped: a daemon that maps user ids (rootless,
+// userns-remap: its info's security options say so) gets no host mount,
+// and says so, since the host directory's owner says nothing about the
+// container's user; this daemon, which maps none, gets it.
+func TestHostMountsWhereIDsAreMapped(t *testing.T) {
+	t.Parallel()
+	for opts, want := range map[string]bool{
+		"name=seccomp,profile=builtin name=cgroupns": false,
+		"name=seccomp,profile=builtin name=rootless": true,
+		"name=apparmor name=userns":                  true,
+	} {
+		if got := mapsIDs(system.Info{SecurityOptions: strings.Fields(opts)}); got != want {
+			t.Errorf("mapsIDs(%s) = %v", opts, got)
+		}
+	}
+	for _, mapped := range []bool{false, true} {
+		var reports []string
+		dir := t.TempDir()
+		sb, _ := containerkittest.Create(t, containerkittest.Engine{Name: suite.Name, New: func() sdk.SandboxProvider {
+			p := New().(*Provider)
+			p.mapsIDs.Store(mapped)
+			return p
+		}}, suite.Config(t, nil), func(r *sdk.CreateRequest) {
+			r.Mounts = []sdk.Mount{{HostPath: dir, SandboxPath: "~/.m"}}
+			r.Progress = func(p sdk.Progress) { reports = append(reports, p.Message) }
+		})
+		if got := len(sb.Info().Mounts); got != map[bool]int{false: 1, true: 0}[mapped] || mapped != (len(reports) == 1) {
+			t.Errorf("ids mapped %v: %d mount(s) in place, reports %q", mapped, got, reports)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,6 +68,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if infoErr != nil {
 		return fmt.Errorf("docker info: %w", infoErr)
 	}
+	p.mapsIDs.Store(mapsIDs(info))
 	if info.InitBinary == "" {
 		fail("the Docker daemon has no init binary (docker-init): install it (Debian: the tini package) or use a daemon that ships it")
 	}
@@ -94,6 +96,14 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	}
 	errs = append(errs, cfg.CheckHostPaths(req.HostRepoPath, daemonIsLocal(cli.DaemonHost()))...)
 	return errors.Join(errs...)
+}
+
+// mapsIDs says whether a daemon maps the containers' user ids to other
+// host ids (rootless, userns-remap).
+func mapsIDs(info system.Info) bool {
+	return slices.ContainsFunc(info.SecurityOptions, func(o string) bool {
+		return strings.Contains(o, "name=rootless") || strings.Contains(o, "name=userns")
+	})
 }
 
 func daemonIsLocal(host string) bool { return strings.HasPrefix(host, "unix://") }

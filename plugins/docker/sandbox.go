@@ -52,7 +52,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if cfg.GID != nil {
 		spec.GID = *cfg.GID
 	}
-	spec.OwnMounts(req, false)
+	spec.OwnMounts(req, p.mapsIDs.Load())
 
 	init := true
 	hostCfg := &container.HostConfig{
