@@ -137,18 +137,14 @@ func (m mounted) writeIn(dir, src, rel string) error {
 		return err
 	}
 	defer r.Close()
-	parent, err := r.Lstat(path.Dir(rel))
+	uid, gid, err := owner(r, path.Dir(rel))
 	if err != nil {
 		return err
 	}
-	st, ok := parent.Sys().(*syscall.Stat_t)
-	if !parent.IsDir() || !ok {
-		return errors.New("not a directory")
-	}
 	tmp := path.Join(path.Dir(rel), ".sanddune-"+path.Base(rel)+".tmp")
 	err = r.WriteFile(tmp, data, 0o644)
-	if err == nil && (int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()) {
-		err = r.Lchown(tmp, int(st.Uid), int(st.Gid))
+	if err == nil {
+		err = chown(r, tmp, uid, gid)
 	}
 	if err == nil {
 		err = r.Rename(tmp, rel)
@@ -157,4 +153,81 @@ func (m mounted) writeIn(dir, src, rel string) error {
 		_ = r.Remove(tmp)
 	}
 	return err
+}
+
+// mkdirs makes sandbox directories inside the mounts, each new one owned
+// like its mount, or fails, having made none, when one is outside them
+// or this process cannot give a directory to that owner: the caller then
+// asks the sandbox.
+func (m mounted) mkdirs(dirs []string) error {
+	type local struct{ dir, rel string }
+	var ls []local
+	for _, d := range dirs {
+		dir, rel, ok := m.local(d)
+		if !ok {
+			return fmt.Errorf("%s is not mounted", d)
+		}
+		ls = append(ls, local{dir, rel})
+	}
+	for _, l := range ls {
+		if err := mkdirOwned(l.dir, l.rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mkdirOwned(dir, rel string) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	uid, gid, err := owner(r, ".")
+	if err != nil {
+		return err
+	}
+	if err := chown(r, ".", uid, gid); err != nil { // nothing made yet
+		return err
+	}
+	cur := "."
+	for _, e := range strings.Split(rel, "/") {
+		if cur = path.Join(cur, e); cur == "." {
+			continue
+		}
+		if err := r.Mkdir(cur, 0o755); errors.Is(err, fs.ErrExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if err := chown(r, cur, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// owner is the owner of directory rel under r.
+func owner(r *os.Root, rel string) (uid, gid int, err error) {
+	fi, err := r.Lstat(rel)
+	if err != nil {
+		return 0, 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return 0, 0, fmt.Errorf("%s is not a directory", rel)
+	}
+	return int(st.Uid), int(st.Gid), nil
+}
+
+// chown gives rel under r, which this process made, to uid:gid: as root;
+// otherwise uid must be this process's own.
+func chown(r *os.Root, rel string, uid, gid int) error {
+	switch euid := os.Geteuid(); {
+	case euid == 0 && (uid != 0 || gid != os.Getegid()):
+		return r.Lchown(rel, uid, gid)
+	case euid != 0 && euid != uid:
+		return fmt.Errorf("cannot give %s to uid %d", rel, uid)
+	}
+	return nil
 }

@@ -55,8 +55,8 @@ func mountedEnv(t *testing.T, id string) (env, Transfer, string) {
 // TestMountedCaptureResumeRoundTripFake: with the session directory
 // mounted, capture and resume read and write the host directory: no copy
 // goes through the sandbox (and capture runs nothing in it), the cwd is
-// rewritten both ways as when copying, and a resumed file belongs to the
-// owner of its directory (the sandbox's user, who goes on writing it).
+// rewritten both ways as when copying, and what resume makes belongs to
+// the mount's owner (the sandbox's user, who goes on writing it).
 func TestMountedCaptureResumeRoundTripFake(t *testing.T) {
 	t.Parallel()
 	const id = "7a0e4c1d-mounted"
@@ -86,16 +86,14 @@ func TestMountedCaptureResumeRoundTripFake(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil { // as the sandbox's mkdir would
-		t.Fatal(err)
-	}
 	owner := os.Getuid()
 	if owner == 0 { // the sandbox's user is someone else
 		owner = 4321
-		if err := os.Chown(dir, owner, owner); err != nil {
+		if err := os.Chown(tr.Mounts[0].HostPath, owner, owner); err != nil {
 			t.Fatal(err)
 		}
 	}
+	e.sb.execs.Store(0)
 	sbPath, err := PrepareResume(context.Background(), tr)
 	if err != nil {
 		t.Fatal(err)
@@ -109,15 +107,17 @@ func TestMountedCaptureResumeRoundTripFake(t *testing.T) {
 	if got := read(t, filepath.Join(dir, id, "subagents", "agent-a1.jsonl")); got != subagent {
 		t.Errorf("subagent transcript resumed as %q", got)
 	}
-	if c := e.sb.copies.Load(); c != 0 {
-		t.Errorf("resume into a mount made %d copies through the sandbox, want none", c)
+	if c, x := e.sb.copies.Load(), e.sb.execs.Load(); c != 0 || x != 0 {
+		t.Errorf("resume into a mount made %d copies and %d execs through the sandbox, want none", c, x)
 	}
-	fi, err := os.Stat(filepath.Join(dir, id+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != owner {
-		t.Errorf("resumed session owned by uid %d, want %d (its directory's)", uid, owner)
+	for _, p := range []string{dir, filepath.Join(dir, id+".jsonl"), filepath.Join(dir, id, "subagents"), filepath.Join(dir, id, "subagents", "agent-a1.jsonl")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != owner {
+			t.Errorf("resumed %s owned by uid %d, want %d (the mount's)", p, uid, owner)
+		}
 	}
 }
 

@@ -423,6 +423,9 @@ func PrepareResume(ctx context.Context, t Transfer) (string, error) {
 }
 
 func (t *Transfer) mkdirs(ctx context.Context, dirs []string) error {
+	if m, ok := t.Sandbox.(mounted); ok && m.mkdirs(dirs) == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
 	var msg strings.Builder
