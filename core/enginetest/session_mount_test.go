@@ -38,11 +38,13 @@ cat /fixture/claude-stream.jsonl
 `
 
 // copyCounting counts a sandbox's CopyIn and CopyOut calls (Docker
-// archive requests), and can hide the provider's Mounts capability.
+// archive requests), and can hide the provider's Mounts capability or
+// leave the host's mounts out (as a provider that cannot make one
+// writable does).
 type copyCounting struct {
 	sdk.SandboxProvider
-	noMounts bool
-	copies   *atomic.Int32
+	noMounts, leaveOut bool
+	copies             *atomic.Int32
 }
 
 func (p copyCounting) Info(ctx context.Context) (sdk.Info, error) {
@@ -56,6 +58,9 @@ func (p copyCounting) Info(ctx context.Context) (sdk.Info, error) {
 }
 
 func (p copyCounting) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	if p.leaveOut {
+		req.Mounts = nil
+	}
 	sb, err := p.SandboxProvider.Create(ctx, req)
 	if err != nil {
 		return nil, err
@@ -85,18 +90,19 @@ func (s countedSandbox) CopyOut(ctx context.Context, sandboxPath, hostPath strin
 // cwd rewritten, companion directory included, with no copy through the
 // sandbox (no Docker archive request), and the resumed session is one the
 // container's user goes on writing. A provider without the Mounts
-// capability gets the same results by copying.
+// capability, or one that leaves the mount out, gets the same results by
+// copying.
 func TestDockerClaudeSessionThroughMount(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the runs make their session directories
 	for _, tc := range []struct {
-		name     string
-		noMounts bool
-	}{{"mounted", false}, {"copied", true}} {
+		name               string
+		noMounts, leaveOut bool
+	}{{"mounted", false, false}, {"copied", true, false}, {"left-out", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
 			t.Setenv("HOME", home) // the host side of {home}
-			ref, copies := claudeDocker(t, tc.noMounts)
+			ref, copies := claudeDocker(t, copyCounting{noMounts: tc.noMounts, leaveOut: tc.leaveOut})
 			repo := newRepo(t)
 			o := options(repo, ref, claudeAgent(t), &buffer{})
 			o.MaxIterations = 1
@@ -113,8 +119,9 @@ func TestDockerClaudeSessionThroughMount(t *testing.T) {
 			if sub := hostSession(t, filepath.Join(strings.TrimSuffix(hostPath, ".jsonl"), "subagents", "agent-a1.jsonl")); !strings.Contains(sub, realpath(t, repo)) {
 				t.Errorf("companion file %s: want the host cwd", sub)
 			}
-			if n := copies.Load(); tc.noMounts == (n == 0) {
-				t.Errorf("%d copies through the sandbox (mounts hidden: %v)", n, tc.noMounts)
+			copied := tc.noMounts || tc.leaveOut
+			if n := copies.Load(); copied == (n == 0) {
+				t.Errorf("%d copies through the sandbox (copying expected: %v)", n, copied)
 			}
 
 			copies.Store(0)
@@ -126,8 +133,8 @@ func TestDockerClaudeSessionThroughMount(t *testing.T) {
 			if lines := strings.Count(hostSession(t, hostPath), "\n") + 1; lines != 2 {
 				t.Errorf("resumed session has %d lines, want 2 (the first run's and the resumed one's)", lines)
 			}
-			if n := copies.Load(); tc.noMounts == (n == 0) {
-				t.Errorf("resume and capture made %d copies through the sandbox (mounts hidden: %v)", n, tc.noMounts)
+			if n := copies.Load(); copied == (n == 0) {
+				t.Errorf("resume and capture made %d copies through the sandbox (copying expected: %v)", n, copied)
 			}
 			if leftovers, _ := filepath.Glob(filepath.Join(tmp, "sanddune-sessions-*")); len(leftovers) != 0 {
 				t.Errorf("session directories left after the runs: %v", leftovers)
@@ -138,9 +145,9 @@ func TestDockerClaudeSessionThroughMount(t *testing.T) {
 
 // claudeDocker is the docker sandbox over the plugin protocol (see
 // dockerSandbox), as uid 1000 (not the host's), with the fake claude at
-// /fake/claude and the claude stream fixture in /fixture; copies counts
-// its copies, and noMounts hides its Mounts capability.
-func claudeDocker(t *testing.T, noMounts bool) (ref core.SandboxRef, copies *atomic.Int32) {
+// /fake/claude and the claude stream fixture in /fixture, wrapped in w
+// (which counts its copies).
+func claudeDocker(t *testing.T, w copyCounting) (ref core.SandboxRef, copies *atomic.Int32) {
 	t.Helper()
 	ref = dockerSandbox(t)
 	bin := t.TempDir()
@@ -161,9 +168,9 @@ func claudeDocker(t *testing.T, noMounts bool) (ref core.SandboxRef, copies *ato
 	attrs["container_uid"], attrs["container_gid"] = cty.NumberIntVal(1000), cty.NumberIntVal(1000)
 	attrs["mount"] = cty.ListVal([]cty.Value{mount(bin, "/fake"), mount(fixture, "/fixture")})
 	ref.Config = sdk.Config{Value: cty.ObjectVal(attrs)}
-	copies = &atomic.Int32{}
-	ref.Provider = plugintest.Sandbox(t, copyCounting{SandboxProvider: docker.New(), noMounts: noMounts, copies: copies})
-	return ref, copies
+	w.SandboxProvider, w.copies = docker.New(), &atomic.Int32{}
+	ref.Provider = plugintest.Sandbox(t, w)
+	return ref, w.copies
 }
 
 // claudeAgent is the claude plugin running /fake/claude.
