@@ -45,14 +45,20 @@ func NewSpec(req sdk.CreateRequest, c Config) (Spec, error) {
 // OwnMounts makes the host directory of each bind the host asked for
 // (CreateRequest.Mounts) writable by the container user: owned by it
 // already, or given to it when this process runs as root. One it cannot
-// make so (any, when mapped: the engine maps user ids, so a host owner
-// says nothing about the container's) is left out, and reported: the
-// host then copies instead. Call it once the user is final.
-func (s *Spec) OwnMounts(req sdk.CreateRequest, mapped bool) {
+// make so is left out, and reported: the host then copies instead. So is
+// every one when unable says why none can be mounted (the engine maps
+// user ids, so a host owner says nothing about the container's; it runs
+// on another machine or in a VM, which may not see the directory). Call
+// it once the user is final.
+func (s *Spec) OwnMounts(req sdk.CreateRequest, unable string) {
 	kept := s.Binds[:0:0]
 	for _, b := range s.Binds {
 		if b.Asked {
-			if err := own(b.Source, s.UID, s.GID, mapped); err != nil {
+			err := errors.New(unable)
+			if unable == "" {
+				err = own(b.Source, s.UID, s.GID)
+			}
+			if err != nil {
 				req.Report(sdk.Progress{Message: fmt.Sprintf("not mounting %s at %s (%v): copying instead", b.Source, b.Target, err)})
 				continue
 			}
@@ -62,10 +68,7 @@ func (s *Spec) OwnMounts(req sdk.CreateRequest, mapped bool) {
 	s.Binds = kept
 }
 
-func own(dir string, uid, gid int, mapped bool) error {
-	if mapped {
-		return errors.New("the engine maps user ids")
-	}
+func own(dir string, uid, gid int) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err

@@ -250,7 +250,7 @@ func TestHostMounts(t *testing.T) {
 
 // TestOwnMounts: a host mount's directory is given to the container user
 // (as root), kept when the user owns it already, and left out, with a
-// progress report, when the engine maps user ids.
+// progress report saying why, when none can be mounted.
 func TestOwnMounts(t *testing.T) {
 	t.Parallel()
 	spec := func(dir string, uid int) (Spec, *[]string) {
@@ -263,25 +263,25 @@ func TestOwnMounts(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s, reports := spec(dir, os.Getuid())
-	s.OwnMounts(report(reports), false)
+	s.OwnMounts(report(reports), "")
 	if len(s.Binds) != 2 || len(*reports) != 0 {
 		t.Errorf("a directory the container user owns: binds %+v, reports %q", s.Binds, *reports)
 	}
 	s, reports = spec(dir, os.Getuid())
-	s.OwnMounts(report(reports), true)
-	if len(s.Binds) != 1 || len(*reports) != 1 || !strings.Contains((*reports)[0], dir) {
+	s.OwnMounts(report(reports), "the engine maps user ids")
+	if len(s.Binds) != 1 || len(*reports) != 1 || !strings.Contains((*reports)[0], dir) || !strings.Contains((*reports)[0], "maps user ids") {
 		t.Errorf("mapped ids: binds %+v, reports %q; want the mount left out and said so", s.Binds, *reports)
 	}
 	if os.Geteuid() != 0 {
 		s, reports = spec(dir, os.Getuid()+1)
-		s.OwnMounts(report(reports), false)
+		s.OwnMounts(report(reports), "")
 		if len(s.Binds) != 1 || len(*reports) != 1 {
 			t.Errorf("another user's directory, not root: binds %+v, reports %q; want it left out", s.Binds, *reports)
 		}
 		return
 	}
 	s, reports = spec(dir, 4321)
-	s.OwnMounts(report(reports), false)
+	s.OwnMounts(report(reports), "")
 	fi, err := os.Stat(dir)
 	if err != nil || len(s.Binds) != 2 || fi.Sys().(*syscall.Stat_t).Uid != 4321 {
 		t.Errorf("as root for uid 4321: binds %+v, reports %q, %v", s.Binds, *reports, err)

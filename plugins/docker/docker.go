@@ -37,9 +37,9 @@ type Provider struct {
 	containerkit.Base
 	mu  sync.Mutex
 	cli *client.Client
-	// mapsIDs: the daemon Preflight asked maps user ids (rootless or
-	// userns-remap), so the host's mounts are not made (OwnMounts).
-	mapsIDs atomic.Bool
+	// noMounts (a string) says why the daemon Preflight asked cannot
+	// mount the host's directories for its containers' user (OwnMounts).
+	noMounts atomic.Value
 }
 
 var (

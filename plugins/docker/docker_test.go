@@ -320,34 +320,36 @@ func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) 
 
 func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }
 
-// TestHostMountsWhereIDsAreMapped: a daemon that maps user ids (rootless,
-// userns-remap: its info's security options say so) gets no host mount,
-// and says so, since the host directory's owner says nothing about the
-// container's user; this daemon, which maps none, gets it.
-func TestHostMountsWhereIDsAreMapped(t *testing.T) {
+// TestNoHostMounts: a daemon that maps user ids (rootless, userns-remap:
+// its info's security options say so), or that is not on this machine,
+// gets no host mount, and says so; this daemon gets it.
+func TestNoHostMounts(t *testing.T) {
 	t.Parallel()
-	for opts, want := range map[string]bool{
-		"name=seccomp,profile=builtin name=cgroupns": false,
-		"name=seccomp,profile=builtin name=rootless": true,
-		"name=apparmor name=userns":                  true,
+	for _, c := range []struct{ opts, host, want string }{
+		{"name=seccomp,profile=builtin name=cgroupns", "unix:///var/run/docker.sock", ""},
+		{"name=seccomp,profile=builtin name=rootless", "unix:///run/user/1000/docker.sock", "maps user ids"},
+		{"name=apparmor name=userns", "unix:///var/run/docker.sock", "maps user ids"},
+		{"", "tcp://10.0.0.2:2375", "another machine"},
 	} {
-		if got := mapsIDs(system.Info{SecurityOptions: strings.Fields(opts)}); got != want {
-			t.Errorf("mapsIDs(%s) = %v", opts, got)
+		got := noHostMounts(system.Info{SecurityOptions: strings.Fields(c.opts)}, c.host)
+		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("noHostMounts(%s, %s) = %q, want %q", c.opts, c.host, got, c.want)
 		}
 	}
-	for _, mapped := range []bool{false, true} {
+	for _, why := range []string{"", "the Docker daemon maps user ids"} {
 		var reports []string
 		dir := t.TempDir()
 		sb, _ := containerkittest.Create(t, containerkittest.Engine{Name: suite.Name, New: func() sdk.SandboxProvider {
 			p := New().(*Provider)
-			p.mapsIDs.Store(mapped)
+			p.noMounts.Store(why)
 			return p
 		}}, suite.Config(t, nil), func(r *sdk.CreateRequest) {
 			r.Mounts = []sdk.Mount{{HostPath: dir, SandboxPath: "~/.m"}}
 			r.Progress = func(p sdk.Progress) { reports = append(reports, p.Message) }
 		})
-		if got := len(sb.Info().Mounts); got != map[bool]int{false: 1, true: 0}[mapped] || mapped != (len(reports) == 1) {
-			t.Errorf("ids mapped %v: %d mount(s) in place, reports %q", mapped, got, reports)
+		mounted := len(sb.Info().Mounts) == 1
+		if mounted != (why == "") || mounted == (len(reports) == 1) {
+			t.Errorf("unable %q: mounts %+v, reports %q", why, sb.Info().Mounts, reports)
 		}
 	}
 }

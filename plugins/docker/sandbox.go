@@ -52,7 +52,8 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if cfg.GID != nil {
 		spec.GID = *cfg.GID
 	}
-	spec.OwnMounts(req, p.mapsIDs.Load())
+	noMounts, _ := p.noMounts.Load().(string)
+	spec.OwnMounts(req, noMounts)
 
 	init := true
 	hostCfg := &container.HostConfig{
