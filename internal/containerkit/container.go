@@ -45,20 +45,19 @@ func NewSpec(req sdk.CreateRequest, c Config) (Spec, error) {
 // OwnMounts makes the host directory of each bind the host asked for
 // (CreateRequest.Mounts) writable by the container user: owned by it
 // already, or given to it when this process runs as root. One it cannot
-// make so is left out, and reported: the host then copies instead. So is
-// every one when unable says why none can be mounted (the engine maps
-// user ids, so a host owner says nothing about the container's; it runs
-// on another machine or in a VM, which may not see the directory). Call
-// it once the user is final.
+// make so is left out, and reported: the host then copies instead. When
+// unable says why none can be (the engine maps user ids, so a host owner
+// says nothing about the container's; it runs on another machine or in a
+// VM, which may not see the directory), all are left out, unreported: a
+// fact of the host, not of the run. Call it once the user is final.
 func (s *Spec) OwnMounts(req sdk.CreateRequest, unable string) {
 	kept := s.Binds[:0:0]
 	for _, b := range s.Binds {
+		if b.Asked && unable != "" {
+			continue
+		}
 		if b.Asked {
-			err := errors.New(unable)
-			if unable == "" {
-				err = own(b.Source, s.UID, s.GID)
-			}
-			if err != nil {
+			if err := own(b.Source, s.UID, s.GID); err != nil {
 				req.Report(sdk.Progress{Message: fmt.Sprintf("not mounting %s at %s (%v): copying instead", b.Source, b.Target, err)})
 				continue
 			}

@@ -249,8 +249,9 @@ func TestHostMounts(t *testing.T) {
 }
 
 // TestOwnMounts: a host mount's directory is given to the container user
-// (as root), kept when the user owns it already, and left out, with a
-// progress report saying why, when none can be mounted.
+// (as root), kept when the user owns it already, left out, with a
+// progress report, when it cannot be given (not root), and left out when
+// none can be mounted here.
 func TestOwnMounts(t *testing.T) {
 	t.Parallel()
 	spec := func(dir string, uid int) (Spec, *[]string) {
@@ -269,13 +270,13 @@ func TestOwnMounts(t *testing.T) {
 	}
 	s, reports = spec(dir, os.Getuid())
 	s.OwnMounts(report(reports), "the engine maps user ids")
-	if len(s.Binds) != 1 || len(*reports) != 1 || !strings.Contains((*reports)[0], dir) || !strings.Contains((*reports)[0], "maps user ids") {
-		t.Errorf("mapped ids: binds %+v, reports %q; want the mount left out and said so", s.Binds, *reports)
+	if len(s.Binds) != 1 || len(*reports) != 0 {
+		t.Errorf("mapped ids: binds %+v, reports %q; want the mount left out", s.Binds, *reports)
 	}
 	if os.Geteuid() != 0 {
 		s, reports = spec(dir, os.Getuid()+1)
 		s.OwnMounts(report(reports), "")
-		if len(s.Binds) != 1 || len(*reports) != 1 {
+		if len(s.Binds) != 1 || len(*reports) != 1 || !strings.Contains((*reports)[0], dir) {
 			t.Errorf("another user's directory, not root: binds %+v, reports %q; want it left out", s.Binds, *reports)
 		}
 		return

@@ -322,7 +322,7 @@ func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }
 
 // TestNoHostMounts: a daemon that maps user ids (rootless, userns-remap:
 // its info's security options say so), or that is not on this machine,
-// gets no host mount, and says so; this daemon gets it.
+// gets no host mount; this daemon gets it.
 func TestNoHostMounts(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ opts, host, want string }{
@@ -337,7 +337,6 @@ func TestNoHostMounts(t *testing.T) {
 		}
 	}
 	for _, why := range []string{"", "the Docker daemon maps user ids"} {
-		var reports []string
 		dir := t.TempDir()
 		sb, _ := containerkittest.Create(t, containerkittest.Engine{Name: suite.Name, New: func() sdk.SandboxProvider {
 			p := New().(*Provider)
@@ -345,11 +344,9 @@ func TestNoHostMounts(t *testing.T) {
 			return p
 		}}, suite.Config(t, nil), func(r *sdk.CreateRequest) {
 			r.Mounts = []sdk.Mount{{HostPath: dir, SandboxPath: "~/.m"}}
-			r.Progress = func(p sdk.Progress) { reports = append(reports, p.Message) }
 		})
-		mounted := len(sb.Info().Mounts) == 1
-		if mounted != (why == "") || mounted == (len(reports) == 1) {
-			t.Errorf("unable %q: mounts %+v, reports %q", why, sb.Info().Mounts, reports)
+		if mounted := len(sb.Info().Mounts) == 1; mounted != (why == "") {
+			t.Errorf("unable %q: mounts %+v", why, sb.Info().Mounts)
 		}
 	}
 }
