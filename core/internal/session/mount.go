@@ -9,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/sandboxkit"
@@ -112,6 +114,40 @@ func copyFromRoot(r *os.Root, src, dst string) error {
 	}
 	_, err = io.Copy(out, in)
 	return errors.Join(err, out.Close())
+}
+
+// list lists, newest first, the regular files below sandbox directory
+// root when it is inside a mount (ok false otherwise; none when it is
+// missing), as sandbox paths.
+func (m mounted) list(root string) (files []string, ok bool, err error) {
+	dir, rel, ok := m.local(root)
+	if !ok {
+		return nil, false, nil
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, true, err
+	}
+	defer r.Close()
+	mtimes := map[string]time.Time{}
+	err = fs.WalkDir(r.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		sub, _ := filepath.Rel(rel, p)
+		f := path.Join(path.Clean(root), filepath.ToSlash(sub))
+		files, mtimes[f] = append(files, f), fi.ModTime()
+		return nil
+	})
+	slices.SortStableFunc(files, func(a, b string) int { return mtimes[b].Compare(mtimes[a]) })
+	return files, true, err
 }
 
 // CopyIn writes a host file into a mount, in an existing directory, owned

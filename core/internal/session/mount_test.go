@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
 	"github.com/missingstudio/sanddune/sdk/agentkit"
@@ -141,5 +142,45 @@ func TestMountedCaptureRefusesASymlinkOutFake(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.hostHome, ".claude")); err == nil {
 		t.Errorf("something was written under the host's ~/.claude")
+	}
+}
+
+// TestMountedCodexCaptureListsOnTheHostFake: a pattern with globs is
+// looked for in the mounted directory on the host, newest match first,
+// with nothing run in the sandbox.
+func TestMountedCodexCaptureListsOnTheHostFake(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const id = "019e8c41-mounted"
+	hostDir := t.TempDir()
+	sessions := filepath.Join(e.sb.home, ".codex", "sessions")
+	if err := os.MkdirAll(filepath.Dir(sessions), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(hostDir, sessions); err != nil {
+		t.Fatal(err)
+	}
+	older := filepath.Join(hostDir, "2026", "06", "30", "rollout-2026-06-30T10-00-00-"+id+".jsonl")
+	newer := filepath.Join("2026", "07", "01", "rollout-2026-07-01T10-00-00-"+id+".jsonl")
+	write(t, older, `{"payload":{"cwd":"old"}}`+"\n")
+	write(t, filepath.Join(hostDir, newer), `{"payload":{"cwd":"`+e.sb.repo+`"}}`+"\n")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(older, past, past); err != nil {
+		t.Fatal(err)
+	}
+	tr := e.transfer(codexStorage, id)
+	tr.Mounts = []sdk.Mount{{HostPath: hostDir, SandboxPath: sessions}}
+	hostPath, err := Capture(context.Background(), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(e.hostHome, ".codex", "sessions", newer); hostPath != want {
+		t.Fatalf("host path %q, want the newest match %q", hostPath, want)
+	}
+	if got := read(t, hostPath); got != `{"payload":{"cwd":"`+e.hostRepo+`"}}`+"\n" {
+		t.Errorf("captured %s", got)
+	}
+	if c, x := e.sb.copies.Load(), e.sb.execs.Load(); c != 0 || x != 0 {
+		t.Errorf("capture from a mount made %d copies and %d execs through the sandbox, want none", c, x)
 	}
 }

@@ -280,8 +280,14 @@ func (t *Transfer) captureKnown(ctx context.Context, src, dst, tmp, fromCwd, toC
 }
 
 // listSandbox lists, newest first, the sandbox files that may match p and
-// the files in their companion directories.
+// the files in their companion directories (all the files below p's root
+// when that is inside a mount).
 func (t *Transfer) listSandbox(ctx context.Context, p pattern) ([]string, error) {
+	if m, ok := t.Sandbox.(mounted); ok {
+		if files, ok, err := m.list(p.root()); ok {
+			return files, err
+		}
+	}
 	g := p.glob()
 	match := []string{"-path", g}
 	if d := companionDir(g); d != "" {
