@@ -34,8 +34,9 @@
 // effort.
 //
 // Where the sandbox mounts a host directory at the storage's static
-// directory (MountDir; Transfer.Mounts), the copies of files inside it are
-// file copies on the host, through an os.Root of the directory.
+// directory (MountDir; Transfer.Mounts), the copies and the listing of
+// files inside it are done on the host, through an os.Root of the
+// directory.
 //
 // The host side works on the realpath of the host repo, as the CLIs do.
 // An agent asks for capture with AgentDescription.CaptureSessions (its
