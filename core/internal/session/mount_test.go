@@ -35,21 +35,28 @@ func TestMountDir(t *testing.T) {
 	}
 }
 
-// mountedEnv is an env whose sandbox's ~/.claude/projects is a host
-// directory (the sandbox sees it through a symlink, as through a bind
-// mount), and the Transfer that knows it.
+// mounted is the Transfer of session id stored at s, in env e whose
+// sandbox directory ~/rel is a host directory (the sandbox sees it
+// through a symlink, as through a bind mount), and that directory.
+func (e env) mounted(t *testing.T, s sdk.SessionStorage, id, rel string) (Transfer, string) {
+	hostDir := t.TempDir()
+	dir := filepath.Join(e.sb.home, rel)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(hostDir, dir); err != nil {
+		t.Fatal(err)
+	}
+	tr := e.transfer(s, id)
+	tr.Mounts = []sdk.Mount{{HostPath: hostDir, SandboxPath: dir}}
+	return tr, hostDir
+}
+
+// mountedEnv is an env whose sandbox's ~/.claude/projects is mounted, the
+// Transfer of claude session id, and the host directory of its project.
 func mountedEnv(t *testing.T, id string) (env, Transfer, string) {
 	e := newEnv(t)
-	hostDir := t.TempDir()
-	projects := filepath.Join(e.sb.home, ".claude", "projects")
-	if err := os.MkdirAll(filepath.Dir(projects), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(hostDir, projects); err != nil {
-		t.Fatal(err)
-	}
-	tr := e.transfer(claudeStorage, id)
-	tr.Mounts = []sdk.Mount{{HostPath: hostDir, SandboxPath: projects}}
+	tr, hostDir := e.mounted(t, claudeStorage, id, ".claude/projects")
 	return e, tr, filepath.Join(hostDir, agentkit.EncodeClaudeCwd(e.sb.repo))
 }
 
@@ -152,14 +159,7 @@ func TestMountedCodexCaptureListsOnTheHostFake(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const id = "019e8c41-mounted"
-	hostDir := t.TempDir()
-	sessions := filepath.Join(e.sb.home, ".codex", "sessions")
-	if err := os.MkdirAll(filepath.Dir(sessions), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(hostDir, sessions); err != nil {
-		t.Fatal(err)
-	}
+	tr, hostDir := e.mounted(t, codexStorage, id, ".codex/sessions")
 	older := filepath.Join(hostDir, "2026", "06", "30", "rollout-2026-06-30T10-00-00-"+id+".jsonl")
 	newer := filepath.Join("2026", "07", "01", "rollout-2026-07-01T10-00-00-"+id+".jsonl")
 	write(t, older, `{"payload":{"cwd":"old"}}`+"\n")
@@ -168,8 +168,6 @@ func TestMountedCodexCaptureListsOnTheHostFake(t *testing.T) {
 	if err := os.Chtimes(older, past, past); err != nil {
 		t.Fatal(err)
 	}
-	tr := e.transfer(codexStorage, id)
-	tr.Mounts = []sdk.Mount{{HostPath: hostDir, SandboxPath: sessions}}
 	hostPath, err := Capture(context.Background(), tr)
 	if err != nil {
 		t.Fatal(err)
