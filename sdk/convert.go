@@ -64,7 +64,7 @@ func toInfo(i Info) *pluginpb.ComponentInfo {
 	}
 	if c := i.Sandbox; c != nil {
 		out.Sandbox = &pluginpb.SandboxCapabilities{
-			Contract: string(c.Contract), NetworkNone: c.NetworkNone, Tty: c.TTY, Sudo: c.Sudo, Confines: c.Confines, Egress: c.Egress,
+			Contract: string(c.Contract), NetworkNone: c.NetworkNone, Tty: c.TTY, Sudo: c.Sudo, Confines: c.Confines, Egress: c.Egress, Mounts: c.Mounts,
 		}
 	}
 	return out
@@ -100,6 +100,14 @@ func fromMounts(ms []*pluginpb.Mount) []Mount {
 	return out
 }
 
+func toMounts(ms []Mount) []*pluginpb.Mount {
+	var out []*pluginpb.Mount
+	for _, m := range ms {
+		out = append(out, &pluginpb.Mount{HostPath: m.HostPath, SandboxPath: m.SandboxPath, ReadOnly: m.ReadOnly})
+	}
+	return out
+}
+
 func fromEgressPolicy(p *pluginpb.EgressPolicy) *EgressPolicy {
 	if p == nil {
 		return nil
@@ -112,7 +120,7 @@ func toEgressDenial(d EgressDenial) *pluginpb.EgressDenial {
 }
 
 func toSandboxInfo(i SandboxInfo) *pluginpb.SandboxInfo {
-	pi := &pluginpb.SandboxInfo{Id: i.ID, RepoPath: i.RepoPath, HomePath: i.HomePath}
+	pi := &pluginpb.SandboxInfo{Id: i.ID, RepoPath: i.RepoPath, HomePath: i.HomePath, Mounts: toMounts(i.Mounts)}
 	if i.UID != nil {
 		uid := int32(*i.UID)
 		pi.Uid = &uid

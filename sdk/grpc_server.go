@@ -230,7 +230,7 @@ func (s sandboxServer) create(ctx context.Context, req *pluginpb.CreateRequest, 
 		Config: cfg, RunID: req.RunId, RunName: req.RunName, HostRepoPath: req.HostRepoPath,
 		WorktreePath: req.WorktreePath, GitMounts: fromMounts(req.GitMounts), Env: wire.StringMap(req.Env),
 		Labels: req.Labels, HostUID: int(req.HostUid), HostGID: int(req.HostGid), Progress: progress,
-		Egress: fromEgressPolicy(req.Egress),
+		Egress: fromEgressPolicy(req.Egress), Mounts: fromMounts(req.Mounts),
 	})
 	if err != nil {
 		return nil, toStatus(err)

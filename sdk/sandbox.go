@@ -39,6 +39,10 @@ type SandboxCapabilities struct {
 	// every program in the sandbox, and the sandboxes implement
 	// EgressWatcher (the conformance kit checks both).
 	Egress bool
+	// Mounts: CreateRequest.Mounts are bind-mounted, writable by the
+	// sandbox's user both ways, and listed in SandboxInfo.Mounts (the
+	// conformance kit checks).
+	Mounts bool
 }
 
 // SandboxProvider is implemented by sandbox plugins. One provider process
@@ -116,6 +120,13 @@ type CreateRequest struct {
 	// Egress, when set, is the only network the sandbox may reach
 	// (providers declaring the Egress capability; nil: no policy).
 	Egress *EgressPolicy
+	// Mounts are host directories the host asks to see in the sandbox
+	// (providers declaring the Mounts capability; others get none), each
+	// at its SandboxPath: absolute, or "~/..." under the sandbox's home.
+	// A provider that cannot make one writable by the sandbox's user
+	// leaves it out of SandboxInfo.Mounts (and the sandbox), and the host
+	// copies through CopyIn and CopyOut instead.
+	Mounts []Mount
 }
 
 // EgressPolicy is a sandbox's allowed network, as the host validated it
@@ -192,6 +203,8 @@ type SandboxInfo struct {
 	// UID is the user id commands run as, when the provider knows it (as a
 	// container's user); nil makes the host ask the sandbox (`id -u`).
 	UID *int
+	// Mounts are the CreateRequest.Mounts in place, SandboxPath absolute.
+	Mounts []Mount
 }
 
 // Sandbox is one live sandbox. All methods are safe for concurrent use.

@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/missingstudio/sanddune/sdk"
@@ -41,6 +44,48 @@ func NewSpec(req sdk.CreateRequest, c Config) (Spec, error) {
 		Name: Name(req.RunName), Image: c.ImageFor(req.HostRepoPath), Env: env, Binds: binds,
 		UID: req.HostUID, GID: req.HostGID, hasWorktree: req.WorktreePath != "",
 	}, nil
+}
+
+// OwnMounts makes the host directory of each bind the host asked for
+// (CreateRequest.Mounts) writable by the container user: owned by it
+// already, or given to it when this process runs as root. One it cannot
+// make so is left out, and reported: the host then copies instead. When
+// unable says why none can be (the engine maps user ids, so a host owner
+// says nothing about the container's; it runs on another machine or in a
+// VM, which may not see the directory), all are left out, unreported: a
+// fact of the host, not of the run. Call it once the user is final.
+func (s *Spec) OwnMounts(req sdk.CreateRequest, unable string) {
+	kept := s.Binds[:0:0]
+	for _, b := range s.Binds {
+		if b.Asked && unable != "" {
+			continue
+		}
+		if b.Asked {
+			if err := own(b.Source, s.UID, s.GID); err != nil {
+				req.Report(sdk.Progress{Message: fmt.Sprintf("not mounting %s at %s (%v): copying instead", b.Source, b.Target, err)})
+				continue
+			}
+		}
+		kept = append(kept, b)
+	}
+	s.Binds = kept
+}
+
+func own(dir string, uid, gid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir() || !ok:
+		return errors.New("not a directory")
+	case int(st.Uid) == uid:
+		return nil
+	case os.Geteuid() != 0:
+		return fmt.Errorf("owned by uid %d, not the container user %d", st.Uid, uid)
+	}
+	return os.Lchown(dir, uid, gid)
 }
 
 // PrepareHome creates, in a created container before it starts, the agent
@@ -106,10 +151,17 @@ type Container struct {
 	closed bool
 }
 
-// Info describes the sandbox: the workspace and home of the fixed layout.
+// Info describes the sandbox: the workspace and home of the fixed layout,
+// and the host's mounts in place.
 func (c *Container) Info() sdk.SandboxInfo {
 	uid := c.UID
-	return sdk.SandboxInfo{ID: c.ID, RepoPath: WorkspaceDir, HomePath: HomeDir, UID: &uid}
+	var ms []sdk.Mount
+	for _, b := range c.Binds {
+		if b.Asked {
+			ms = append(ms, sdk.Mount{HostPath: b.Source, SandboxPath: b.Target, ReadOnly: b.ReadOnly})
+		}
+	}
+	return sdk.SandboxInfo{ID: c.ID, RepoPath: WorkspaceDir, HomePath: HomeDir, UID: &uid, Mounts: ms}
 }
 
 // Closed reports whether Close removed the container.

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,5 +215,78 @@ func TestBase(t *testing.T) {
 	}
 	if diags, _ := b.Configure(ctx, sdk.Config{Value: cty.ObjectVal(map[string]cty.Value{"cpus": cty.NumberIntVal(0)})}); len(diags) != 1 || diags[0].Attribute != "cpus" {
 		t.Fatalf("configure %#v", diags)
+	}
+}
+
+// TestHostMounts: the host's mounts are bound under the home ("~/"), after
+// the configured ones, left out where they overlap one, listed by Info,
+// and their parents under the home are owned by the container user.
+func TestHostMounts(t *testing.T) {
+	t.Parallel()
+	asked := sdk.Mount{HostPath: "/tmp/sessions", SandboxPath: "~/.claude/projects"}
+	req := sdk.CreateRequest{WorktreePath: "/w", Mounts: []sdk.Mount{asked}}
+	bs, err := Binds(req, nil)
+	want := Bind{Source: "/tmp/sessions", Target: "/home/agent/.claude/projects", Asked: true}
+	if err != nil || len(bs) != 2 || bs[1] != want {
+		t.Fatalf("binds %+v %v, want the worktree and %+v", bs, err, want)
+	}
+	if got := OwnedDirs(bs, true); !slices.Equal(got, []string{HomeDir, "/home/agent/.claude"}) {
+		t.Errorf("owned dirs %q", got)
+	}
+	c := Container{Binds: bs}
+	if got := c.Info().Mounts; !slices.Equal(got, []sdk.Mount{{HostPath: "/tmp/sessions", SandboxPath: "/home/agent/.claude/projects"}}) {
+		t.Errorf("Info().Mounts = %+v", got)
+	}
+	for _, m := range []sdk.Mount{{HostPath: "/x", SandboxPath: "/home/agent/.claude"}, {HostPath: "/x", SandboxPath: "/home/agent/.claude/projects/p"}} {
+		bs, err := Binds(sdk.CreateRequest{Mounts: []sdk.Mount{m, asked}}, nil)
+		if err != nil || len(bs) != 1 || bs[0].Target != m.SandboxPath {
+			t.Errorf("the host's mount beside %s: binds %+v %v, want it left out", m.SandboxPath, bs, err)
+		}
+	}
+	for _, m := range []sdk.Mount{{HostPath: "rel", SandboxPath: "~/x"}, {HostPath: "/x", SandboxPath: "x"}} {
+		if _, err := Binds(sdk.CreateRequest{Mounts: []sdk.Mount{m}}, nil); err == nil {
+			t.Errorf("mount %+v accepted", m)
+		}
+	}
+}
+
+// TestOwnMounts: a host mount's directory is given to the container user
+// (as root), kept when the user owns it already, left out, with a
+// progress report, when it cannot be given (not root), and left out when
+// none can be mounted here.
+func TestOwnMounts(t *testing.T) {
+	t.Parallel()
+	spec := func(dir string, uid int) (Spec, *[]string) {
+		var reports []string
+		s := Spec{UID: uid, GID: uid, Binds: []Bind{{Source: "/w", Target: WorkspaceDir}, {Source: dir, Target: "/home/agent/.s", Asked: true}}}
+		return s, &reports
+	}
+	report := func(r *[]string) sdk.CreateRequest {
+		return sdk.CreateRequest{Progress: func(p sdk.Progress) { *r = append(*r, p.Message) }}
+	}
+	dir := t.TempDir()
+	s, reports := spec(dir, os.Getuid())
+	s.OwnMounts(report(reports), "")
+	if len(s.Binds) != 2 || len(*reports) != 0 {
+		t.Errorf("a directory the container user owns: binds %+v, reports %q", s.Binds, *reports)
+	}
+	s, reports = spec(dir, os.Getuid())
+	s.OwnMounts(report(reports), "the engine maps user ids")
+	if len(s.Binds) != 1 || len(*reports) != 0 {
+		t.Errorf("mapped ids: binds %+v, reports %q; want the mount left out", s.Binds, *reports)
+	}
+	if os.Geteuid() != 0 {
+		s, reports = spec(dir, os.Getuid()+1)
+		s.OwnMounts(report(reports), "")
+		if len(s.Binds) != 1 || len(*reports) != 1 || !strings.Contains((*reports)[0], dir) {
+			t.Errorf("another user's directory, not root: binds %+v, reports %q; want it left out", s.Binds, *reports)
+		}
+		return
+	}
+	s, reports = spec(dir, 4321)
+	s.OwnMounts(report(reports), "")
+	fi, err := os.Stat(dir)
+	if err != nil || len(s.Binds) != 2 || fi.Sys().(*syscall.Stat_t).Uid != 4321 {
+		t.Errorf("as root for uid 4321: binds %+v, reports %q, %v", s.Binds, *reports, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,12 +44,15 @@ type Bind struct {
 	// Git marks the repository's shared git metadata, which other runs
 	// mount too (so it must never get a private SELinux label).
 	Git bool
+	// Asked marks a CreateRequest.Mounts directory (listed in Info).
+	Asked bool
 }
 
 // Binds is the bind-mount set a CreateRequest asks for: the worktree at
-// WorkspaceDir, the git metadata at its own paths, then the configured
-// mounts (whose SandboxPath went through ContainerPath). Two binds on one
-// target are an error.
+// WorkspaceDir, the git metadata at its own paths, the configured mounts
+// (whose SandboxPath went through ContainerPath), then the host's Mounts
+// that overlap none of them (a left-out one is copied instead). Two binds
+// on one target are an error.
 func Binds(req sdk.CreateRequest, mounts []mounts.Mount) ([]Bind, error) {
 	var bs []Bind
 	add := func(b Bind) error {
@@ -85,6 +89,18 @@ func Binds(req sdk.CreateRequest, mounts []mounts.Mount) ([]Bind, error) {
 		}
 		if err := add(Bind{Source: src, Target: m.SandboxPath, ReadOnly: m.ReadOnly}); err != nil {
 			return nil, fmt.Errorf("mount.%d: %w", i, err)
+		}
+	}
+	for _, m := range req.Mounts {
+		if !path.IsAbs(m.HostPath) || !(path.IsAbs(m.SandboxPath) || strings.HasPrefix(m.SandboxPath, "~/")) {
+			return nil, fmt.Errorf("mount %q at %q: want an absolute host path and an absolute or ~/ sandbox path", m.HostPath, m.SandboxPath)
+		}
+		b := Bind{Source: path.Clean(m.HostPath), Target: ContainerPath(m.SandboxPath), ReadOnly: m.ReadOnly, Asked: true}
+		overlaps := func(o Bind) bool {
+			return sandboxkit.Within(o.Target, b.Target) || sandboxkit.Within(b.Target, o.Target)
+		}
+		if !slices.ContainsFunc(bs, overlaps) {
+			bs = append(bs, b)
 		}
 	}
 	return bs, nil

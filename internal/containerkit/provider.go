@@ -8,7 +8,7 @@ import (
 
 // Base gives a container-engine provider the sdk.SandboxProvider methods
 // every engine has alike: Info (the bind-mount contract, network "none",
-// sudo, confinement), ConfigSchema, Describe (the block's env) and
+// sudo, confinement, mounts), ConfigSchema, Describe (the block's env) and
 // Configure. Embed it with every field set.
 type Base struct {
 	Engine
@@ -37,6 +37,7 @@ func (b Base) Info(context.Context) (sdk.Info, error) {
 			TTY:         b.TTY,
 			Confines:    true,
 			Egress:      b.Egress,
+			Mounts:      true,
 		},
 	}, nil
 }

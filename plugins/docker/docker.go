@@ -20,6 +20,7 @@ package docker
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/docker/docker/client"
 
@@ -38,6 +39,9 @@ type Provider struct {
 
 	mu  sync.Mutex
 	cli *client.Client
+	// noMounts (a string) says why the daemon Preflight asked cannot
+	// mount the host's directories for its containers' user (OwnMounts).
+	noMounts atomic.Value
 }
 
 var (

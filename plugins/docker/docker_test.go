@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	"github.com/zclconf/go-cty/cty"
 
@@ -324,3 +325,34 @@ func TestAttachToAContainerRemovedMeanwhile(t *testing.T) {
 func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
 
 func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }
+
+// TestNoHostMounts: a daemon that maps user ids (rootless, userns-remap:
+// its info's security options say so), or that is not on this machine,
+// gets no host mount; this daemon gets it.
+func TestNoHostMounts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ opts, host, want string }{
+		{"name=seccomp,profile=builtin name=cgroupns", "unix:///var/run/docker.sock", ""},
+		{"name=seccomp,profile=builtin name=rootless", "unix:///run/user/1000/docker.sock", "maps user ids"},
+		{"name=apparmor name=userns", "unix:///var/run/docker.sock", "maps user ids"},
+		{"", "tcp://10.0.0.2:2375", "another machine"},
+	} {
+		got := noHostMounts(system.Info{SecurityOptions: strings.Fields(c.opts)}, c.host)
+		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("noHostMounts(%s, %s) = %q, want %q", c.opts, c.host, got, c.want)
+		}
+	}
+	for _, why := range []string{"", "the Docker daemon maps user ids"} {
+		dir := t.TempDir()
+		sb, _ := containerkittest.Create(t, containerkittest.Engine{Name: suite.Name, New: func() sdk.SandboxProvider {
+			p := New().(*Provider)
+			p.noMounts.Store(why)
+			return p
+		}}, suite.Config(t, nil), func(r *sdk.CreateRequest) {
+			r.Mounts = []sdk.Mount{{HostPath: dir, SandboxPath: "~/.m"}}
+		})
+		if mounted := len(sb.Info().Mounts) == 1; mounted != (why == "") {
+			t.Errorf("unable %q: mounts %+v", why, sb.Info().Mounts)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,6 +73,7 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	if infoErr != nil {
 		return fmt.Errorf("docker info: %w", infoErr)
 	}
+	p.noMounts.Store(noHostMounts(info, cli.DaemonHost()))
 	if info.InitBinary == "" {
 		fail("the Docker daemon has no init binary (docker-init): install it (Debian: the tini package) or use a daemon that ships it")
 	}
@@ -98,6 +101,23 @@ func (p *Provider) Preflight(ctx context.Context, req sdk.PreflightRequest) erro
 	}
 	errs = append(errs, cfg.CheckHostPaths(req.HostRepoPath, daemonIsLocal(cli.DaemonHost()))...)
 	return errors.Join(errs...)
+}
+
+// noHostMounts says why the daemon at host cannot mount the host's
+// directories for its containers' user, if so: it maps user ids
+// (rootless, userns-remap), runs on another machine or in a VM.
+func noHostMounts(info system.Info, host string) string {
+	switch {
+	case slices.ContainsFunc(info.SecurityOptions, func(o string) bool {
+		return strings.Contains(o, "name=rootless") || strings.Contains(o, "name=userns")
+	}):
+		return "the Docker daemon maps user ids"
+	case !daemonIsLocal(host):
+		return "the Docker daemon runs on another machine"
+	case runtime.GOOS != "linux":
+		return "the Docker daemon runs in a VM, which may not see it"
+	}
+	return ""
 }
 
 func daemonIsLocal(host string) bool { return strings.HasPrefix(host, "unix://") }

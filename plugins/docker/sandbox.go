@@ -53,6 +53,8 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if cfg.GID != nil {
 		spec.GID = *cfg.GID
 	}
+	noMounts, _ := p.noMounts.Load().(string)
+	spec.OwnMounts(req, noMounts)
 
 	init := true
 	hostCfg := &container.HostConfig{

@@ -367,3 +367,30 @@ exec %q "$@"
 func TestEgressPolicyEnforced(t *testing.T) { containerkittest.Egress(t, suite) }
 
 func TestMain(m *testing.M) { os.Exit(egresstest.WithEnforcer(m)) }
+
+// TestNoHostMounts: the host's directories are mounted where the
+// container's user is the host's (rootful without a user namespace,
+// keep-id) and podman runs here; the rootless case is run for real in
+// TestRootless.
+func TestNoHostMounts(t *testing.T) {
+	t.Parallel()
+	str := func(s string) *string { return &s }
+	for _, c := range []struct {
+		cfg      config
+		rootless bool
+		want     string
+	}{
+		{config{}, false, ""},
+		{config{}, true, ""}, // keep-id
+		{config{UserNS: str("")}, true, "maps user ids"},
+		{config{UserNS: str("auto")}, false, "maps user ids"},
+		{config{UserNS: str("keep-id")}, false, ""},
+		{config{Socket: "unix:///run/podman/podman.sock"}, false, ""},
+		{config{Socket: "ssh://core@10.0.0.2/run/podman/podman.sock"}, false, "another machine"},
+	} {
+		got := noHostMounts(c.cfg, c.rootless)
+		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("noHostMounts(%+v, rootless %v) = %q, want %q", c.cfg, c.rootless, got, c.want)
+		}
+	}
+}

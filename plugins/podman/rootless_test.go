@@ -93,7 +93,8 @@ func rootlessChecks(t *testing.T) {
 
 // rootlessOwner checks who owns the files the agent writes in the
 // worktree: the host user with keep-id (the default, also through a
-// podman service), a subordinate id without it.
+// podman service), a subordinate id without it; and so which host
+// directories the plugin mounts for the host.
 func rootlessOwner(t *testing.T, none map[string]cty.Value) {
 	wt := t.TempDir()
 	// Writable for a subordinate id too, so that the check without keep-id
@@ -121,6 +122,17 @@ func rootlessOwner(t *testing.T, none map[string]cty.Value) {
 	noKeep := map[string]cty.Value{"network": cty.StringVal("none"), "userns": cty.StringVal("")}
 	if uid := write(noKeep, "no-keep-id.txt"); uid == os.Getuid() {
 		t.Fatalf("without keep-id the file belongs to the host user too: the keep-id check is void")
+	}
+	// A host directory the host asks to mount is in place with keep-id
+	// (the container's user is the host's), left out without it (a
+	// subordinate id the plugin cannot give the directory to).
+	mounts := func(attrs map[string]cty.Value) []sdk.Mount {
+		dir := t.TempDir()
+		sb, _ := create(t, cfgOf(t, attrs), func(r *sdk.CreateRequest) { r.Mounts = []sdk.Mount{{HostPath: dir, SandboxPath: "~/.m"}} })
+		return sb.Info().Mounts
+	}
+	if keep, noKeep := mounts(none), mounts(noKeep); len(keep) != 1 || len(noKeep) != 0 {
+		t.Errorf("mounts in place: %+v with keep-id, %+v without; want one, none", keep, noKeep)
 	}
 	// The default network needs /dev/net/tun: where rootless networking
 	// cannot start, preflight says so.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,7 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		req.Report(sdk.Progress{Message: "adjusted for this host (podman's defaults cannot start a container here; set them in the sandbox block to choose): " +
 			strings.Join(adj.Settings, ", ")})
 	}
+	spec.OwnMounts(req, noHostMounts(cfg, rootless))
 	args := []string{"create", "--name", spec.Name}
 	for _, k := range slices.Sorted(maps.Keys(req.Labels)) {
 		args = append(args, "--label", k+"="+req.Labels[k])
@@ -116,6 +118,20 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 		return nil, err
 	}
 	return s, nil
+}
+
+// noHostMounts says why the host's directories cannot be mounted for its
+// container's user, if so.
+func noHostMounts(cfg config, rootless bool) string {
+	switch ns := cfg.userns(rootless); {
+	case runtime.GOOS != "linux":
+		return "podman runs in a VM, which may not see it"
+	case cfg.Socket != "" && !strings.HasPrefix(cfg.Socket, "unix://"):
+		return "podman runs on another machine"
+	case ns != "keep-id" && (rootless || ns != ""): // keep-id keeps the host's ids
+		return "podman maps user ids"
+	}
+	return ""
 }
 
 // containerArgs are the `podman create`/`run` flags that shape the

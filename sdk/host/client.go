@@ -112,7 +112,7 @@ func (c *sandboxProviderClient) Create(ctx context.Context, req sdk.CreateReques
 		Component: c.ref.Name, Config: d, RunId: req.RunID, RunName: req.RunName,
 		HostRepoPath: req.HostRepoPath, WorktreePath: req.WorktreePath, GitMounts: toMounts(req.GitMounts),
 		Env: wire.BytesMap(req.Env), Labels: req.Labels, HostUid: int64(req.HostUID), HostGid: int64(req.HostGID),
-		Egress: toEgressPolicy(req.Egress),
+		Egress: toEgressPolicy(req.Egress), Mounts: toMounts(req.Mounts),
 	}
 	var resp *pluginpb.CreateResponse
 	if req.Progress != nil && c.createsWithProgress(ctx) {

@@ -56,7 +56,7 @@ func fromInfo(i *pluginpb.ComponentInfo) sdk.Info {
 	}
 	if c := i.GetSandbox(); c != nil {
 		out.Sandbox = &sdk.SandboxCapabilities{
-			Contract: sdk.Contract(c.Contract), NetworkNone: c.NetworkNone, TTY: c.Tty, Sudo: c.Sudo, Confines: c.Confines, Egress: c.Egress,
+			Contract: sdk.Contract(c.Contract), NetworkNone: c.NetworkNone, TTY: c.Tty, Sudo: c.Sudo, Confines: c.Confines, Egress: c.Egress, Mounts: c.Mounts,
 		}
 	}
 	return out
@@ -91,6 +91,14 @@ func toMounts(ms []sdk.Mount) []*pluginpb.Mount {
 	return out
 }
 
+func fromMounts(ms []*pluginpb.Mount) []sdk.Mount {
+	var out []sdk.Mount
+	for _, m := range ms {
+		out = append(out, sdk.Mount{HostPath: m.HostPath, SandboxPath: m.SandboxPath, ReadOnly: m.ReadOnly})
+	}
+	return out
+}
+
 func toEgressPolicy(p *sdk.EgressPolicy) *pluginpb.EgressPolicy {
 	if p == nil {
 		return nil
@@ -103,7 +111,7 @@ func fromEgressDenial(d *pluginpb.EgressDenial) sdk.EgressDenial {
 }
 
 func fromSandboxInfo(i *pluginpb.SandboxInfo) sdk.SandboxInfo {
-	si := sdk.SandboxInfo{ID: i.GetId(), RepoPath: i.GetRepoPath(), HomePath: i.GetHomePath()}
+	si := sdk.SandboxInfo{ID: i.GetId(), RepoPath: i.GetRepoPath(), HomePath: i.GetHomePath(), Mounts: fromMounts(i.GetMounts())}
 	if i.Uid != nil {
 		uid := int(i.GetUid())
 		si.UID = &uid

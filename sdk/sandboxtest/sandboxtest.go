@@ -12,7 +12,9 @@
 // symlink escapes, long lines, idempotent close, for providers that declare
 // NetworkNone that a sandbox configured so really cannot connect out, for
 // providers that declare Egress that CreateRequest.Egress is enforced and
-// its refusals reported (sdk.EgressWatcher), for
+// its refusals reported (sdk.EgressWatcher), for providers that declare
+// Mounts that a host directory is mounted where asked and shared both
+// ways, for
 // isolated providers a git bundle round trip (git must be in the sandbox), for providers that
 // implement sdk.SandboxRecoverer reattaching to a listed resource and, for
 // providers that declare TTY, a program on a terminal (sdk.TTYSandbox). Commands run inside the
@@ -125,7 +127,12 @@ func run(t plugintest.T, c sdk.SandboxProvider, opts Options) {
 	}
 
 	s := &suite{p: c, caps: *info.Sandbox, name: info.Name, cfg: cfg, env: desc.Env, opts: opts}
+	if s.caps.Mounts {
+		s.mounts = []sdk.Mount{{HostPath: t.TempDir(), SandboxPath: "~/.sandboxtest/mounted"}}
+	}
 	s.sb, s.worktree, _ = s.create(t)
+	mounted := s.mounts
+	s.mounts = nil
 	t.Cleanup(func() {
 		if err := s.sb.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
@@ -154,6 +161,7 @@ func run(t plugintest.T, c sdk.SandboxProvider, opts Options) {
 		{"Concurrent", s.testConcurrent},
 		{"LongLine", s.testLongLine},
 		{"BindMount", s.testBindMount},
+		{"Mounts", func(t plugintest.T) { s.testMounts(t, mounted) }},
 		{"CopyInFile", s.testCopyInFile},
 		{"CopyInDir", s.testCopyInDir},
 		{"CopyOutFile", s.testCopyOutFile},
@@ -181,6 +189,7 @@ type suite struct {
 	env      map[string]string // the provider's env layer (Describe)
 	opts     Options
 	egress   *sdk.EgressPolicy // the policy create passes
+	mounts   []sdk.Mount       // the mounts create asks for
 	sb       sdk.Sandbox
 	worktree string // host worktree (bind-mount contract)
 }
@@ -223,6 +232,7 @@ func (s *suite) create(t plugintest.T) (sdk.Sandbox, string, string) {
 		HostUID: os.Getuid(),
 		HostGID: os.Getgid(),
 		Egress:  s.egress,
+		Mounts:  s.mounts,
 	}
 	var worktree string
 	if s.caps.Contract == sdk.ContractBindMount {
@@ -654,6 +664,31 @@ func (s *suite) testBindMount(t plugintest.T) {
 	got, err := os.ReadFile(filepath.Join(s.worktree, "sandboxtest-sandbox.txt"))
 	if err != nil || string(got) != "from sandbox\n" {
 		t.Errorf("host reading a file the sandbox wrote in RepoPath: %q, %v", got, err)
+	}
+}
+
+// testMounts: a provider that declares Mounts mounts the host directory
+// asked for at its sandbox path under the home, says so in Info, and a
+// file written on either side is read on the other, as the sandbox's user.
+func (s *suite) testMounts(t plugintest.T, asked []sdk.Mount) {
+	if !s.caps.Mounts {
+		t.Skipf("provider does not declare Mounts")
+	}
+	info := s.sb.Info()
+	want := sdk.Mount{HostPath: asked[0].HostPath, SandboxPath: path.Join(info.HomePath, ".sandboxtest", "mounted")}
+	if !slices.Contains(info.Mounts, want) {
+		t.Fatalf("Info().Mounts = %+v, want %+v", info.Mounts, want)
+	}
+	if err := os.WriteFile(filepath.Join(want.HostPath, "from-host.txt"), []byte("from host\n"), 0o644); err != nil {
+		t.Fatalf("%v", err)
+	}
+	r := s.mustExec(t, sh(`cd "$1" && cat from-host.txt && mkdir -p sub && echo from sandbox > sub/from-sandbox.txt`, want.SandboxPath))
+	if !slices.Equal(r.stdout, []string{"from host"}) || r.ExitCode != 0 {
+		t.Errorf("sandbox reading and writing the mounted directory: %v", r)
+	}
+	got, err := os.ReadFile(filepath.Join(want.HostPath, "sub", "from-sandbox.txt"))
+	if err != nil || string(got) != "from sandbox\n" {
+		t.Errorf("host reading a file the sandbox wrote in the mounted directory: %q, %v", got, err)
 	}
 }
 

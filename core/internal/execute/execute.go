@@ -174,6 +174,10 @@ type runner struct {
 	// (captures, set by iterate) before it removes the sandbox.
 	lateCaptures bool
 	captures     *sessionCaptures
+	// sessionDir is the host directory asked to be mounted at the agent's
+	// session directory; sessionMounts holds it once the sandbox has.
+	sessionDir    string
+	sessionMounts []sdk.Mount
 	// statePath is the run's state file, host this host's name (phase.go).
 	statePath, host string
 	phaseMu         sync.Mutex // setup steps overlap: enter may be called at once
@@ -488,7 +492,7 @@ func (r *runner) createSandbox(ctx context.Context) *run.Error {
 	req := sdk.CreateRequest{
 		Config: r.Sandbox.Config, RunID: r.runID(), RunName: r.name,
 		HostRepoPath: r.Repo.Root, Env: r.sandboxEnv(ctx), Labels: r.labels(),
-		HostUID: os.Getuid(), HostGID: os.Getgid(), Egress: r.Egress,
+		HostUID: os.Getuid(), HostGID: os.Getgid(), Egress: r.Egress, Mounts: r.sessionMount(),
 	}
 	if r.Caps.Contract == sdk.ContractBindMount {
 		req.WorktreePath, req.GitMounts = ws.Dir, ws.GitMounts
@@ -509,6 +513,7 @@ func (r *runner) createSandbox(ctx context.Context) *run.Error {
 		return r.fail(ctx, run.PhaseSandbox, r.Sandbox.Address, 0, err, "")
 	}
 	r.sb, r.sbEnv = sb, req.Env
+	r.mountedSessions(sb)
 	r.log.Debug("sandbox created", "id", sb.Info().ID, "repo", sb.Info().RepoPath)
 	r.watchEgress(ctx, sb)
 	return nil

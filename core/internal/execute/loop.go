@@ -275,10 +275,11 @@ func (r *runner) releaseSandbox(tctx context.Context) (failed *run.Error, remove
 
 // removed reports the removal releaseSandbox returned, once it ended: a
 // plugin that died meanwhile is relaunched to collect the sandbox. The
-// sandbox's egress watch ends with it.
+// sandbox's egress watch ends with it, and its session directory goes.
 func (r *runner) removed(tctx context.Context) {
 	sb, err := r.closing, r.closeErr
 	r.closing, r.closeErr = nil, nil
+	r.dropSessionDir()
 	r.stopEgress(tctx, sb != nil && err == nil)
 	switch {
 	case sb == nil:

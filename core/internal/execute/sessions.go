@@ -2,9 +2,11 @@ package execute
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/missingstudio/sanddune/core/internal/session"
+	"github.com/missingstudio/sanddune/core/internal/tempdir"
 	"github.com/missingstudio/sanddune/core/run"
 	"github.com/missingstudio/sanddune/sdk"
 )
@@ -12,12 +14,62 @@ import (
 // Agent sessions: a run resumes resume_session on iteration 1 and captures
 // each iteration's session to where the agent CLI's own resume finds it on
 // the host (under the host repo root, whatever worktree the run used).
+// A sandbox that mounts host directories (Caps.Mounts) gets one at the
+// agent's session directory: its sessions are then files on the host,
+// read and written with no copy through the sandbox.
 
 func (r *runner) sessionTransfer(sb sdk.Sandbox, id string) session.Transfer {
 	return session.Transfer{
 		Sandbox: sb, Agent: r.Agent.Provider, Config: r.Agent.Config, Storage: *r.Desc.Sessions,
-		SessionID: id, HostRepo: r.Repo.Root, Logger: r.log,
+		SessionID: id, HostRepo: r.Repo.Root, Mounts: r.sessionMounts, Logger: r.log,
 	}
+}
+
+// sessionMount is the mount asked of a sandbox that mounts, in a run that
+// captures or resumes sessions: a private directory made for it
+// (sessionDir) at the agent's session directory. None when the agent's
+// storage has no static directory, or the directory cannot be made:
+// sessions are then copied.
+func (r *runner) sessionMount() []sdk.Mount {
+	if !r.Caps.Mounts || r.Desc.Sessions == nil || !r.CaptureSessions && r.ResumeSession == "" {
+		return nil
+	}
+	dir, ok := session.MountDir(*r.Desc.Sessions)
+	if !ok {
+		return nil
+	}
+	host, err := tempdir.Make("sessions")
+	if err != nil {
+		r.log.Warn("sessions are copied: no directory to mount", "error", err)
+		return nil
+	}
+	r.sessionDir = host
+	return []sdk.Mount{{HostPath: host, SandboxPath: dir}}
+}
+
+// mountedSessions notes whether sandbox sb mounted sessionDir (its Info
+// lists it); when it did not, sessions are copied.
+func (r *runner) mountedSessions(sb sdk.Sandbox) {
+	for _, m := range sb.Info().Mounts {
+		if r.sessionDir != "" && m.HostPath == r.sessionDir {
+			r.sessionMounts = []sdk.Mount{m}
+			return
+		}
+	}
+	if r.sessionDir != "" {
+		r.log.Debug("the sandbox did not mount the session directory: sessions are copied", "dir", r.sessionDir)
+	}
+}
+
+// dropSessionDir removes sessionDir, once its sandbox is gone and the
+// captures from it have ended.
+func (r *runner) dropSessionDir() {
+	if r.sessionDir != "" {
+		if err := os.RemoveAll(r.sessionDir); err != nil {
+			r.log.Warn("removing the session directory", "dir", r.sessionDir, "error", err)
+		}
+	}
+	r.sessionDir, r.sessionMounts = "", nil
 }
 
 // prepareResume copies the session to resume into the sandbox.

@@ -33,6 +33,11 @@
 // without ".jsonl" (Claude's <id>/subagents/...) is copied along, best
 // effort.
 //
+// Where the sandbox mounts a host directory at the storage's static
+// directory (MountDir; Transfer.Mounts), the copies and the listing of
+// files inside it are done on the host, through an os.Root of the
+// directory.
+//
 // The host side works on the realpath of the host repo, as the CLIs do.
 // An agent asks for capture with AgentDescription.CaptureSessions (its
 // plugin's `capture_sessions` attribute, say; see CaptureEnabled).

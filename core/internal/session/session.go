@@ -35,6 +35,10 @@ type Transfer struct {
 	// HostRepo is the host repository root; HostHome defaults to the
 	// user's home directory.
 	HostRepo, HostHome string
+	// Mounts are sandbox directories that are host directories (the
+	// sandbox's Info().Mounts the host asked for): session files inside
+	// are read and written there, with no copy through the sandbox.
+	Mounts []sdk.Mount
 	// Logger receives warnings about companion files; nil discards them.
 	Logger hclog.Logger
 }
@@ -153,6 +157,9 @@ func (t *Transfer) sides() (sandbox, host side, err error) {
 		return side{}, side{}, errors.New("session transfer needs the sandbox home and repo paths and the host repo path")
 	}
 	sandbox = side{home: path.Clean(sandbox.home), cwd: path.Clean(sandbox.cwd)}
+	if len(t.Mounts) > 0 {
+		t.Sandbox = mounted{Sandbox: t.Sandbox, mounts: t.Mounts}
+	}
 	return sandbox, hostSide(t.HostRepo, t.HostHome), nil
 }
 
@@ -273,8 +280,14 @@ func (t *Transfer) captureKnown(ctx context.Context, src, dst, tmp, fromCwd, toC
 }
 
 // listSandbox lists, newest first, the sandbox files that may match p and
-// the files in their companion directories.
+// the files in their companion directories (all the files below p's root
+// when that is inside a mount).
 func (t *Transfer) listSandbox(ctx context.Context, p pattern) ([]string, error) {
+	if m, ok := t.Sandbox.(mounted); ok {
+		if files, ok, err := m.list(p.root()); ok {
+			return files, err
+		}
+	}
 	g := p.glob()
 	match := []string{"-path", g}
 	if d := companionDir(g); d != "" {
@@ -416,6 +429,9 @@ func PrepareResume(ctx context.Context, t Transfer) (string, error) {
 }
 
 func (t *Transfer) mkdirs(ctx context.Context, dirs []string) error {
+	if m, ok := t.Sandbox.(mounted); ok && m.mkdirs(dirs) == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
 	var msg strings.Builder

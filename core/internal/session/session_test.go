@@ -25,6 +25,7 @@ import (
 type fakeSandbox struct {
 	repo, home string
 	execs      atomic.Int32
+	copies     atomic.Int32 // CopyIn and CopyOut calls
 }
 
 func (f *fakeSandbox) Info() sdk.SandboxInfo {
@@ -77,10 +78,12 @@ func copyFile(src, dst string) error {
 }
 
 func (f *fakeSandbox) CopyIn(_ context.Context, hostPath, sandboxPath string) error {
+	f.copies.Add(1)
 	return copyFile(hostPath, sandboxPath)
 }
 
 func (f *fakeSandbox) CopyOut(_ context.Context, sandboxPath, hostPath string) error {
+	f.copies.Add(1)
 	if st, err := os.Stat(sandboxPath); err == nil && st.IsDir() {
 		return os.CopyFS(hostPath, os.DirFS(sandboxPath))
 	}

@@ -515,7 +515,10 @@ type SandboxCapabilities struct {
 	Sudo        bool `protobuf:"varint,6,opt,name=sudo,proto3" json:"sudo,omitempty"`
 	Confines    bool `protobuf:"varint,7,opt,name=confines,proto3" json:"confines,omitempty"`
 	// egress: CreateRequest.egress is enforced and WatchEgress served.
-	Egress        bool `protobuf:"varint,8,opt,name=egress,proto3" json:"egress,omitempty"`
+	Egress bool `protobuf:"varint,8,opt,name=egress,proto3" json:"egress,omitempty"`
+	// mounts: CreateRequest.mounts are bind-mounted and listed in
+	// SandboxInfo.mounts.
+	Mounts        bool `protobuf:"varint,9,opt,name=mounts,proto3" json:"mounts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -604,6 +607,13 @@ func (x *SandboxCapabilities) GetConfines() bool {
 func (x *SandboxCapabilities) GetEgress() bool {
 	if x != nil {
 		return x.Egress
+	}
+	return false
+}
+
+func (x *SandboxCapabilities) GetMounts() bool {
+	if x != nil {
+		return x.Mounts
 	}
 	return false
 }
@@ -1180,7 +1190,10 @@ type CreateRequest struct {
 	HostUid      int64                  `protobuf:"varint,10,opt,name=host_uid,json=hostUid,proto3" json:"host_uid,omitempty"`
 	HostGid      int64                  `protobuf:"varint,11,opt,name=host_gid,json=hostGid,proto3" json:"host_gid,omitempty"`
 	// egress, when set, is the only network the sandbox may reach.
-	Egress        *EgressPolicy `protobuf:"bytes,12,opt,name=egress,proto3" json:"egress,omitempty"`
+	Egress *EgressPolicy `protobuf:"bytes,12,opt,name=egress,proto3" json:"egress,omitempty"`
+	// mounts: host directories to bind-mount (a sandbox_path "~/..." is under
+	// the sandbox's home); providers declaring the mounts capability.
+	Mounts        []*Mount `protobuf:"bytes,13,rep,name=mounts,proto3" json:"mounts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1295,6 +1308,13 @@ func (x *CreateRequest) GetHostGid() int64 {
 func (x *CreateRequest) GetEgress() *EgressPolicy {
 	if x != nil {
 		return x.Egress
+	}
+	return nil
+}
+
+func (x *CreateRequest) GetMounts() []*Mount {
+	if x != nil {
+		return x.Mounts
 	}
 	return nil
 }
@@ -1594,7 +1614,9 @@ type SandboxInfo struct {
 	// Deprecated: Marked as deprecated in sanddune/plugin/v1/plugin.proto.
 	State []byte `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"` // the host never read it (ADR 0012)
 	// uid is the user id commands run as, when the provider knows it.
-	Uid           *int32 `protobuf:"varint,5,opt,name=uid,proto3,oneof" json:"uid,omitempty"`
+	Uid *int32 `protobuf:"varint,5,opt,name=uid,proto3,oneof" json:"uid,omitempty"`
+	// mounts: the CreateRequest.mounts in place, sandbox_path absolute.
+	Mounts        []*Mount `protobuf:"bytes,6,rep,name=mounts,proto3" json:"mounts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1663,6 +1685,13 @@ func (x *SandboxInfo) GetUid() int32 {
 		return *x.Uid
 	}
 	return 0
+}
+
+func (x *SandboxInfo) GetMounts() []*Mount {
+	if x != nil {
+		return x.Mounts
+	}
+	return nil
 }
 
 type Handle struct {
@@ -3691,7 +3720,7 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12+\n" +
 	"\x11protocol_versions\x18\x04 \x03(\x03R\x10protocolVersions\x12 \n" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\x12A\n" +
-	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\xf6\x01\n" +
+	"\asandbox\x18\x06 \x01(\v2'.sanddune.plugin.v1.SandboxCapabilitiesR\asandbox\"\x8e\x02\n" +
 	"\x13SandboxCapabilities\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12!\n" +
 	"\fnetwork_none\x18\x02 \x01(\bR\vnetworkNone\x12\x1f\n" +
@@ -3700,7 +3729,8 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x03tty\x18\x05 \x01(\bR\x03tty\x12\x12\n" +
 	"\x04sudo\x18\x06 \x01(\bR\x04sudo\x12\x1a\n" +
 	"\bconfines\x18\a \x01(\bR\bconfines\x12\x16\n" +
-	"\x06egress\x18\b \x01(\bR\x06egress\"E\n" +
+	"\x06egress\x18\b \x01(\bR\x06egress\x12\x16\n" +
+	"\x06mounts\x18\t \x01(\bR\x06mounts\"E\n" +
 	"\fDynamicValue\x12\x1b\n" +
 	"\ttype_json\x18\x01 \x01(\fR\btypeJson\x12\x18\n" +
 	"\amsgpack\x18\x02 \x01(\fR\amsgpack\"\x80\x01\n" +
@@ -3747,7 +3777,7 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05Mount\x12\x1b\n" +
 	"\thost_path\x18\x01 \x01(\tR\bhostPath\x12!\n" +
 	"\fsandbox_path\x18\x02 \x01(\tR\vsandboxPath\x12\x1b\n" +
-	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\x86\x05\n" +
+	"\tread_only\x18\x03 \x01(\bR\breadOnly\"\xb9\x05\n" +
 	"\rCreateRequest\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x128\n" +
 	"\x06config\x18\x02 \x01(\v2 .sanddune.plugin.v1.DynamicValueR\x06config\x12\x15\n" +
@@ -3762,7 +3792,8 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bhost_uid\x18\n" +
 	" \x01(\x03R\ahostUid\x12\x19\n" +
 	"\bhost_gid\x18\v \x01(\x03R\ahostGid\x128\n" +
-	"\x06egress\x18\f \x01(\v2 .sanddune.plugin.v1.EgressPolicyR\x06egress\x1a6\n" +
+	"\x06egress\x18\f \x01(\v2 .sanddune.plugin.v1.EgressPolicyR\x06egress\x121\n" +
+	"\x06mounts\x18\r \x03(\v2\x19.sanddune.plugin.v1.MountR\x06mounts\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a9\n" +
@@ -3789,13 +3820,14 @@ const file_sanddune_plugin_v1_plugin_proto_rawDesc = "" +
 	"\acreated\x18\x02 \x01(\v2\".sanddune.plugin.v1.CreateResponseR\acreated\">\n" +
 	"\bProgress\x12\x18\n" +
 	"\awaiting\x18\x01 \x01(\bR\awaiting\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\fR\amessage\"\x90\x01\n" +
+	"\amessage\x18\x02 \x01(\fR\amessage\"\xc3\x01\n" +
 	"\vSandboxInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\trepo_path\x18\x02 \x01(\tR\brepoPath\x12\x1b\n" +
 	"\thome_path\x18\x03 \x01(\tR\bhomePath\x12\x18\n" +
 	"\x05state\x18\x04 \x01(\fB\x02\x18\x01R\x05state\x12\x15\n" +
-	"\x03uid\x18\x05 \x01(\x05H\x00R\x03uid\x88\x01\x01B\x06\n" +
+	"\x03uid\x18\x05 \x01(\x05H\x00R\x03uid\x88\x01\x01\x121\n" +
+	"\x06mounts\x18\x06 \x03(\v2\x19.sanddune.plugin.v1.MountR\x06mountsB\x06\n" +
 	"\x04_uid\" \n" +
 	"\x06Handle\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\tR\x06handle\"\xa4\x02\n" +
@@ -4090,90 +4122,92 @@ var file_sanddune_plugin_v1_plugin_proto_depIdxs = []int32{
 	59, // 17: sanddune.plugin.v1.CreateRequest.env:type_name -> sanddune.plugin.v1.CreateRequest.EnvEntry
 	60, // 18: sanddune.plugin.v1.CreateRequest.labels:type_name -> sanddune.plugin.v1.CreateRequest.LabelsEntry
 	20, // 19: sanddune.plugin.v1.CreateRequest.egress:type_name -> sanddune.plugin.v1.EgressPolicy
-	61, // 20: sanddune.plugin.v1.EgressPolicy.hosts:type_name -> sanddune.plugin.v1.EgressPolicy.HostsEntry
-	25, // 21: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
-	24, // 22: sanddune.plugin.v1.CreateProgressResponse.progress:type_name -> sanddune.plugin.v1.Progress
-	22, // 23: sanddune.plugin.v1.CreateProgressResponse.created:type_name -> sanddune.plugin.v1.CreateResponse
-	62, // 24: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
-	28, // 25: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
-	29, // 26: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
-	27, // 27: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
-	31, // 28: sanddune.plugin.v1.ExecTTYStart.size:type_name -> sanddune.plugin.v1.WindowSize
-	32, // 29: sanddune.plugin.v1.ExecTTYRequest.start:type_name -> sanddune.plugin.v1.ExecTTYStart
-	31, // 30: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
-	29, // 31: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
-	36, // 32: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
-	63, // 33: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
-	10, // 34: sanddune.plugin.v1.ListResourcesRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	39, // 35: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
-	10, // 36: sanddune.plugin.v1.RemoveResourceRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	10, // 37: sanddune.plugin.v1.RecoverRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	10, // 38: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	45, // 39: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
-	64, // 40: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
-	46, // 41: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
-	65, // 42: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
-	14, // 43: sanddune.plugin.v1.SandboxDescription.egress_conflicts:type_name -> sanddune.plugin.v1.Diagnostic
-	10, // 44: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	66, // 45: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
-	44, // 46: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
-	28, // 47: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
-	52, // 48: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
-	53, // 49: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
-	10, // 50: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
-	5,  // 51: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
-	4,  // 52: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
-	4,  // 53: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
-	15, // 54: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
-	44, // 55: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	17, // 56: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
-	19, // 57: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
-	19, // 58: sanddune.plugin.v1.Sandbox.CreateWithProgress:input_type -> sanddune.plugin.v1.CreateRequest
-	27, // 59: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
-	35, // 60: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
-	35, // 61: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
-	26, // 62: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
-	4,  // 63: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
-	38, // 64: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
-	40, // 65: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ListResourcesRequest
-	42, // 66: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
-	43, // 67: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
-	33, // 68: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
-	26, // 69: sanddune.plugin.v1.Sandbox.WatchEgress:input_type -> sanddune.plugin.v1.Handle
-	44, // 70: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
-	49, // 71: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
-	51, // 72: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
-	57, // 73: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
-	55, // 74: sanddune.plugin.v1.Agent.EncodeCwd:input_type -> sanddune.plugin.v1.EncodeCwdRequest
-	6,  // 75: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
-	8,  // 76: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
-	11, // 77: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
-	16, // 78: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
-	48, // 79: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
-	3,  // 80: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
-	22, // 81: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
-	23, // 82: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
-	30, // 83: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
-	3,  // 84: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
-	3,  // 85: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
-	3,  // 86: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
-	37, // 87: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
-	30, // 88: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
-	41, // 89: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
-	3,  // 90: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
-	22, // 91: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
-	34, // 92: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
-	21, // 93: sanddune.plugin.v1.Sandbox.WatchEgress:output_type -> sanddune.plugin.v1.EgressDenial
-	47, // 94: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
-	50, // 95: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
-	54, // 96: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
-	58, // 97: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
-	56, // 98: sanddune.plugin.v1.Agent.EncodeCwd:output_type -> sanddune.plugin.v1.EncodeCwdResponse
-	75, // [75:99] is the sub-list for method output_type
-	51, // [51:75] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	18, // 20: sanddune.plugin.v1.CreateRequest.mounts:type_name -> sanddune.plugin.v1.Mount
+	61, // 21: sanddune.plugin.v1.EgressPolicy.hosts:type_name -> sanddune.plugin.v1.EgressPolicy.HostsEntry
+	25, // 22: sanddune.plugin.v1.CreateResponse.info:type_name -> sanddune.plugin.v1.SandboxInfo
+	24, // 23: sanddune.plugin.v1.CreateProgressResponse.progress:type_name -> sanddune.plugin.v1.Progress
+	22, // 24: sanddune.plugin.v1.CreateProgressResponse.created:type_name -> sanddune.plugin.v1.CreateResponse
+	18, // 25: sanddune.plugin.v1.SandboxInfo.mounts:type_name -> sanddune.plugin.v1.Mount
+	62, // 26: sanddune.plugin.v1.ExecRequest.env:type_name -> sanddune.plugin.v1.ExecRequest.EnvEntry
+	28, // 27: sanddune.plugin.v1.ExecResponse.lines:type_name -> sanddune.plugin.v1.OutputLine
+	29, // 28: sanddune.plugin.v1.ExecResponse.result:type_name -> sanddune.plugin.v1.ExecResult
+	27, // 29: sanddune.plugin.v1.ExecTTYStart.exec:type_name -> sanddune.plugin.v1.ExecRequest
+	31, // 30: sanddune.plugin.v1.ExecTTYStart.size:type_name -> sanddune.plugin.v1.WindowSize
+	32, // 31: sanddune.plugin.v1.ExecTTYRequest.start:type_name -> sanddune.plugin.v1.ExecTTYStart
+	31, // 32: sanddune.plugin.v1.ExecTTYRequest.resize:type_name -> sanddune.plugin.v1.WindowSize
+	29, // 33: sanddune.plugin.v1.ExecTTYResponse.result:type_name -> sanddune.plugin.v1.ExecResult
+	36, // 34: sanddune.plugin.v1.CommandsResponse.commands:type_name -> sanddune.plugin.v1.CommandSpec
+	63, // 35: sanddune.plugin.v1.Resource.labels:type_name -> sanddune.plugin.v1.Resource.LabelsEntry
+	10, // 36: sanddune.plugin.v1.ListResourcesRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	39, // 37: sanddune.plugin.v1.ListResourcesResponse.resources:type_name -> sanddune.plugin.v1.Resource
+	10, // 38: sanddune.plugin.v1.RemoveResourceRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	10, // 39: sanddune.plugin.v1.RecoverRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	10, // 40: sanddune.plugin.v1.ConfigRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	45, // 41: sanddune.plugin.v1.AgentDescription.required_env:type_name -> sanddune.plugin.v1.StringList
+	64, // 42: sanddune.plugin.v1.AgentDescription.env:type_name -> sanddune.plugin.v1.AgentDescription.EnvEntry
+	46, // 43: sanddune.plugin.v1.AgentDescription.sessions:type_name -> sanddune.plugin.v1.SessionStorage
+	65, // 44: sanddune.plugin.v1.SandboxDescription.env:type_name -> sanddune.plugin.v1.SandboxDescription.EnvEntry
+	14, // 45: sanddune.plugin.v1.SandboxDescription.egress_conflicts:type_name -> sanddune.plugin.v1.Diagnostic
+	10, // 46: sanddune.plugin.v1.BuildCommandRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	66, // 47: sanddune.plugin.v1.Command.env:type_name -> sanddune.plugin.v1.Command.EnvEntry
+	44, // 48: sanddune.plugin.v1.ParseStreamRequest.start:type_name -> sanddune.plugin.v1.ConfigRequest
+	28, // 49: sanddune.plugin.v1.ParseStreamRequest.lines:type_name -> sanddune.plugin.v1.OutputLine
+	52, // 50: sanddune.plugin.v1.Event.usage:type_name -> sanddune.plugin.v1.Usage
+	53, // 51: sanddune.plugin.v1.ParseStreamResponse.events:type_name -> sanddune.plugin.v1.Event
+	10, // 52: sanddune.plugin.v1.RewriteSessionRequest.config:type_name -> sanddune.plugin.v1.DynamicValue
+	5,  // 53: sanddune.plugin.v1.Provider.Catalog:input_type -> sanddune.plugin.v1.CatalogRequest
+	4,  // 54: sanddune.plugin.v1.Provider.Info:input_type -> sanddune.plugin.v1.ComponentRef
+	4,  // 55: sanddune.plugin.v1.Provider.ConfigSchema:input_type -> sanddune.plugin.v1.ComponentRef
+	15, // 56: sanddune.plugin.v1.Provider.Configure:input_type -> sanddune.plugin.v1.ConfigureRequest
+	44, // 57: sanddune.plugin.v1.Sandbox.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	17, // 58: sanddune.plugin.v1.Sandbox.Preflight:input_type -> sanddune.plugin.v1.PreflightRequest
+	19, // 59: sanddune.plugin.v1.Sandbox.Create:input_type -> sanddune.plugin.v1.CreateRequest
+	19, // 60: sanddune.plugin.v1.Sandbox.CreateWithProgress:input_type -> sanddune.plugin.v1.CreateRequest
+	27, // 61: sanddune.plugin.v1.Sandbox.Exec:input_type -> sanddune.plugin.v1.ExecRequest
+	35, // 62: sanddune.plugin.v1.Sandbox.CopyIn:input_type -> sanddune.plugin.v1.CopyRequest
+	35, // 63: sanddune.plugin.v1.Sandbox.CopyOut:input_type -> sanddune.plugin.v1.CopyRequest
+	26, // 64: sanddune.plugin.v1.Sandbox.Close:input_type -> sanddune.plugin.v1.Handle
+	4,  // 65: sanddune.plugin.v1.Sandbox.Commands:input_type -> sanddune.plugin.v1.ComponentRef
+	38, // 66: sanddune.plugin.v1.Sandbox.RunCommand:input_type -> sanddune.plugin.v1.RunCommandRequest
+	40, // 67: sanddune.plugin.v1.Sandbox.ListResources:input_type -> sanddune.plugin.v1.ListResourcesRequest
+	42, // 68: sanddune.plugin.v1.Sandbox.RemoveResource:input_type -> sanddune.plugin.v1.RemoveResourceRequest
+	43, // 69: sanddune.plugin.v1.Sandbox.Recover:input_type -> sanddune.plugin.v1.RecoverRequest
+	33, // 70: sanddune.plugin.v1.Sandbox.ExecTTY:input_type -> sanddune.plugin.v1.ExecTTYRequest
+	26, // 71: sanddune.plugin.v1.Sandbox.WatchEgress:input_type -> sanddune.plugin.v1.Handle
+	44, // 72: sanddune.plugin.v1.Agent.Describe:input_type -> sanddune.plugin.v1.ConfigRequest
+	49, // 73: sanddune.plugin.v1.Agent.BuildCommand:input_type -> sanddune.plugin.v1.BuildCommandRequest
+	51, // 74: sanddune.plugin.v1.Agent.ParseStream:input_type -> sanddune.plugin.v1.ParseStreamRequest
+	57, // 75: sanddune.plugin.v1.Agent.RewriteSession:input_type -> sanddune.plugin.v1.RewriteSessionRequest
+	55, // 76: sanddune.plugin.v1.Agent.EncodeCwd:input_type -> sanddune.plugin.v1.EncodeCwdRequest
+	6,  // 77: sanddune.plugin.v1.Provider.Catalog:output_type -> sanddune.plugin.v1.CatalogResponse
+	8,  // 78: sanddune.plugin.v1.Provider.Info:output_type -> sanddune.plugin.v1.ComponentInfo
+	11, // 79: sanddune.plugin.v1.Provider.ConfigSchema:output_type -> sanddune.plugin.v1.Schema
+	16, // 80: sanddune.plugin.v1.Provider.Configure:output_type -> sanddune.plugin.v1.ConfigureResponse
+	48, // 81: sanddune.plugin.v1.Sandbox.Describe:output_type -> sanddune.plugin.v1.SandboxDescription
+	3,  // 82: sanddune.plugin.v1.Sandbox.Preflight:output_type -> sanddune.plugin.v1.Empty
+	22, // 83: sanddune.plugin.v1.Sandbox.Create:output_type -> sanddune.plugin.v1.CreateResponse
+	23, // 84: sanddune.plugin.v1.Sandbox.CreateWithProgress:output_type -> sanddune.plugin.v1.CreateProgressResponse
+	30, // 85: sanddune.plugin.v1.Sandbox.Exec:output_type -> sanddune.plugin.v1.ExecResponse
+	3,  // 86: sanddune.plugin.v1.Sandbox.CopyIn:output_type -> sanddune.plugin.v1.Empty
+	3,  // 87: sanddune.plugin.v1.Sandbox.CopyOut:output_type -> sanddune.plugin.v1.Empty
+	3,  // 88: sanddune.plugin.v1.Sandbox.Close:output_type -> sanddune.plugin.v1.Empty
+	37, // 89: sanddune.plugin.v1.Sandbox.Commands:output_type -> sanddune.plugin.v1.CommandsResponse
+	30, // 90: sanddune.plugin.v1.Sandbox.RunCommand:output_type -> sanddune.plugin.v1.ExecResponse
+	41, // 91: sanddune.plugin.v1.Sandbox.ListResources:output_type -> sanddune.plugin.v1.ListResourcesResponse
+	3,  // 92: sanddune.plugin.v1.Sandbox.RemoveResource:output_type -> sanddune.plugin.v1.Empty
+	22, // 93: sanddune.plugin.v1.Sandbox.Recover:output_type -> sanddune.plugin.v1.CreateResponse
+	34, // 94: sanddune.plugin.v1.Sandbox.ExecTTY:output_type -> sanddune.plugin.v1.ExecTTYResponse
+	21, // 95: sanddune.plugin.v1.Sandbox.WatchEgress:output_type -> sanddune.plugin.v1.EgressDenial
+	47, // 96: sanddune.plugin.v1.Agent.Describe:output_type -> sanddune.plugin.v1.AgentDescription
+	50, // 97: sanddune.plugin.v1.Agent.BuildCommand:output_type -> sanddune.plugin.v1.Command
+	54, // 98: sanddune.plugin.v1.Agent.ParseStream:output_type -> sanddune.plugin.v1.ParseStreamResponse
+	58, // 99: sanddune.plugin.v1.Agent.RewriteSession:output_type -> sanddune.plugin.v1.RewriteSessionResponse
+	56, // 100: sanddune.plugin.v1.Agent.EncodeCwd:output_type -> sanddune.plugin.v1.EncodeCwdResponse
+	77, // [77:101] is the sub-list for method output_type
+	53, // [53:77] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_sanddune_plugin_v1_plugin_proto_init() }
