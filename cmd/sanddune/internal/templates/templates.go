@@ -53,21 +53,26 @@ type Agent struct {
 	Model string
 	// Install are the Dockerfile lines installing a CLI that is not on npm.
 	Install string
+	// Dir is the directory under the home where the CLI keeps its
+	// sessions' directory, "" for none: made in the image by the agent
+	// user, it spares every run the preparation of a home the image
+	// lacks (the sessions are mounted below it).
+	Dir string
 }
 
 // Agents are the agents init offers (their CLIs come from npm, but for
 // cursor's).
 var Agents = []Agent{
-	{"claude", "@anthropic-ai/claude-code", "claude-opus-4-8", ""},
-	{"codex", "@openai/codex", "gpt-5.4", ""},
-	{"gemini", "@google/gemini-cli", "gemini-2.5-pro", ""},
-	{"opencode", "opencode-ai", "opencode/big-pickle", ""},
-	{"pi", "@mariozechner/pi-coding-agent", "claude-sonnet-4-6", ""},
-	{"copilot", "@github/copilot", "gpt-5.4", ""},
+	{"claude", "@anthropic-ai/claude-code", "claude-opus-4-8", "", ".claude"},
+	{"codex", "@openai/codex", "gpt-5.4", "", ".codex"},
+	{"gemini", "@google/gemini-cli", "gemini-2.5-pro", "", ".gemini"},
+	{"opencode", "opencode-ai", "opencode/big-pickle", "", ""},
+	{"pi", "@mariozechner/pi-coding-agent", "claude-sonnet-4-6", "", ".pi/agent"},
+	{"copilot", "@github/copilot", "gpt-5.4", "", ".copilot"},
 	// Cursor's installer puts cursor-agent in $HOME/.local: here a home of
 	// its own that the agent user can read.
 	{"cursor", "", "auto", "RUN mkdir -p /opt/cursor && curl -fsS https://cursor.com/install | HOME=/opt/cursor bash \\\n" +
-		" && ln -s /opt/cursor/.local/bin/cursor-agent /usr/local/bin/cursor-agent"},
+		" && ln -s /opt/cursor/.local/bin/cursor-agent /usr/local/bin/cursor-agent", ""},
 }
 
 // InstallLines are the Dockerfile lines installing the agent's CLI.
@@ -76,6 +81,14 @@ func (a Agent) InstallLines() string {
 		return a.Install
 	}
 	return "RUN npm install -g " + a.Package
+}
+
+// DirLines are the Dockerfile lines making Dir, as the agent user.
+func (a Agent) DirLines() string {
+	if a.Dir == "" {
+		return ""
+	}
+	return "# The CLI's own directory, the agent's: a run needs not prepare the home.\nRUN mkdir -p /home/agent/" + a.Dir
 }
 
 // Source says where the agent's CLI comes from, for init's choices.
@@ -222,6 +235,7 @@ func Render(o Options) ([]File, error) {
 		"{{SANDBOX}}", o.Sandbox,
 		"{{IMAGE_NAME}}", o.ImageName,
 		"{{AGENT_INSTALL}}", agent.InstallLines(),
+		"{{AGENT_DIRS}}", agent.DirLines(),
 		"{{BACKLOG_MANAGER_TOOLS}}", bm.Tools,
 		"{{LIST_TASKS_COMMAND}}", strings.ReplaceAll(bm.List, "{{LABEL_FILTER}}", filter),
 		"{{VIEW_TASK_COMMAND}}", bm.View,
