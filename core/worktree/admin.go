@@ -104,11 +104,41 @@ func parseWorktrees(out string) []worktreeEntry {
 // branch at head, or the branch to switch to), once the admin flock is
 // released, so parallel runs check out at once.
 func (r *Repo) addWorktree(ctx context.Context, dir, head string, checkout ...string) error {
-	if err := r.admin(ctx, func() error { return r.linkWorktree(dir, head) }); err != nil {
+	var err error
+	if r.plainLayout() {
+		err = r.admin(ctx, func() error { return r.linkWorktree(dir, head) })
+	} else {
+		_, err = r.adminGit(ctx, "worktree", "add", "--quiet", "--detach", "--no-checkout", dir, head)
+	}
+	if err != nil {
 		return fmt.Errorf("creating the worktree %s: %w", dir, err)
 	}
-	_, err := Git(ctx, dir, append(append(noConfigWrites, "checkout", "--force", "--quiet"), checkout...)...)
+	_, err = Git(ctx, dir, append(append(noConfigWrites, "checkout", "--force", "--quiet"), checkout...)...)
 	return err
+}
+
+// plainLayout reports whether the repository uses nothing a newer git's
+// `worktree add` carries into a new worktree or applies to its admin
+// files — sparse checkout, per-worktree config, relative worktree paths,
+// shared-repository permissions —, so that linkWorktree makes what git
+// would. Otherwise git makes the worktree.
+func (r *Repo) plainLayout() bool {
+	for _, f := range []string{filepath.Join(r.GitDir, "info", "sparse-checkout"), filepath.Join(r.GitDir, "config.worktree")} {
+		if exists(f) {
+			return false
+		}
+	}
+	b, err := readSmall(filepath.Join(r.CommonDir, "config"))
+	if err != nil {
+		return false
+	}
+	c := strings.ToLower(string(b))
+	for _, key := range []string{"sparsecheckout", "worktreeconfig", "relativeworktrees", "sharedrepository", "[include"} {
+		if strings.Contains(c, key) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Repo) linkWorktree(dir, head string) (err error) {

@@ -319,3 +319,24 @@ func TestFIFOsAreNoRefs(t *testing.T) {
 		t.Fatalf("close %+v", closed)
 	}
 }
+
+// TestSparseCheckoutWorktreeMadeByGit: in a repository using sparse
+// checkout, git makes the run's worktree (its `worktree add` carries the
+// sparse patterns over), so the worktree holds only what the user's
+// checkout holds, not a full checkout.
+func TestSparseCheckoutWorktreeMadeByGit(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	commitFile(t, r.Root, "big/x.txt", "x", "big dir")
+	git(t, r.Root, "sparse-checkout", "set", "--no-cone", "/a.txt")
+	if r.plainLayout() {
+		t.Fatal("a sparse checkout counts as a plain layout")
+	}
+	ws := prepare(t, r, Strategy{Type: StrategyMergeToHead}, sdk.ContractBindMount, "sparse")
+	if _, err := os.Stat(filepath.Join(ws.Dir, "big", "x.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the worktree has big/x.txt, outside the sparse checkout: %v", err)
+	}
+	if got := readFile(t, filepath.Join(ws.Dir, "a.txt")); got != "a\n" {
+		t.Fatalf("a.txt %q", got)
+	}
+}
