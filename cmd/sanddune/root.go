@@ -174,6 +174,7 @@ func (g *globals) newHost(dir string, required ...*config.RequiredPlugin) *plugi
 	return pluginhost.New(pluginhost.Options{
 		Builtins:   builtins,
 		Executable: exe,
+		Self:       builtinsBinary,
 		RepoRoot:   repoRoot,
 		Logger:     g.logger(),
 		Required:   reqs,
