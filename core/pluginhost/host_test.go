@@ -276,16 +276,7 @@ func TestBuiltinsOfOneBinaryShareOneProcess(t *testing.T) {
 	if got, want := h.procs["builtin:"+bin].cmd.Path, filepath.Join(dir, bin); got != want {
 		t.Fatalf("the built-ins ran %s, want %s", got, want)
 	}
-	var names []string
-	for _, r := range h.List(context.Background()) {
-		if r.Err != nil || !r.Source.Builtin() {
-			t.Fatalf("list row %+v, want built-ins only", r)
-		}
-		names = append(names, r.Info.Name)
-	}
-	if !slices.Equal(names, []string{"alpha", "beta"}) {
-		t.Fatalf("list = %v, want alpha and beta once each", names)
-	}
+	listsBuiltinsOnce(t, h, "alpha", "beta")
 	if len(h.procs) != 1 {
 		t.Fatalf("list started %d processes, want the one", len(h.procs))
 	}
@@ -329,6 +320,13 @@ func TestSelfServesItsBuiltins(t *testing.T) {
 	if cmd := h.procs["builtin:"+bin].cmd; cmd.Path != exe || cmd.Args[0] != stale {
 		t.Fatalf("the built-ins ran %s as %s, want %s as %s", cmd.Path, cmd.Args[0], exe, stale)
 	}
+	listsBuiltinsOnce(t, h, "alpha", "beta")
+}
+
+// listsBuiltinsOnce checks that h lists the built-ins want, each once, and
+// nothing else.
+func listsBuiltinsOnce(t *testing.T, h *Host, want ...string) {
+	t.Helper()
 	var names []string
 	for _, r := range h.List(context.Background()) {
 		if r.Err != nil || !r.Source.Builtin() {
@@ -336,8 +334,8 @@ func TestSelfServesItsBuiltins(t *testing.T) {
 		}
 		names = append(names, r.Info.Name)
 	}
-	if !slices.Equal(names, []string{"alpha", "beta"}) {
-		t.Fatalf("list = %v, want alpha and beta once each", names)
+	if !slices.Equal(names, want) {
+		t.Fatalf("list = %v, want %v once each", names, want)
 	}
 }
 
