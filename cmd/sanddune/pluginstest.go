@@ -47,7 +47,8 @@ binaries you trust.`,
 			if err != nil || !fi.Mode().IsRegular() {
 				return &exitError{code: exitUsage, err: fmt.Errorf("%s is not a plugin binary: %v", args[0], err)}
 			}
-			if self, err := os.Stat(executable()); err == nil && os.SameFile(fi, self) {
+			exe := executable()
+			if self, err := os.Stat(exe); err == nil && os.SameFile(fi, self) {
 				// sanddune itself: its built-ins, started as the plugin
 				// host starts them (a symlink gives the kits its argv[0]).
 				dir, err := os.MkdirTemp("", "sanddune-plugins-test-")
@@ -56,7 +57,7 @@ binaries you trust.`,
 				}
 				defer os.RemoveAll(dir)
 				bin = filepath.Join(dir, builtinsBinary)
-				if err := os.Symlink(executable(), bin); err != nil {
+				if err := os.Symlink(exe, bin); err != nil {
 					return err
 				}
 			}
