@@ -18,13 +18,14 @@ each = status=0; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)) |
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-install: ## install sanddune and its built-in plugins into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
+install: ## install sanddune, its kubernetes plugin and egress enforcer into $(go env GOPATH)/bin (and bubblewrap, as root, when missing)
 	@bash scripts/install.sh
 	CGO_ENABLED=0 $(GO) install $(BUILDFLAGS) ./cmd/...
 	@dir=$$($(GO) env GOBIN); dir=$${dir:-$$($(GO) env GOPATH)/bin}; echo "installed sanddune and its plugins in $$dir"; \
+	if [ -e "$$dir/sanddune-plugin-builtins" ]; then rm -f "$$dir/sanddune-plugin-builtins" && echo "removed $$dir/sanddune-plugin-builtins (an older install's: sanddune serves its built-ins itself now)"; fi; \
 	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH: add it (export PATH=\"$$dir:\$$PATH\") to run sanddune";; esac
 
-build: ## build ./bin/sanddune and its built-in plugins (bin/sanddune-plugin-*)
+build: ## build ./bin/sanddune, its kubernetes plugin and egress enforcer
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/ ./cmd/...
 
 test: ## set up Docker/Podman/bubblewrap (as root) and run every test

@@ -1,6 +1,6 @@
 // Command sanddune-plugin-kubernetes serves sanddune's built-in kubernetes sandbox. It is
-// installed beside sanddune, which starts it like any plugin binary (ADR 0022: the
-// other built-ins share sanddune-plugin-builtins; client-go keeps this one apart).
+// installed beside sanddune, which starts it like any plugin binary (ADR 0022: sanddune
+// serves the other built-ins itself, ADR 0030; client-go keeps this one apart).
 package main
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -18,14 +19,24 @@ import (
 	"github.com/missingstudio/sanddune/sdk/sandboxtest"
 )
 
-// builtinsPath is sanddune-plugin-builtins as TestMain installed it.
-func builtinsPath() string { return filepath.Join(filepath.Dir(sanddune), builtinsBinary) }
+// builtinsPath is sanddune as TestMain built it, under the name it serves
+// its built-ins as (a symlink, so that the kits, which start a binary
+// with its path as argv[0], start it as the plugin host does).
+func builtinsPath(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), builtinsBinary)
+	if err := os.Symlink(sanddune, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
-// TestBuiltinsBinaryServesTheBuiltins: sanddune-plugin-builtins serves,
-// through real gRPC, exactly the built-ins builtins.go maps to it.
+// TestBuiltinsBinaryServesTheBuiltins: sanddune, run as
+// sanddune-plugin-builtins, serves through real gRPC exactly the built-ins
+// builtins.go maps to it.
 func TestBuiltinsBinaryServesTheBuiltins(t *testing.T) {
 	t.Parallel()
-	sandboxes, agents := plugintest.Binary(t, builtinsPath())
+	sandboxes, agents := plugintest.Binary(t, builtinsPath(t))
 	got := slices.Sorted(maps.Keys(sandboxes))
 	got = slices.Sorted(slices.Values(append(got, slices.Collect(maps.Keys(agents))...)))
 	var want []string
@@ -41,8 +52,8 @@ func TestBuiltinsBinaryServesTheBuiltins(t *testing.T) {
 }
 
 // TestBuiltinsBinaryConformance runs the conformance kits against every
-// component of sanddune-plugin-builtins, each started as sanddune starts
-// it (handshake, AutoMTLS, real gRPC): the daemonless ones here, the
+// component sanddune serves as sanddune-plugin-builtins, each started as
+// the plugin host starts it (handshake, AutoMTLS, real gRPC): the daemonless ones here, the
 // engines' where the engine (and the test image) are here, each in a test
 // of its own (TestBuiltinsBinaryConformancePodman, …: top-level parallel
 // tests start among the package's others, where subtests start after all
@@ -52,7 +63,7 @@ func TestBuiltinsBinaryServesTheBuiltins(t *testing.T) {
 // environment (TestBuiltinsBinaryConformanceVercel).
 func TestBuiltinsBinaryConformance(t *testing.T) {
 	t.Parallel()
-	bin := builtinsPath()
+	bin := builtinsPath(t)
 	served, agents := plugintest.Binary(t, bin)
 	sandboxes := map[string]func(*testing.T) sandboxtest.Options{
 		"local":  func(*testing.T) sandboxtest.Options { return sandboxtest.Options{} },
@@ -92,14 +103,14 @@ func TestBuiltinsBinaryConformance(t *testing.T) {
 }
 
 // TestBuiltinsBinaryConformancePodman: the sandbox kit against the podman
-// component of sanddune-plugin-builtins (TestBuiltinsBinaryConformance).
+// component sanddune serves (TestBuiltinsBinaryConformance).
 func TestBuiltinsBinaryConformancePodman(t *testing.T) {
 	t.Parallel()
 	// The kit creates without the preflight that lowers podman's nofile
 	// and nproc limits under this host's hard limits when they exceed
 	// them: set them low.
 	body := requirePodman(t) + `ulimits = { nofile = "1024:1024", nproc = "1024:1024" }` + "\n"
-	sandboxtest.RunBinary(t, builtinsPath(), "podman", sandboxtest.Options{Config: blockValue(t, body)})
+	sandboxtest.RunBinary(t, builtinsPath(t), "podman", sandboxtest.Options{Config: blockValue(t, body)})
 }
 
 // TestBuiltinsBinaryConformanceDocker: the sandbox kit against the docker
@@ -107,7 +118,7 @@ func TestBuiltinsBinaryConformancePodman(t *testing.T) {
 func TestBuiltinsBinaryConformanceDocker(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
-	sandboxtest.RunBinary(t, builtinsPath(), "docker", sandboxtest.Options{Config: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(testImage())})})
+	sandboxtest.RunBinary(t, builtinsPath(t), "docker", sandboxtest.Options{Config: cty.ObjectVal(map[string]cty.Value{"image": cty.StringVal(testImage())})})
 }
 
 // TestBuiltinsBinaryConformanceBubblewrap: the sandbox kit against the
@@ -116,11 +127,11 @@ func TestBuiltinsBinaryConformanceBubblewrap(t *testing.T) {
 	t.Parallel()
 	_, err := exec.LookPath("bwrap")
 	kittest.RequireEngine(t, "bubblewrap", err)
-	sandboxtest.RunBinary(t, builtinsPath(), "bubblewrap", sandboxtest.Options{})
+	sandboxtest.RunBinary(t, builtinsPath(t), "bubblewrap", sandboxtest.Options{})
 }
 
 // TestBuiltinsBinaryConformanceVercel runs the sandbox kit against the
-// vercel component of sanddune-plugin-builtins and the fake Vercel API,
+// vercel component sanddune serves and the fake Vercel API,
 // with the credentials the plugin reads from its environment (so not in
 // parallel).
 func TestBuiltinsBinaryConformanceVercel(t *testing.T) {
@@ -133,7 +144,7 @@ func TestBuiltinsBinaryConformanceVercel(t *testing.T) {
 	for k, v := range map[string]string{"VERCEL_TOKEN": "tok-kit", "VERCEL_TEAM_ID": "team_kit", "VERCEL_PROJECT_ID": "prj_kit", "VERCEL_OIDC_TOKEN": ""} {
 		t.Setenv(k, v)
 	}
-	sandboxtest.RunBinary(t, builtinsPath(), "vercel", sandboxtest.Options{
+	sandboxtest.RunBinary(t, builtinsPath(t), "vercel", sandboxtest.Options{
 		Config:          cty.ObjectVal(map[string]cty.Value{"base_url": cty.StringVal(srv.URL)}),
 		SkipNetworkNone: "the fake Vercel API does not enforce network policies; Vercel's own microVMs do",
 	})

@@ -258,13 +258,18 @@ func TestDockerSandboxRemovedFromOutside(t *testing.T) {
 	}
 }
 
-// builtinsPID is the pid of the sanddune-plugin-builtins process that
-// serves sanddune process parent, or 0.
+// builtinsPID is the pid of the process serving the built-ins of sanddune
+// process parent, or 0: the sanddune file itself (so both share its pages),
+// run as sanddune-plugin-builtins.
 func builtinsPID(parent int) int {
+	self, _ := filepath.EvalSymlinks(sanddune)
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, c := range cmdlines {
 		b, err := os.ReadFile(c)
 		if err != nil || !bytes.HasSuffix(b, []byte("/"+builtinsBinary+"\x00")) {
+			continue
+		}
+		if exe, _ := os.Readlink(filepath.Join(filepath.Dir(c), "exe")); exe != self {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(c)))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/missingstudio/sanddune/core"
 )
@@ -44,6 +45,11 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
+	if filepath.Base(os.Args[0]) == builtinsBinary {
+		// Started by a plugin host as its built-ins' plugin (ADR 0030).
+		serveBuiltins()
+		return
+	}
 	root, g := newRootCommand()
 	ctx, interrupted, stop := interruptible(context.Background(), &g.notes, func() string { return g.stopNote.Load() })
 	closeHost := addPluginCommands(ctx, root, g, os.Args[1:])

@@ -86,7 +86,7 @@ is listed, not started: trust and pin it with sanddune plugins lock.`,
 			}
 			w.Flush()
 			for _, path := range missing {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s is missing (sanddune starts its built-ins from beside itself): %s\n", path, pluginhost.InstallHint)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s is missing (sanddune starts built-ins from it, beside itself): %s\n", path, pluginhost.InstallHint(path))
 			}
 			if failed {
 				return &exitError{code: exitFailure, err: fmt.Errorf("some plugins failed to start (see the list above)")}

@@ -34,16 +34,32 @@ func newPluginsTestCommand() *cobra.Command {
 conformance kit of each component it serves against it: sdk/sandboxtest for sandbox
 providers, sdk/agenttest's generic checks for agent providers (with an empty config
 block). The output is go test's (-v shows every check; --run takes one regexp per level
-of a check's name, e.g. sandbox/docker/Copy); exit 1 when a check fails. BINARY runs with your
-rights: test only binaries you trust.`,
+of a check's name, e.g. sandbox/docker/Copy); exit 1 when a check fails. Given sanddune
+itself, it tests the built-ins sanddune serves. BINARY runs with your rights: test only
+binaries you trust.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bin, err := filepath.Abs(args[0])
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
-			if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() {
+			fi, err := os.Stat(bin)
+			if err != nil || !fi.Mode().IsRegular() {
 				return &exitError{code: exitUsage, err: fmt.Errorf("%s is not a plugin binary: %v", args[0], err)}
+			}
+			exe := executable()
+			if self, err := os.Stat(exe); err == nil && os.SameFile(fi, self) {
+				// sanddune itself: its built-ins, started as the plugin
+				// host starts them (a symlink gives the kits its argv[0]).
+				dir, err := os.MkdirTemp("", "sanddune-plugins-test-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				bin = filepath.Join(dir, builtinsBinary)
+				if err := os.Symlink(exe, bin); err != nil {
+					return err
+				}
 			}
 			if code := runKits(cmd.OutOrStdout(), bin, verbose, run); code != 0 {
 				return &exitError{code: exitFailure, err: fmt.Errorf("%s does not pass the conformance kit (see above)", args[0])}

@@ -57,3 +57,14 @@ func TestKitRunnerReportsAsGoTest(t *testing.T) {
 		t.Errorf("the temp dir %s outlived its check: %v", dir, err)
 	}
 }
+
+// TestPluginsTestOfSandduneTestsItsBuiltins: given sanddune itself,
+// `plugins test` runs the kits against the built-ins it serves, started
+// as the plugin host starts them.
+func TestPluginsTestOfSandduneTestsItsBuiltins(t *testing.T) {
+	t.Parallel()
+	r := run(t, t.TempDir(), "plugins", "test", sanddune, "-v", "--run", "sandbox/local")
+	if r.code != 0 || !strings.Contains(r.stdout, "--- PASS: Conformance/sandbox/local/ExitCodes") || strings.Contains(r.stdout, "agent/") {
+		t.Fatalf("exit %d, want 0 with the local sandbox's checks passing and no agent's:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

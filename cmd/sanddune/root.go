@@ -154,15 +154,20 @@ func (g *globals) logger() hclog.Logger {
 	})
 }
 
-// newHost returns a plugin host for the repo containing dir (if any), with
-// a config's required_plugins.
-func (g *globals) newHost(dir string, required ...*config.RequiredPlugin) *pluginhost.Host {
+// executable is sanddune's own binary, symlinks resolved ("" when unknown).
+func executable() string {
 	exe, _ := os.Executable()
 	if exe != "" {
 		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = resolved
 		}
 	}
+	return exe
+}
+
+// newHost returns a plugin host for the repo containing dir (if any), with
+// a config's required_plugins.
+func (g *globals) newHost(dir string, required ...*config.RequiredPlugin) *pluginhost.Host {
 	var repoRoot string
 	if repo, err := worktree.Open(context.Background(), dir); err == nil {
 		repoRoot = repo.Root
@@ -173,7 +178,8 @@ func (g *globals) newHost(dir string, required ...*config.RequiredPlugin) *plugi
 	}
 	return pluginhost.New(pluginhost.Options{
 		Builtins:   builtins,
-		Executable: exe,
+		Executable: executable(),
+		Self:       builtinsBinary,
 		RepoRoot:   repoRoot,
 		Logger:     g.logger(),
 		Required:   reqs,

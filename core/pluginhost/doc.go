@@ -6,8 +6,9 @@
 //
 //  1. the binary the config's required_plugins names by source;
 //  2. otherwise a built-in: the binary Options.Builtins maps its name to,
-//     installed beside the sanddune executable with it; the built-ins one
-//     binary serves share one process of it (docs/adr/0022);
+//     installed beside the sanddune executable with it, or the executable
+//     itself started under that binary's name (Options.Self, docs/adr/0030);
+//     the built-ins one binary serves share one process of it (docs/adr/0022);
 //  3. otherwise an external binary named sanddune-plugin-<name>, searched
 //     in the directories of SANDDUNE_PLUGIN_PATH, then <repo>/.sanddune/plugins,
 //     then $XDG_DATA_HOME/sanddune/plugins (~/.local/share/...), then the

@@ -36,6 +36,11 @@ type Options struct {
 	Builtins map[string]string
 	// Executable is sanddune's own binary.
 	Executable string
+	// Self is the binary name, among Builtins', that is Executable
+	// itself: the built-ins mapped to it are served by Executable, started
+	// again as Self (argv[0]), so that both processes share one file's
+	// pages (ADR 0030).
+	Self string
 	// RepoRoot enables the <repo>/.sanddune/plugins search directory.
 	RepoRoot string
 	// Getenv reads the environment (os.Getenv when nil).
@@ -86,6 +91,7 @@ type process struct {
 	killed  chan struct{} // closed once the plugin is killed
 	src     Source
 	path    string // the binary
+	argv0   string // a built-in's: its binary's path beside sanddune
 	cmd     *exec.Cmd
 	marker  string // NAME=random in the environment of the plugin and its children
 	client  *plugin.Client
@@ -373,9 +379,18 @@ func (h *Host) warnIgnored(name, path string) {
 }
 
 // builtinPath is the binary that serves the built-in plugin name: beside
-// sanddune.
+// sanddune, or sanddune itself (Options.Self).
 func (h *Host) builtinPath(name string) string {
-	return filepath.Join(filepath.Dir(h.opts.Executable), h.opts.Builtins[name])
+	bin := h.opts.Builtins[name]
+	if h.opts.Self != "" && bin == h.opts.Self {
+		return h.opts.Executable
+	}
+	return h.beside(bin)
+}
+
+// beside is the path of a binary named bin beside sanddune.
+func (h *Host) beside(bin string) string {
+	return filepath.Join(filepath.Dir(h.opts.Executable), bin)
 }
 
 // besideSanddune reports whether a binary lies in sanddune's own directory.
@@ -390,11 +405,13 @@ func (h *Host) isBuiltin(name string) bool {
 	return ok
 }
 
-// isBuiltinBinary reports whether path is the binary of a built-in: it
-// serves built-ins under their names, never as a plugin of its own.
+// isBuiltinBinary reports whether path is, beside sanddune, named like the
+// binary of built-ins (for Self, one left by an install from before
+// sanddune served them itself): it serves built-ins under their names,
+// never as a plugin of its own.
 func (h *Host) isBuiltinBinary(path string) bool {
-	for name := range h.opts.Builtins {
-		if path == h.builtinPath(name) {
+	for _, bin := range h.opts.Builtins {
+		if path == h.beside(bin) {
 			return true
 		}
 	}
@@ -409,11 +426,14 @@ type MissingBuiltinError struct {
 }
 
 func (e *MissingBuiltinError) Error() string {
-	return fmt.Sprintf("built-in plugin %q is missing: sanddune starts it from %s, beside itself; %s", e.Name, e.Path, InstallHint)
+	return fmt.Sprintf("built-in plugin %q is missing: sanddune starts it from %s, beside itself; %s", e.Name, e.Path, InstallHint(e.Path))
 }
 
-// InstallHint says how to install sanddune with its plugins.
-const InstallHint = "install sanddune with its plugins (make install, or go install ./cmd/... in a checkout of sanddune)"
+// InstallHint says how to install the binary of built-ins at path.
+func InstallHint(path string) string {
+	return "install it beside sanddune: make install in a checkout of sanddune, or GOBIN=" + filepath.Dir(path) +
+		" go install github.com/missingstudio/sanddune/cmd/" + filepath.Base(path) + "@VERSION (sanddune's version)"
+}
 
 // checkBuiltin says, before anything starts, that the binary serving a
 // built-in is missing or not executable.
@@ -435,10 +455,10 @@ func (h *Host) checkBuiltin(src Source) error {
 // it. The built-ins one binary serves share its process, which is named
 // after the binary (sanddune-plugin-builtins runs as plugin "builtins").
 func (h *Host) start(ctx context.Context, src Source) *process {
-	key, path := src.Path, src.Path
+	key, path, argv0 := src.Path, src.Path, ""
 	if src.Builtin() {
 		bin := h.opts.Builtins[src.Name]
-		key, path = "builtin:"+bin, h.builtinPath(src.Name)
+		key, path, argv0 = "builtin:"+bin, h.builtinPath(src.Name), h.beside(bin)
 		src = Source{Name: strings.TrimPrefix(bin, BinaryPrefix)}
 	}
 	h.mu.Lock()
@@ -448,7 +468,7 @@ func (h *Host) start(ctx context.Context, src Source) *process {
 		dead, ok = p, false
 	}
 	if !ok {
-		p = &process{ready: make(chan struct{}), killed: make(chan struct{}), src: src, path: path}
+		p = &process{ready: make(chan struct{}), killed: make(chan struct{}), src: src, path: path, argv0: argv0}
 		h.procs[key] = p
 	}
 	h.mu.Unlock()
@@ -517,8 +537,11 @@ func (p *process) launch(ctx context.Context, h *Host) {
 	var cmd *exec.Cmd
 	if src.Builtin() {
 		// Built-ins are part of sanddune: trusted with it, never locked
-		// (checkBuiltin has checked the binary).
+		// (checkBuiltin has checked the binary). argv[0] is their binary's
+		// path beside sanddune, even when that binary is sanddune (Self):
+		// how sanddune, started again, knows to serve them, and what ps shows.
 		cmd = exec.Command(p.path)
+		cmd.Args[0] = p.argv0
 	} else {
 		if !isExecutable(src.Path) {
 			p.err = fmt.Errorf("plugin %q: %s is not executable (chmod +x %s)", src.Name, src.Path, src.Path)

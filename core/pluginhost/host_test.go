@@ -276,16 +276,7 @@ func TestBuiltinsOfOneBinaryShareOneProcess(t *testing.T) {
 	if got, want := h.procs["builtin:"+bin].cmd.Path, filepath.Join(dir, bin); got != want {
 		t.Fatalf("the built-ins ran %s, want %s", got, want)
 	}
-	var names []string
-	for _, r := range h.List(context.Background()) {
-		if r.Err != nil || !r.Source.Builtin() {
-			t.Fatalf("list row %+v, want built-ins only", r)
-		}
-		names = append(names, r.Info.Name)
-	}
-	if !slices.Equal(names, []string{"alpha", "beta"}) {
-		t.Fatalf("list = %v, want alpha and beta once each", names)
-	}
+	listsBuiltinsOnce(t, h, "alpha", "beta")
 	if len(h.procs) != 1 {
 		t.Fatalf("list started %d processes, want the one", len(h.procs))
 	}
@@ -296,6 +287,55 @@ func TestBuiltinsOfOneBinaryShareOneProcess(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "ignored") {
 		t.Fatalf("a binary beside sanddune was warned about:\n%s", logs)
+	}
+}
+
+// TestSelfServesItsBuiltins: the built-ins mapped to Options.Self run as
+// one process of the sanddune executable itself, started with the path of
+// their binary beside it as argv[0] (the fake serves alpha and beta only
+// under that name); a file of that name left beside sanddune is neither
+// started nor a plugin of its own.
+func TestSelfServesItsBuiltins(t *testing.T) {
+	t.Parallel()
+	bin := BinaryPrefix + "builtins"
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "sanddune")
+	if err := os.Symlink(fakePlugin, exe); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, bin)
+	if err := os.WriteFile(stale, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := New(Options{Builtins: map[string]string{"alpha": bin, "beta": bin}, Executable: exe, Self: bin, Getenv: func(string) string { return "" }})
+	t.Cleanup(h.Close)
+	resolveConcurrently(t, h, func(n string, _ sdk.SandboxProvider, c Component) {
+		if !c.Source.Builtin() || c.Source.Name != n {
+			t.Errorf("%s resolved to %+v, want the built-in", n, c.Source)
+		}
+	}, "alpha", "beta")
+	if len(h.procs) != 1 {
+		t.Fatalf("%d plugin processes, want 1 (sanddune serving its built-ins)", len(h.procs))
+	}
+	if cmd := h.procs["builtin:"+bin].cmd; cmd.Path != exe || cmd.Args[0] != stale {
+		t.Fatalf("the built-ins ran %s as %s, want %s as %s", cmd.Path, cmd.Args[0], exe, stale)
+	}
+	listsBuiltinsOnce(t, h, "alpha", "beta")
+}
+
+// listsBuiltinsOnce checks that h lists the built-ins want, each once, and
+// nothing else.
+func listsBuiltinsOnce(t *testing.T, h *Host, want ...string) {
+	t.Helper()
+	var names []string
+	for _, r := range h.List(context.Background()) {
+		if r.Err != nil || !r.Source.Builtin() {
+			t.Fatalf("list row %+v, want built-ins only", r)
+		}
+		names = append(names, r.Info.Name)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("list = %v, want %v once each", names, want)
 	}
 }
 

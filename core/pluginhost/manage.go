@@ -50,7 +50,7 @@ func (h *Host) Sources() (srcs []Source, ignored []Source) {
 			continue
 		}
 		if h.isBuiltinBinary(s.Path) {
-			continue // sanddune-plugin-builtins serves built-ins, under their names
+			continue // a binary of built-ins serves them under their names
 		}
 		s.Trusted = h.trustedDir(filepath.Dir(s.Path))
 		seen[s.Name] = true

@@ -15,10 +15,10 @@ import (
 // id, the session is captured to the host, and a second run resumes it.
 func TestRunThroughSanddune(t *testing.T) {
 	bin := t.TempDir()
-	// sanddune and the built-ins' binary (the local sandbox) are built in
-	// their own module (the repository root); the plugin in this one,
-	// against the sdk module only.
-	for _, b := range [][3]string{{"/", "../..", "./cmd/sanddune ./cmd/sanddune-plugin-builtins"}, {"sanddune-plugin-jsonl", ".", "."}} {
+	// sanddune (which serves the local sandbox itself) is built in its own
+	// module (the repository root); the plugin in this one, against the
+	// sdk module only.
+	for _, b := range [][3]string{{"/", "../..", "./cmd/sanddune"}, {"sanddune-plugin-jsonl", ".", "."}} {
 		if out, err := exec.Command("go", append([]string{"build", "-C", b[1], "-o", filepath.Join(bin, b[0])}, strings.Fields(b[2])...)...).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", b[2], err, out)
 		}
