@@ -513,3 +513,47 @@ func TestInterruptWhileTheWorktreeIsReadied(t *testing.T) {
 		t.Errorf("%d sandbox(es) created, %d closed; want 1 and 1", len(rec.created), rec.closed)
 	}
 }
+
+// slowSandbox is a provider whose Create waits (as for a place in a
+// queue) until its context ends, and records that it did.
+type slowSandbox struct {
+	sdk.SandboxProvider
+	stopped chan struct{}
+}
+
+func (p *slowSandbox) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandbox, error) {
+	select {
+	case <-ctx.Done():
+		close(p.stopped)
+		return nil, ctx.Err()
+	case <-time.After(2 * time.Minute):
+		return nil, errors.New("Create was never stopped")
+	}
+}
+
+// TestWorktreeHookFailureStopsTheSandboxCreate: a failing host
+// on_worktree_ready hook, which runs while the sandbox is created, stops
+// that creation (a queued pod, say) instead of waiting for it, and the run
+// fails with the hook's error.
+func TestWorktreeHookFailureStopsTheSandboxCreate(t *testing.T) {
+	t.Parallel()
+	repo := newRepo(t)
+	var term buffer
+	ref := localSandbox(t)
+	slow := &slowSandbox{SandboxProvider: ref.Provider, stopped: make(chan struct{})}
+	ref.Provider = slow
+	o := options(repo, ref, commandAgent(t, "true"), &term)
+	o.BranchStrategy = core.BranchStrategy{Type: core.StrategyBranch, Branch: "agent/hook"}
+	o.Hooks = core.Hooks{HostOnWorktreeReady: []core.Hook{{Command: "exit 3"}}}
+	_, err := core.Run(t.Context(), o)
+	var re *core.RunError
+	if !asError(err, &re) || re.Phase != core.PhaseHooks || re.Cancelled {
+		t.Fatalf("err = %v; want the hook's failure", err)
+	}
+	select {
+	case <-slow.stopped:
+	default:
+		t.Fatal("the run ended without stopping the sandbox's Create")
+	}
+	assertClean(t, repo)
+}

@@ -308,10 +308,14 @@ func (r *runner) setup(ctx context.Context) *run.Error {
 		return r.setupSandbox(ctx)
 	}
 	created := make(chan *run.Error, 1)
-	go func() { created <- r.createSandbox(ctx) }()
+	createCtx, stopCreate := context.WithCancel(ctx)
+	defer stopCreate()
+	go func() { created <- r.createSandbox(createCtx) }()
 	readyErr := r.readyWorktree(ctx)
 	if readyErr == nil {
 		r.snapshotRefs(ctx) // nothing runs in the sandbox before readySandbox
+	} else {
+		stopCreate() // a slow sandbox (a queued pod, say) does not hold the failure up
 	}
 	if err := <-created; readyErr == nil && err != nil {
 		return err
