@@ -1,7 +1,8 @@
 // Package jsonschema validates JSON values against a JSON Schema: the
 // validation keywords of drafts 4 to 2020-12, with $ref only inside the
 // document (ADR 0028). Compile rejects what it does not support instead of
-// ignoring it; format, content* and the annotations are not asserted.
+// ignoring it; format is asserted only under a draft 4–7 $schema (the
+// common formats), content* and the other annotations never.
 //
 // Values are what Decode returns: nil, bool, json.Number, string, []any and
 // map[string]any. Numbers are compared exactly (math/big).

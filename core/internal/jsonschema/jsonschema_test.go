@@ -169,6 +169,20 @@ func TestRefLoopFails(t *testing.T) {
 	}
 }
 
+// TestRefLoopThroughAnyOfFails: a loop met again in each branch of an
+// anyOf is reported once per branch, not followed down every branch
+// again (which never ended).
+func TestRefLoopThroughAnyOfFails(t *testing.T) {
+	s := compile(t, `{"anyOf": [{"$ref": "#"}, {"$ref": "#"}, {"$ref": "#"}]}`)
+	if e := s.Validate("x"); e == nil || !strings.Contains(e.Message, "$refs loop") {
+		t.Fatalf("got %+v, want the loop reported", e)
+	}
+	nested := compile(t, `{"properties": {"a": {"$ref": "#"}}, "anyOf": [{"$ref": "#/$defs/x"}, {"type": "object"}], "$defs": {"x": {"$ref": "#"}}}`)
+	if e := nested.Validate(mustDecode(t, `{"a": {"a": {}}}`)); e != nil {
+		t.Fatalf("a $ref reached again at a deeper value is no loop: %+v", e)
+	}
+}
+
 func TestDecode(t *testing.T) {
 	for _, bad := range []string{``, `{"a": }`, `{} {}`, `[1] x`} {
 		if _, err := Decode(bad); err == nil {

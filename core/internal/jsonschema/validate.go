@@ -18,30 +18,39 @@ type Error struct {
 	Message      string
 }
 
-// maxRefHops bounds the $refs followed without reaching a deeper value: a
-// schema whose $refs loop ({"$ref": "#"}) fails instead of recursing
-// forever.
-const maxRefHops = 64
+// refs are the $refs being followed, each at the value (its path) it is
+// checking: one met again there loops without reaching a deeper value
+// ({"$ref": "#"}), and fails instead of recursing forever.
+type refs map[refAt]bool
+
+type refAt struct {
+	s    *Schema
+	path string
+}
 
 // Validate checks a decoded value: nil, or the first mismatch found,
 // innermost.
 func (s *Schema) Validate(v any) *Error {
-	return s.check(v, "", 0)
+	return s.check(v, "", refs{})
 }
 
 func fail(path, format string, args ...any) *Error {
 	return &Error{InstancePath: path, Message: fmt.Sprintf(format, args...)}
 }
 
-func (s *Schema) check(v any, path string, hops int) *Error {
+func (s *Schema) check(v any, path string, active refs) *Error {
 	if s.never {
 		return fail(path, "no value is allowed here")
 	}
 	if s.ref != nil {
-		if hops >= maxRefHops {
+		at := refAt{s, path}
+		if active[at] {
 			return fail(path, "the schema's $refs loop without reaching a value")
 		}
-		if e := s.ref.check(v, path, hops+1); e != nil {
+		active[at] = true
+		e := s.ref.check(v, path, active)
+		delete(active, at)
+		if e != nil {
 			return e
 		}
 	}
@@ -61,14 +70,14 @@ func (s *Schema) check(v any, path string, hops int) *Error {
 	case string:
 		e = s.checkString(x, path)
 	case []any:
-		e = s.checkArray(x, path)
+		e = s.checkArray(x, path, active)
 	case map[string]any:
-		e = s.checkObject(x, path, hops)
+		e = s.checkObject(x, path, active)
 	}
 	if e != nil {
 		return e
 	}
-	return s.checkApplicators(v, path, hops)
+	return s.checkApplicators(v, path, active)
 }
 
 func (s *Schema) checkNumber(n json.Number, path string) *Error {
@@ -113,7 +122,7 @@ func (s *Schema) checkString(str, path string) *Error {
 	return nil
 }
 
-func (s *Schema) checkArray(a []any, path string) *Error {
+func (s *Schema) checkArray(a []any, path string, active refs) *Error {
 	if len(a) < s.minItems {
 		return fail(path, "%d items, fewer than minItems %d", len(a), s.minItems)
 	}
@@ -139,14 +148,14 @@ func (s *Schema) checkArray(a []any, path string) *Error {
 		default:
 			continue
 		}
-		if e := sub.check(item, path+"/"+strconv.Itoa(i), 0); e != nil {
+		if e := sub.check(item, path+"/"+strconv.Itoa(i), active); e != nil {
 			return e
 		}
 	}
 	if s.contains != nil {
 		n := 0
 		for i, item := range a {
-			if s.contains.check(item, path+"/"+strconv.Itoa(i), 0) == nil {
+			if s.contains.check(item, path+"/"+strconv.Itoa(i), active) == nil {
 				n++
 			}
 		}
@@ -164,7 +173,7 @@ func (s *Schema) checkArray(a []any, path string) *Error {
 	return nil
 }
 
-func (s *Schema) checkObject(o map[string]any, path string, hops int) *Error {
+func (s *Schema) checkObject(o map[string]any, path string, active refs) *Error {
 	if len(o) < s.minProperties {
 		return fail(path, "%d properties, fewer than minProperties %d", len(o), s.minProperties)
 	}
@@ -189,20 +198,20 @@ func (s *Schema) checkObject(o map[string]any, path string, hops int) *Error {
 	for _, k := range keys {
 		p := path + "/" + escape(k)
 		if s.propertyNames != nil {
-			if e := s.propertyNames.check(k, p, 0); e != nil {
+			if e := s.propertyNames.check(k, p, active); e != nil {
 				return fail(path, "property name %s: %s", compact(k), e.Message)
 			}
 		}
 		sub, matched := s.properties[k]
 		if matched {
-			if e := sub.check(o[k], p, 0); e != nil {
+			if e := sub.check(o[k], p, active); e != nil {
 				return e
 			}
 		}
 		for _, pp := range s.patternProperties {
 			if pp.re.MatchString(k) {
 				matched = true
-				if e := pp.s.check(o[k], p, 0); e != nil {
+				if e := pp.s.check(o[k], p, active); e != nil {
 					return e
 				}
 			}
@@ -211,14 +220,14 @@ func (s *Schema) checkObject(o map[string]any, path string, hops int) *Error {
 			if s.additionalProperties.never {
 				return fail(path, "property %s is not allowed (additionalProperties)", compact(k))
 			}
-			if e := s.additionalProperties.check(o[k], p, 0); e != nil {
+			if e := s.additionalProperties.check(o[k], p, active); e != nil {
 				return e
 			}
 		}
 	}
 	for _, k := range keys {
 		if d, ok := s.dependentSchemas[k]; ok {
-			if e := d.check(o, path, hops); e != nil {
+			if e := d.check(o, path, active); e != nil {
 				return e
 			}
 		}
@@ -226,16 +235,16 @@ func (s *Schema) checkObject(o map[string]any, path string, hops int) *Error {
 	return nil
 }
 
-func (s *Schema) checkApplicators(v any, path string, hops int) *Error {
+func (s *Schema) checkApplicators(v any, path string, active refs) *Error {
 	for _, a := range s.allOf {
-		if e := a.check(v, path, hops); e != nil {
+		if e := a.check(v, path, active); e != nil {
 			return e
 		}
 	}
 	if len(s.anyOf) > 0 {
 		var first *Error
 		for _, a := range s.anyOf {
-			e := a.check(v, path, hops)
+			e := a.check(v, path, active)
 			if e == nil {
 				first = nil
 				break
@@ -252,7 +261,7 @@ func (s *Schema) checkApplicators(v any, path string, hops int) *Error {
 		var matched []int
 		var first *Error
 		for i, a := range s.oneOf {
-			if e := a.check(v, path, hops); e == nil {
+			if e := a.check(v, path, active); e == nil {
 				matched = append(matched, i)
 			} else if first == nil {
 				first = e
@@ -265,16 +274,16 @@ func (s *Schema) checkApplicators(v any, path string, hops int) *Error {
 			return fail(path, "matches oneOf's schemas %d and %d, want exactly one", matched[0], matched[1])
 		}
 	}
-	if s.not != nil && s.not.check(v, path, hops) == nil {
+	if s.not != nil && s.not.check(v, path, active) == nil {
 		return fail(path, "matches the schema in not")
 	}
 	if s.cond != nil {
 		branch := s.els
-		if s.cond.check(v, path, hops) == nil {
+		if s.cond.check(v, path, active) == nil {
 			branch = s.then
 		}
 		if branch != nil {
-			if e := branch.check(v, path, hops); e != nil {
+			if e := branch.check(v, path, active); e != nil {
 				return e
 			}
 		}
