@@ -355,4 +355,12 @@ func TestNoHostMounts(t *testing.T) {
 			t.Errorf("unable %q: mounts %+v", why, sb.Info().Mounts)
 		}
 	}
+	// Without a preflight the daemon is not known to see the directory.
+	dir := t.TempDir()
+	sb, _ := containerkittest.Create(t, containerkittest.Engine{Name: suite.Name, New: New}, suite.Config(t, nil), func(r *sdk.CreateRequest) {
+		r.Mounts = []sdk.Mount{{HostPath: dir, SandboxPath: "~/.m"}}
+	})
+	if len(sb.Info().Mounts) != 0 {
+		t.Errorf("mounted without a preflight: %+v", sb.Info().Mounts)
+	}
 }

@@ -114,7 +114,7 @@ func noHostMounts(info system.Info, host string) string {
 		return "the Docker daemon maps user ids"
 	case !daemonIsLocal(host):
 		return "the Docker daemon runs on another machine"
-	case runtime.GOOS != "linux":
+	case runtime.GOOS != "linux" || info.OperatingSystem == "Docker Desktop":
 		return "the Docker daemon runs in a VM, which may not see it"
 	}
 	return ""

@@ -53,7 +53,10 @@ func (p *Provider) Create(ctx context.Context, req sdk.CreateRequest) (sdk.Sandb
 	if cfg.GID != nil {
 		spec.GID = *cfg.GID
 	}
-	noMounts, _ := p.noMounts.Load().(string)
+	noMounts, asked := p.noMounts.Load().(string)
+	if !asked {
+		noMounts = "no preflight asked the Docker daemon how it runs"
+	}
 	spec.OwnMounts(req, noMounts)
 
 	init := true

@@ -670,6 +670,8 @@ func (s *suite) testBindMount(t plugintest.T) {
 // testMounts: a provider that declares Mounts mounts the host directory
 // asked for at its sandbox path under the home, says so in Info, and a
 // file written on either side is read on the other, as the sandbox's user.
+// A provider may leave a mount out where it cannot make it writable (the
+// host then copies): that skips, as long as Info does not list it.
 func (s *suite) testMounts(t plugintest.T, asked []sdk.Mount) {
 	if !s.caps.Mounts {
 		t.Skipf("provider does not declare Mounts")
@@ -677,7 +679,10 @@ func (s *suite) testMounts(t plugintest.T, asked []sdk.Mount) {
 	info := s.sb.Info()
 	want := sdk.Mount{HostPath: asked[0].HostPath, SandboxPath: path.Join(info.HomePath, ".sandboxtest", "mounted")}
 	if !slices.Contains(info.Mounts, want) {
-		t.Fatalf("Info().Mounts = %+v, want %+v", info.Mounts, want)
+		if slices.ContainsFunc(info.Mounts, func(m sdk.Mount) bool { return m.HostPath == want.HostPath }) {
+			t.Fatalf("Info().Mounts = %+v, want %+v", info.Mounts, want)
+		}
+		t.Skipf("the provider left the mount out here (Info().Mounts = %+v): the host copies instead", info.Mounts)
 	}
 	if err := os.WriteFile(filepath.Join(want.HostPath, "from-host.txt"), []byte("from host\n"), 0o644); err != nil {
 		t.Fatalf("%v", err)
