@@ -35,27 +35,24 @@ func Execute(ctx context.Context, p *RunPlan) []Outcome {
 		Name: func(pr *planning.Planned) string { return pr.Name },
 		Key:  func(pr *planning.Planned) (string, cty.Value) { return pr.Key, pr.KeyVal },
 		Run: func(ctx context.Context, pr *planning.Planned) (res *Result, err error) {
-			defer func() { execute.Done(pr.Spec, phaseOf(pr), maxIterations(pr), res, err) }()
+			defer func() { execute.Done(pr.Spec, phaseOf(pr), res, err) }()
 			if pr.Steps != nil {
 				return execute.RunSession(ctx, pr.Name, pr.Steps)
 			}
 			return execute.Run(ctx, pr.Spec)
 		},
-		Queued: func(pr *planning.Planned) { execute.Waiting(pr.Spec, phaseOf(pr), maxIterations(pr)) },
+		Queued: func(pr *planning.Planned) { execute.Waiting(pr.Spec, phaseOf(pr)) },
 	})
 }
 
-// phaseOf is the start of pr's phase events: the names it goes by.
+// phaseOf is the start of pr's phase events: the names it goes by and its
+// iteration limit (a session's steps' together).
 func phaseOf(pr *planning.Planned) run.PhaseEvent {
-	return run.PhaseEvent{Run: pr.Name, Block: pr.Block, Key: pr.Key}
-}
-
-// maxIterations is pr's iteration limit, a session's steps' together.
-func maxIterations(pr *planning.Planned) int {
+	e := run.PhaseEvent{Run: pr.Name, Block: pr.Block, Key: pr.Key, MaxIterations: pr.Spec.MaxIterations}
 	if pr.Steps != nil {
-		return execute.MaxIterations(pr.Steps)
+		e.MaxIterations = execute.MaxIterations(pr.Steps)
 	}
-	return pr.Spec.MaxIterations
+	return e
 }
 
 // Preflight asks the sandbox provider of each planned run (of each

@@ -53,12 +53,12 @@ binaries you trust.`,
 				// host starts them (a symlink gives the kits its argv[0]).
 				dir, err := os.MkdirTemp("", "sanddune-plugins-test-")
 				if err != nil {
-					return err
+					return fmt.Errorf("testing sanddune's built-ins: %w", err)
 				}
 				defer os.RemoveAll(dir)
 				bin = filepath.Join(dir, builtinsBinary)
 				if err := os.Symlink(exe, bin); err != nil {
-					return err
+					return fmt.Errorf("testing sanddune's built-ins: linking %s as %s: %w", exe, builtinsBinary, err)
 				}
 			}
 			if code := runKits(cmd.OutOrStdout(), bin, verbose, run); code != 0 {

@@ -276,6 +276,11 @@ func (w *Workspace) prepareBranch(ctx context.Context) error {
 		w.createdBranch, w.createdAt = b, w.Base
 		err = r.addWorktree(ctx, dir, w.Base, "-b", b)
 	}
+	if err == nil && exists {
+		// The base is the branch's tip once checked out: it may have moved
+		// since it was read (as rev-parse HEAD there told before).
+		w.Base, err = r.Tip(ctx, b)
+	}
 	if err != nil {
 		return err
 	}

@@ -49,18 +49,17 @@ func (r *runner) ended() {
 	}
 }
 
-// Waiting tells s's observer that the run e names (Run, Block, Key) waits
-// for its place; max is its iterations' limit (a session's: MaxIterations
-// of its steps).
-func Waiting(s *Spec, e run.PhaseEvent, max int) {
-	e.Time, e.Phase, e.MaxIterations = time.Now(), run.PhaseWaiting, max
+// Waiting tells s's observer that the run e names (Run, Block, Key, and
+// MaxIterations: a session's steps' together) waits for its place.
+func Waiting(s *Spec, e run.PhaseEvent) {
+	e.Time, e.Phase = time.Now(), run.PhaseWaiting
 	notify(s, e)
 }
 
 // Done tells s's observer that the run e names ended with res and err (of
 // Run, or RunSession), like Waiting.
-func Done(s *Spec, e run.PhaseEvent, max int, res *run.Result, err error) {
-	e.Time, e.Phase, e.MaxIterations, e.Failed = time.Now(), run.PhaseDone, max, err != nil
+func Done(s *Spec, e run.PhaseEvent, res *run.Result, err error) {
+	e.Time, e.Phase, e.Failed = time.Now(), run.PhaseDone, err != nil
 	var re *run.Error
 	e.Cancelled = errors.As(err, &re) && re.Cancelled
 	if res != nil {

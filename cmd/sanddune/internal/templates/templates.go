@@ -88,7 +88,7 @@ func (a Agent) DirLines() string {
 	if a.Dir == "" {
 		return ""
 	}
-	return "# The CLI's own directory, the agent's: a run needs not prepare the home.\nRUN mkdir -p /home/agent/" + a.Dir
+	return "# The CLI's own directory, the agent's: a run need not prepare the home.\nRUN mkdir -p /home/agent/" + a.Dir
 }
 
 // Source says where the agent's CLI comes from, for init's choices.
