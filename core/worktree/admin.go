@@ -202,10 +202,10 @@ func writeLine(path, s string) error {
 
 // removeWorktree removes the linked worktree at dir, which the caller
 // found clean (Dirty), as `git worktree remove` does after its own status:
-// its files, then its admin dir. A worktree git would refuse to remove
-// without --force (locked, or holding a submodule or another repository
-// whose history would go with it) is left to `git worktree remove`, which
-// refuses it.
+// its files, then its admin dir. A worktree that may be more than its
+// files (locked, or holding a submodule or another repository whose
+// history would go with it) is left to `git worktree remove`, which
+// decides (it refuses a locked one, or one holding submodules).
 func (r *Repo) removeWorktree(ctx context.Context, dir string) error {
 	admin, err := r.adminOf(dir)
 	if err == nil && !exists(filepath.Join(admin, "locked")) && !exists(filepath.Join(admin, "modules")) {
